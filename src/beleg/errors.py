@@ -1,0 +1,57 @@
+"""Errors raised by Beleg.
+
+Every error derives from :class:`BelegError`; most also derive from the builtin that
+matches their meaning, so ``except ValueError`` keeps working for callers that do not
+know Beleg. Messages say what was received, what was expected and what to do.
+"""
+
+from __future__ import annotations
+
+
+class BelegError(Exception):
+    """Root of all Beleg errors."""
+
+
+class ConfigError(BelegError, ValueError):
+    """A configuration value, spec string or option is invalid."""
+
+
+class FilterError(BelegError, ValueError):
+    """A metadata filter expression cannot be parsed or applied."""
+
+
+class IngestError(BelegError):
+    """A single source could not be ingested (reported per file, never fatal to a run)."""
+
+
+class UnsupportedFormatError(IngestError, ValueError):
+    """No reader handles this kind of file."""
+
+
+class IndexStateError(BelegError, RuntimeError):
+    """The index directory is missing, corrupt or was built with another configuration."""
+
+
+class IndexVersionError(IndexStateError):
+    """The index was built with a different chunking/embedding configuration."""
+
+
+class MissingDependencyError(BelegError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+class ModelError(BelegError, RuntimeError):
+    """A model could not be loaded or failed while running."""
+
+
+def missing_dependency(package: str, extra: str, cause: BaseException | None = None) -> MissingDependencyError:
+    """Build the error raised when an optional backend's package is absent.
+
+    Example: ``raise missing_dependency("pypdf", "pdf") from exc``.
+    """
+    err = MissingDependencyError(
+        f"{package} is not installed; install it with: pip install \"beleg[{extra}]\""
+    )
+    if cause is not None:
+        err.__cause__ = cause
+    return err

@@ -1,0 +1,109 @@
+"""Core values passed between the pipeline stages.
+
+They are frozen so that a value seen in a trace is the value that was used. Character
+offsets (``start``/``end``) always index into the owning document's ``text``, so a quote
+can be checked against the exact span it claims to come from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """A heading found by a reader: its level (1 = top), title and offset in the text."""
+
+    level: int
+    title: str
+    start: int
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDocument:
+    """What a reader returns: clean text, its headings, and metadata the format carried.
+
+    ``text`` is the document's canonical text; every chunk offset points into it.
+    ``metadata`` holds what the file itself declared (front matter, HTML ``<meta>``,
+    PDF/DOCX properties); ingest rules and defaults are merged later.
+    """
+
+    text: str
+    headings: tuple[Heading, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A source document as stored in the index."""
+
+    doc_id: str
+    source: str
+    text: str
+    metadata: dict[str, Any]
+    content_hash: str
+
+    @property
+    def title(self) -> str:
+        return str(self.metadata.get("title") or self.source)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A retrievable span of a document.
+
+    ``chunk_id`` is a content hash (document id, heading path, text, occurrence), so
+    re-ingesting unchanged content yields the same ids.
+    """
+
+    chunk_id: str
+    doc_id: str
+    ordinal: int
+    start: int
+    end: int
+    heading_path: tuple[str, ...]
+    text: str
+
+    @property
+    def heading_path_str(self) -> str:
+        return " > ".join(self.heading_path)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: a chunk, its document's identity and metadata, and a score.
+
+    ``score`` is the score of the stage that produced the final ranking (BM25 score,
+    cosine similarity, fused RRF score, ...); ``scores`` keeps each leg's score and rank
+    so a person can see why the chunk ranked where it did.
+    """
+
+    chunk_id: str
+    doc_id: str
+    source: str
+    title: str
+    heading_path: tuple[str, ...]
+    start: int
+    end: int
+    score: float
+    text: str
+    metadata: dict[str, Any]
+    scores: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `search --json` contract for one hit."""
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "source": self.source,
+            "title": self.title,
+            "heading_path": " > ".join(self.heading_path),
+            "start": self.start,
+            "end": self.end,
+            "score": self.score,
+            "text": self.text,
+            "metadata": self.metadata,
+            "scores": self.scores,
+        }
