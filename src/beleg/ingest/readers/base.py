@@ -7,6 +7,8 @@ ingest rules to :mod:`beleg.ingest.metadata`.
 
 from __future__ import annotations
 
+import datetime as _dt
+import re
 from pathlib import Path
 from typing import Protocol
 
@@ -47,3 +49,39 @@ def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
 
 def normalize_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# --- helpers shared by several readers -------------------------------------------------
+# They live here so that every format normalises dates, languages and empty input the
+# same way; a filter such as ``date >= 2024-01-01`` must mean the same for all of them.
+
+
+def require_content(data: bytes) -> None:
+    """Reject a zero-byte file before a parser produces a less helpful error for it."""
+    if not data:
+        raise IngestError("file is empty (0 bytes); nothing to index")
+
+
+def iso_date(value: object) -> str | None:
+    """``date``/``datetime`` as ``YYYY-MM-DD``; anything else gives ``None``.
+
+    The time of day is dropped on purpose: metadata filters compare dates, and a
+    creation timestamp to the second would make ``date = 2024-03-01`` never match.
+    """
+    if isinstance(value, _dt.date):  # datetime is a subclass of date
+        return value.isoformat()[:10]
+    return None
+
+
+_LANGUAGE_TAG = re.compile(r"^([A-Za-z]{2})(?:[-_][A-Za-z0-9]{1,8})*$")
+
+
+def language_code(value: object) -> str | None:
+    """The two-letter primary subtag of a language tag (``de-DE`` -> ``de``), else ``None``.
+
+    Values that are no language tag (``German``, ``deu``) are dropped rather than guessed.
+    """
+    if not isinstance(value, str):
+        return None
+    match = _LANGUAGE_TAG.match(value.strip())
+    return match.group(1).lower() if match else None

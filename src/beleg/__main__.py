@@ -1,0 +1,5 @@
+import sys
+
+from beleg.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,157 @@
+"""The ``beleg`` command. Commands are thin: parse, call the library, render.
+
+Errors print one line on stderr and exit non-zero (no traceback unless ``--debug``).
+Machine-readable output (``--json``) goes to stdout; progress bars go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from beleg.errors import BelegError
+from beleg.kb import default_index_dir
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def _index_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", type=Path, default=None,
+                   help="index directory (default: $BELEG_INDEX, else ./.beleg)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="beleg", description="Retrieval with evidence you can check.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("init", help="create an index directory with a chunking/embedding configuration")
+    _index_arg(p)
+    p.add_argument("--embedder", default=None, help="embedding model spec (default: the offline e5 model)")
+    p.add_argument("--chunking", choices=("structure", "window"), default="structure")
+    p.add_argument("--max-tokens", type=int, default=220, help="chunk size in words")
+    p.add_argument("--overlap", type=int, default=40, help="overlap in words (window chunking)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("ingest", help="ingest files, folders or globs (md, txt, html, pdf, docx)")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    _index_arg(p)
+    p.add_argument("--rules", type=Path, help="YAML metadata rules: {rules: [{match: GLOB, metadata: {...}}]}")
+    p.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata for every file (repeatable)")
+    p.add_argument("--encoding", help="encoding of text files that are not UTF-8 (e.g. latin-1)")
+    p.add_argument("--max-file-mb", type=float, default=50.0, help="reject files larger than this")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print counts and failures as JSON")
+
+    p = sub.add_parser("search", help="search the index")
+    p.add_argument("query", metavar="QUERY")
+    _index_arg(p)
+    p.add_argument("--mode", choices=("dense", "bm25", "hybrid"), default="hybrid")
+    p.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
+    p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE", help="metadata equality (repeatable)")
+    p.add_argument("--where", metavar="EXPR", help="filter expression, e.g. \"version >= 2.4 and status = current\"")
+    p.add_argument("--fusion", choices=("rrf", "weighted"), default="rrf")
+    p.add_argument("--rrf-k", type=int, default=60)
+    p.add_argument("--weights", default="1,1", metavar="BM25,DENSE", help="fusion weights (default 1,1)")
+    p.add_argument("--mmr", type=float, default=None, metavar="LAMBDA", help="diversify with MMR (0..1)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("status", help="describe an index")
+    _index_arg(p)
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def _open(args: argparse.Namespace, create: bool = False) -> Any:
+    from beleg.kb import KnowledgeBase
+
+    return KnowledgeBase(args.index or default_index_dir(), create=create)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from beleg.index.config import IndexConfig
+    from beleg.ingest.chunking import ChunkingConfig
+    from beleg.kb import KnowledgeBase
+
+    defaults = IndexConfig()
+    config = IndexConfig(ChunkingConfig(args.chunking, args.max_tokens, args.overlap), args.embedder or defaults.embedder)
+    with KnowledgeBase(args.index or default_index_dir(), config) as kb:
+        status = kb.status()
+    print(json.dumps(status, indent=2) if args.json else f"index ready at {status['index']} (version {status['index_version']})")
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from beleg.cli.render import Style, render_ingest
+    from beleg.ingest.metadata import load_rules, parse_assignments
+
+    rules = load_rules(args.rules) if args.rules else []
+    meta = parse_assignments(args.meta) if args.meta else None
+    with _open(args, create=True) as kb:
+        report = kb.ingest(args.paths, rules=rules, metadata=meta, encoding=args.encoding,
+                           max_file_mb=args.max_file_mb, progress=False if args.no_progress else None)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(render_ingest(report, Style(sys.stdout.isatty())))
+    return EXIT_ERROR if report.failures else 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from beleg.cli.render import Style, render_hits
+    from beleg.errors import ConfigError
+    from beleg.index.filters import from_assignments
+
+    try:
+        weights = tuple(float(w) for w in args.weights.split(","))
+    except ValueError:
+        raise ConfigError(f"--weights expects two numbers like 1,0.5, got {args.weights!r}") from None
+    if len(weights) != 2:
+        raise ConfigError(f"--weights expects two numbers (bm25,dense), got {args.weights!r}")
+    with _open(args) as kb:
+        hits = kb.search(args.query, mode=args.mode, k=args.k, filters=from_assignments(args.filter), where=args.where,
+                         fusion=args.fusion, rrf_k=args.rrf_k, weights=weights, mmr_lambda=args.mmr)
+    if args.json:
+        print(json.dumps({"hits": [h.to_json() for h in hits]}, indent=2, ensure_ascii=False))
+    else:
+        print(render_hits(hits, args.query, Style(sys.stdout.isatty())))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from beleg.cli.render import render_status
+
+    with _open(args) as kb:
+        status = kb.status()
+    print(json.dumps(status, indent=2, ensure_ascii=False) if args.json else render_status(status))
+    return 0
+
+
+COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "search": cmd_search, "status": cmd_status}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.debug:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+    try:
+        return COMMANDS[args.command](args)
+    except BelegError as exc:
+        if args.debug:
+            raise
+        print(f"beleg: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("beleg: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

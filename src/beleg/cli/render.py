@@ -1,0 +1,99 @@
+"""Human-readable output for the terminal: hit lists with highlighted snippets."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from beleg.index.analyzer import analyze, analyze_query
+from beleg.types import Hit
+
+_WORD = re.compile(r"\S+")
+_SNIPPET_WORDS = 40
+
+
+class Style:
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.color else text
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def mark(self, text: str) -> str:
+        return self._wrap("1;33", text) if self.color else f"«{text}»"
+
+
+def snippet(text: str, query: str, language: str, style: Style, width: int = _SNIPPET_WORDS) -> str:
+    """The window of ``width`` words with the most query-term matches, matches highlighted."""
+    terms = set(analyze_query(query)) | set(analyze_query(query, language))
+    words = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    if not words:
+        return ""
+    hits = [bool(terms & set(analyze(text[s:e], language))) for s, e in words]
+    best, best_count = 0, -1
+    running = sum(hits[:width])
+    for i in range(0, max(1, len(words) - width + 1)):
+        if i:
+            running += (hits[i + width - 1] if i + width - 1 < len(hits) else 0) - hits[i - 1]
+        if running > best_count:
+            best, best_count = i, running
+    window = range(best, min(len(words), best + width))
+    parts = []
+    for j in window:
+        s, e = words[j]
+        token = text[s:e]
+        parts.append(style.mark(token) if hits[j] else token)
+    prefix = "… " if best > 0 else ""
+    suffix = " …" if window.stop < len(words) else ""
+    return prefix + " ".join(parts) + suffix
+
+
+def render_hits(hits: Sequence[Hit], query: str, style: Style) -> str:
+    if not hits:
+        return "No hits. (Nothing matched among the documents your filters allow.)"
+    lines = []
+    for rank, hit in enumerate(hits, 1):
+        meta = hit.metadata
+        path = " > ".join(hit.heading_path) or hit.title
+        facts = " · ".join(str(x) for x in (
+            f"v{meta['version']}" if meta.get("version") else None, meta.get("status"), meta.get("authority"),
+            meta.get("language"), meta.get("tenant") and f"tenant {meta['tenant']}") if x)
+        lines.append(f"{rank:>2}. {hit.score:.4f}  {style.bold(path)}  {style.dim('[' + facts + ']')}")
+        lines.append(f"    {style.dim(hit.source)}  {style.dim(f'chars {hit.start}-{hit.end}')}")
+        lines.append("    " + snippet(hit.text, query, str(meta.get("language", "en")), style))
+    return "\n".join(lines)
+
+
+def render_status(status: dict[str, Any]) -> str:
+    lines = [
+        f"index         {status['index']}",
+        f"version       {status['index_version']}  (generation {status['generation']})",
+        f"embedder      {status['config']['embedder']}  {status.get('embedder_fingerprint') or ''}".rstrip(),
+        f"chunking      {status['config']['chunking']}",
+        f"documents     {status['documents']}",
+        f"chunks        {status['chunks']}",
+        f"terms         {status['terms']}",
+    ]
+    for key, counts in status.get("documents_by", {}).items():
+        lines.append(f"by {key:<10} " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
+    return "\n".join(lines)
+
+
+def render_ingest(report: Any, style: Style) -> str:
+    lines = []
+    for f in report.files:
+        if f.status == "failed":
+            lines.append(f"  failed     {f.source}: {f.reason}")
+        elif f.status != "unchanged":
+            lines.append(f"  {f.status:<10} {f.source} ({f.chunks} chunks)" if f.chunks else f"  {f.status:<10} {f.source}")
+    j = report.to_json()
+    lines.append(style.bold(
+        f"{j['added']} added, {j['updated']} updated, {j['unchanged']} unchanged, {j['deleted']} deleted, "
+        f"{j['failed']} failed; {j['embedded']} chunks embedded"))
+    return "\n".join(lines)

@@ -1,0 +1,213 @@
+"""The catalog: one SQLite file that is the index's single source of truth.
+
+Documents, chunks, term postings (as per-chunk arrays of term ids) and embeddings live
+in one database, so a document's replacement is one transaction: a crash leaves either
+the old or the new version, never half of each. The in-memory search structures
+(:mod:`beleg.index.snapshot`) are derived from it and rebuilt when ``generation``
+changes. WAL mode lets searches read while an ingest writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from beleg.types import Chunk, Document
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    text TEXT NOT NULL,
+    ingested_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+CREATE INDEX IF NOT EXISTS documents_source ON documents(source);
+CREATE TABLE IF NOT EXISTS chunks (
+    row INTEGER PRIMARY KEY AUTOINCREMENT,
+    chunk_id TEXT NOT NULL UNIQUE,
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    "end" INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    text TEXT NOT NULL,
+    embed_hash TEXT NOT NULL,
+    term_ids BLOB NOT NULL,
+    term_tfs BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
+CREATE TABLE IF NOT EXISTS terms (term_id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS embeddings (embed_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
+"""
+
+
+class Catalog:
+    """Typed access to the catalog database. Not thread-safe: one per thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in `transaction`).
+        self.db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside commit together and bump ``generation``, or none do."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self.db.execute(
+                "INSERT INTO meta(key, value) VALUES('generation', '1') "
+                "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    # ------------------------------------------------------------------ meta
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+
+    @property
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    # ------------------------------------------------------------------ documents
+    def document_state(self, doc_id: str) -> tuple[str, dict[str, Any], str] | None:
+        """``(content_hash, metadata, source)`` of a stored document, or None."""
+        row = self.db.execute(
+            "SELECT content_hash, metadata, source FROM documents WHERE doc_id = ?", (doc_id,)
+        ).fetchone()
+        return (row[0], json.loads(row[1]), row[2]) if row else None
+
+    def document(self, doc_id: str) -> Document | None:
+        row = self.db.execute(
+            "SELECT doc_id, source, text, metadata, content_hash FROM documents WHERE doc_id = ?", (doc_id,)
+        ).fetchone()
+        return Document(row[0], row[1], row[2], json.loads(row[3]), row[4]) if row else None
+
+    def documents_meta(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(doc_id, source, metadata)`` of every document, in a stable order."""
+        rows = self.db.execute("SELECT doc_id, source, metadata FROM documents ORDER BY doc_id").fetchall()
+        return [(r[0], r[1], json.loads(r[2])) for r in rows]
+
+    def sources(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT doc_id, source FROM documents").fetchall())
+
+    def upsert_document(self, doc: Document, chunks: Sequence[Chunk], embed_hashes: Sequence[str],
+                        postings: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Replace a document and all its chunks (call inside :meth:`transaction`)."""
+        self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc.doc_id,))
+        self.db.execute(
+            "INSERT OR REPLACE INTO documents(doc_id, source, content_hash, metadata, text) VALUES(?,?,?,?,?)",
+            (doc.doc_id, doc.source, doc.content_hash, json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True), doc.text),
+        )
+        self.db.executemany(
+            'INSERT INTO chunks(chunk_id, doc_id, ordinal, start, "end", heading_path, text, embed_hash, term_ids, term_tfs) '
+            "VALUES(?,?,?,?,?,?,?,?,?,?)",
+            [
+                (c.chunk_id, c.doc_id, c.ordinal, c.start, c.end, json.dumps(list(c.heading_path), ensure_ascii=False),
+                 c.text, h, ids.astype(np.int32).tobytes(), tfs.astype(np.int32).tobytes())
+                for c, h, (ids, tfs) in zip(chunks, embed_hashes, postings)
+            ],
+        )
+
+    def update_metadata(self, doc_id: str, source: str, metadata: dict[str, Any]) -> None:
+        self.db.execute(
+            "UPDATE documents SET metadata = ?, source = ? WHERE doc_id = ?",
+            (json.dumps(metadata, ensure_ascii=False, sort_keys=True), source, doc_id),
+        )
+
+    def delete_document(self, doc_id: str) -> None:
+        self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+        self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+        # Vectors no chunk refers to any more go too: nothing of a deleted text stays behind.
+        self.db.execute("DELETE FROM embeddings WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)")
+
+    # ------------------------------------------------------------------ terms
+    def term_ids(self, terms: Sequence[str], create: bool) -> dict[str, int]:
+        """Ids of ``terms``; with ``create`` unknown terms get new ids (inside a transaction)."""
+        unique = list(dict.fromkeys(terms))
+        found: dict[str, int] = {}
+        for i in range(0, len(unique), 500):
+            part = unique[i : i + 500]
+            q = f"SELECT term, term_id FROM terms WHERE term IN ({','.join('?' * len(part))})"
+            found.update(self.db.execute(q, part).fetchall())
+        if create:
+            missing = [t for t in unique if t not in found]
+            if missing:
+                base = self.db.execute("SELECT COALESCE(MAX(term_id) + 1, 0) FROM terms").fetchone()[0]
+                new = {t: base + i for i, t in enumerate(missing)}
+                self.db.executemany("INSERT INTO terms(term_id, term) VALUES(?, ?)", [(v, k) for k, v in new.items()])
+                found.update(new)
+        return found
+
+    def all_terms(self) -> dict[str, int]:
+        return dict(self.db.execute("SELECT term, term_id FROM terms").fetchall())
+
+    # ------------------------------------------------------------------ embeddings
+    def cached_vectors(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(hashes))
+        for i in range(0, len(unique), 500):
+            part = unique[i : i + 500]
+            q = f"SELECT embed_hash, vector FROM embeddings WHERE embed_hash IN ({','.join('?' * len(part))})"
+            for h, blob in self.db.execute(q, part):
+                out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        self.db.executemany(
+            "INSERT OR IGNORE INTO embeddings(embed_hash, vector) VALUES(?, ?)",
+            [(h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
+        )
+
+    # ------------------------------------------------------------------ chunks
+    def chunk_rows(self) -> sqlite3.Cursor:
+        """Every chunk's search data, in row order (used to build a snapshot)."""
+        return self.db.execute(
+            "SELECT c.row, c.doc_id, c.term_ids, c.term_tfs, e.vector FROM chunks c "
+            "LEFT JOIN embeddings e ON e.embed_hash = c.embed_hash ORDER BY c.row"
+        )
+
+    def chunks_by_row(self, rows: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+        """Display data of chunks: row → (chunk_id, doc_id, ordinal, start, end, heading_path, text)."""
+        out: dict[int, tuple[Any, ...]] = {}
+        rows = [int(r) for r in rows]
+        for i in range(0, len(rows), 500):
+            part = rows[i : i + 500]
+            q = ('SELECT row, chunk_id, doc_id, ordinal, start, "end", heading_path, text FROM chunks '
+                 f"WHERE row IN ({','.join('?' * len(part))})")
+            for r in self.db.execute(q, part):
+                out[r[0]] = (r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7])
+        return out
+
+    def counts(self) -> dict[str, int]:
+        one = lambda q: int(self.db.execute(q).fetchone()[0])  # noqa: E731
+        return {
+            "documents": one("SELECT COUNT(*) FROM documents"),
+            "chunks": one("SELECT COUNT(*) FROM chunks"),
+            "terms": one("SELECT COUNT(*) FROM terms"),
+            "embeddings": one("SELECT COUNT(*) FROM embeddings"),
+        }

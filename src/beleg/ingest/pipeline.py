@@ -1,0 +1,192 @@
+"""Ingest files into a catalog: read → metadata → chunk → embed → commit, file by file.
+
+Every file ends in exactly one state: ``added``, ``updated``, ``unchanged`` or ``failed``
+(with the reason). A bad file never stops the run and never touches what is already
+indexed. Chunks of several documents are embedded together (the model is much faster
+per text in batches), and each batch of documents is committed in one transaction, so
+a crash loses at most the batch in flight and the index stays readable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from beleg.errors import BelegError
+from beleg.index.analyzer import analyze
+from beleg.index.catalog import Catalog
+from beleg.ingest.chunking import ChunkingConfig, chunk_document
+from beleg.ingest.discover import discover
+from beleg.ingest.metadata import MetadataRule, resolve
+from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
+from beleg.types import Chunk, Document
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_FILE_MB = 50.0
+#: Embed once this many chunks are waiting (a few model batches).
+_FLUSH_CHUNKS = 128
+
+
+@dataclass(slots=True)
+class FileResult:
+    source: str
+    status: str  # added | updated | unchanged | failed
+    doc_id: str | None = None
+    chunks: int = 0
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in (("source", self.source), ("status", self.status), ("doc_id", self.doc_id),
+                                  ("chunks", self.chunks), ("reason", self.reason)) if v is not None}
+
+
+@dataclass(slots=True)
+class IngestReport:
+    files: list[FileResult] = field(default_factory=list)
+    embedded: int = 0
+    deleted: int = 0
+
+    def count(self, status: str) -> int:
+        return sum(f.status == status for f in self.files)
+
+    @property
+    def failures(self) -> list[FileResult]:
+        return [f for f in self.files if f.status == "failed"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "added": self.count("added"),
+            "updated": self.count("updated"),
+            "unchanged": self.count("unchanged"),
+            "deleted": self.deleted,
+            "failed": self.count("failed"),
+            "embedded": self.embedded,
+            "failures": [{"source": f.source, "reason": f.reason} for f in self.failures],
+            "files": [f.to_json() for f in self.files],
+        }
+
+
+def index_text(title: str, chunk: Chunk) -> str:
+    """What both retrieval legs see of a chunk: its heading path, then its text."""
+    path = " > ".join(chunk.heading_path) if chunk.heading_path else title
+    return f"{path}\n{chunk.text}"
+
+
+@dataclass(slots=True)
+class _Pending:
+    doc: Document
+    chunks: list[Chunk]
+    result: FileResult
+
+
+class Ingestor:
+    """Runs one ingest over a catalog with a given chunking config and embedder."""
+
+    def __init__(self, catalog: Catalog, chunking: ChunkingConfig, embed: Callable[[list[str]], np.ndarray],
+                 *, rules: Sequence[MetadataRule] = (), encoding: str | None = None,
+                 max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: bool | None = None) -> None:
+        self.catalog = catalog
+        self.chunking = chunking
+        self.embed = embed
+        self.rules = list(rules)
+        self.encoding = encoding
+        self.max_bytes = int(max_file_mb * 1024 * 1024)
+        self.progress = progress
+        self._pending: list[_Pending] = []
+        self.report = IngestReport()
+
+    def run(self, paths: Sequence[str]) -> IngestReport:
+        candidates = discover(list(paths), SUPPORTED_SUFFIXES)
+        bar = tqdm(candidates, desc="ingest", unit="file", disable=self.progress is False if self.progress is not None else None,
+                   leave=False, dynamic_ncols=True)
+        for cand in bar:
+            result = FileResult(cand.source, "failed")
+            self.report.files.append(result)
+            if cand.problem:
+                result.reason = cand.problem
+                continue
+            try:
+                self._one(cand.path, cand.source, result)
+            except BelegError as exc:
+                result.status, result.reason = "failed", str(exc)
+            except OSError as exc:
+                result.status, result.reason = "failed", f"cannot read: {exc.strerror or exc}"
+            if sum(len(p.chunks) for p in self._pending) >= _FLUSH_CHUNKS:
+                self._flush()
+                bar.set_postfix(embedded=self.report.embedded)
+        self._flush()
+        bar.close()
+        return self.report
+
+    def _one(self, path, source: str, result: FileResult) -> None:  # type: ignore[no-untyped-def]
+        reader = reader_for(path)
+        size = path.stat().st_size
+        if size == 0:
+            raise BelegError("empty file")
+        if size > self.max_bytes:
+            raise BelegError(
+                f"file is {size / 2**20:.1f} MB, over the {self.max_bytes / 2**20:.0f} MB limit; "
+                "raise it with --max-file-mb if this is intended"
+            )
+        data = path.read_bytes()
+        parsed = reader.read(data, path, self.encoding)
+        if not parsed.text.strip():
+            raise BelegError("no text content after parsing")
+        meta = resolve(source, parsed.metadata, parsed.text, parsed.title, self.rules)
+        doc_id = str(meta.pop("id", None) or hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16])
+        content_hash = hashlib.sha256(data).hexdigest()
+        result.doc_id = doc_id
+        stored = self.catalog.document_state(doc_id)
+        if stored and stored[0] == content_hash:
+            if stored[1] == meta and stored[2] == source:
+                result.status = "unchanged"
+                return
+            # Same content, new metadata (say an ACL edit): no re-chunking, no re-embedding.
+            with self.catalog.transaction():
+                self.catalog.update_metadata(doc_id, source, meta)
+            result.status = "updated"
+            return
+        doc = Document(doc_id, source, parsed.text, meta, content_hash)
+        chunks = chunk_document(doc_id, parsed, doc.title, self.chunking)
+        if not chunks:
+            raise BelegError("no text content after chunking")
+        result.status = "updated" if stored else "added"
+        result.chunks = len(chunks)
+        self._pending.append(_Pending(doc, chunks, result))
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        texts, hashes, analysed = [], [], []
+        for p in pending:
+            for c in p.chunks:
+                t = index_text(p.doc.title, c)
+                texts.append(t)
+                hashes.append(hashlib.sha256(t.encode()).hexdigest())
+                analysed.append(analyze(t, p.doc.metadata.get("language", "en")))
+        cached = self.catalog.cached_vectors(hashes)
+        todo = {h: t for h, t in zip(hashes, texts) if h not in cached}
+        fresh: dict[str, np.ndarray] = {}
+        if todo:
+            vectors = self.embed(list(todo.values()))
+            fresh = dict(zip(todo.keys(), vectors))
+        with self.catalog.transaction():
+            self.catalog.put_vectors(fresh)
+            vocab = self.catalog.term_ids([t for terms in analysed for t in terms], create=True)
+            i = 0
+            for p in pending:
+                postings = []
+                for terms in analysed[i : i + len(p.chunks)]:
+                    ids, tfs = np.unique(np.array([vocab[t] for t in terms], dtype=np.int64), return_counts=True)
+                    postings.append((ids, tfs))
+                self.catalog.upsert_document(p.doc, p.chunks, hashes[i : i + len(p.chunks)], postings)
+                i += len(p.chunks)
+        self.report.embedded += len(fresh)
+        log.debug("committed %d documents, embedded %d chunks", len(pending), len(fresh))

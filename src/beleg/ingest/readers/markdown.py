@@ -1,0 +1,157 @@
+"""Markdown files: YAML front matter becomes metadata, ATX/setext headings are indexed.
+
+The body is kept exactly as written (heading lines included), so a quoted span can be
+found in the source file by eye; only the front matter and blank edges are removed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from beleg.errors import IngestError
+from beleg.ingest.readers.base import decode_text, iso_date, require_content
+from beleg.ingest.readers.text import trim_blank_edges
+from beleg.types import Heading, ParsedDocument
+
+logger = logging.getLogger(__name__)
+
+# CommonMark ATX heading: up to three spaces of indent (four would be a code block), one
+# to six '#', then a space or the end of the line; an optional closing run of '#'.
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+# Lines that cannot be the text of a setext heading: a '---' under them is something else.
+_NOT_SETEXT_TEXT = re.compile(r"^(?: {4}| {0,3}(?:[-*+>|#]|\d+[.)]\s|`{3}|~{3}))")
+_FRONT_MATTER_FENCE = "---"
+_FRONT_MATTER_END = ("---", "...")
+
+# Inline markup removed from heading titles so that heading paths read as plain text.
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_EMPHASIS = re.compile(r"(\*{1,3}|_{2,3})(\S(?:.*?\S)?)\1")
+_CODE = re.compile(r"`+([^`]*)`+")
+
+
+def _clean_title(raw: str) -> str:
+    title = _LINK.sub(r"\1", raw)
+    title = _CODE.sub(r"\1", title)
+    title = _EMPHASIS.sub(r"\2", title)
+    return " ".join(title.split())
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """Split ``text`` into (front matter mapping, body); no front matter gives ``{}``."""
+    lines = text.split("\n")
+    if lines[0].rstrip() != _FRONT_MATTER_FENCE:
+        return {}, text
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in _FRONT_MATTER_END), None)
+    if end is None:
+        raise IngestError(
+            "front matter opened with '---' on line 1 is never closed; "
+            "add a '---' line after it (or remove the first line if it is a rule)"
+        )
+    source = "\n".join(lines[1:end])
+    where = f"lines 2-{end}" if end > 1 else "line 1"
+    try:
+        loaded = yaml.safe_load(source)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        # +2: the mark is 0-based and counts from the line after the opening '---'.
+        line = f"line {mark.line + 2}" if mark is not None else where
+        reason = exc.problem or exc.context or "syntax error"
+        raise IngestError(f"front matter is not valid YAML ({line}: {reason}); fix or quote the value") from None
+    except (yaml.YAMLError, ValueError) as exc:
+        # ValueError: PyYAML builds dates itself, so '2024-13-45' fails outside its marks.
+        raise IngestError(f"front matter ({where}) is not valid YAML: {exc}") from None
+    if loaded is None:
+        return {}, "\n".join(lines[end + 1 :])
+    if not isinstance(loaded, dict):
+        raise IngestError(
+            f"front matter ({where}) must be 'key: value' lines (a YAML mapping), "
+            f"not a {type(loaded).__name__}"
+        )
+    return _normalize_mapping(loaded), "\n".join(lines[end + 1 :])
+
+
+def _normalize_mapping(mapping: dict[Any, Any]) -> dict[str, Any]:
+    return {str(key).lower(): _normalize_value(value) for key, value in mapping.items()}
+
+
+def _normalize_value(value: Any) -> Any:
+    # Dates become strings so metadata stays JSON-serialisable and comparable across formats.
+    as_date = iso_date(value)
+    if as_date is not None:
+        return as_date
+    if isinstance(value, dict):
+        return _normalize_mapping(value)
+    if isinstance(value, (list, tuple, set)):
+        items = [_normalize_value(v) for v in value]
+        return sorted(items, key=str) if isinstance(value, set) else items
+    return value
+
+
+def find_headings(text: str) -> tuple[Heading, ...]:
+    """ATX and setext headings outside fenced code blocks, with their line offsets."""
+    headings: list[Heading] = []
+    fence: str | None = None  # the opening fence while inside a fenced code block
+    offset = 0
+    prev: tuple[int, str] | None = None  # (offset, line) of a possible setext text line
+    prev_blank = True
+    for line in text.split("\n"):
+        start, offset = offset, offset + len(line) + 1
+        if fence is not None:
+            stripped = line.strip()
+            if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
+                fence = None
+            prev, prev_blank = None, False
+            continue
+        opened = _FENCE_OPEN.match(line)
+        if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+            fence, prev, prev_blank = opened.group(1), None, False
+            continue
+        atx = _ATX.match(line)
+        if atx:
+            title = _clean_title(atx.group(2) or "")
+            if title:
+                headings.append(Heading(len(atx.group(1)), title, start))
+            prev, prev_blank = None, False
+            continue
+        setext = _SETEXT.match(line)
+        if setext and prev is not None:
+            # Only a single paragraph line directly under a blank line counts: that keeps
+            # '---' rules under multi-line paragraphs and tables from becoming headings.
+            title = _clean_title(prev[1])
+            if title:
+                headings.append(Heading(1 if setext.group(1)[0] == "=" else 2, title, prev[0]))
+            prev, prev_blank = None, False
+            continue
+        blank = not line.strip()
+        prev = (start, line) if prev_blank and not blank and not _NOT_SETEXT_TEXT.match(line) else None
+        prev_blank = blank
+    return tuple(headings)
+
+
+class MarkdownReader:
+    """Reads ``.md``/``.markdown`` files."""
+
+    suffixes: tuple[str, ...] = (".md", ".markdown")
+
+    def read(self, data: bytes, path: Path, encoding: str | None = None) -> ParsedDocument:
+        """Parse front matter and headings; ``text`` is the body after the front matter."""
+        require_content(data)
+        metadata, body = split_front_matter(decode_text(data, path, encoding))
+        text = trim_blank_edges(body)
+        if not text:
+            raise IngestError("no text after the front matter; nothing to index")
+        headings = find_headings(text)
+        title = metadata.get("title")
+        if title is not None and not isinstance(title, str):
+            title = str(title)
+        if not title:
+            title = next((h.title for h in headings if h.level == 1), None)
+        logger.debug("read %s: %d headings, metadata keys %s", path.name, len(headings), sorted(metadata))
+        return ParsedDocument(text=text, headings=headings, metadata=metadata, title=title or None)

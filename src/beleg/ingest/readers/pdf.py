@@ -1,0 +1,168 @@
+"""PDF files: pypdf's text layer, page by page, with typesetting undone conservatively.
+
+A PDF stores lines, not paragraphs. Lines are joined only where that is clearly right
+(a hyphenated word, a full-width line running on); anything doubtful keeps its newline,
+because a wrongly merged heading or list is worse for retrieval than a line break.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from beleg.errors import IngestError, missing_dependency
+from beleg.ingest.readers.base import iso_date, language_code, require_content
+from beleg.types import ParsedDocument
+
+logger = logging.getLogger(__name__)
+
+_LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
+_SOFT_HYPHEN = "\u00ad"
+# Words after which a trailing hyphen is a suspended compound ("Ein- und Ausgänge"),
+# whose hyphen and space must both stay.
+_CONJUNCTIONS = {"und", "oder", "bis", "bzw", "sowie", "noch", "als", "and", "or", "nor", "to"}
+# Letters only: "2023-\n2024" is a range, not a hyphenated word.
+_HYPHENATED = re.compile(r"([^\W\d_])-\n([^\W\d_]+)")
+_BULLET = re.compile(r"^\s*(?:[•◦▪·‣*–—-]\s|\(?\d{1,3}[.)]\s|\(?[a-zA-Z][.)]\s)")
+_SENTENCE_END = (".", "!", "?", ":", ";")
+# A line at least this share of the page's longest line is taken to run on to the next.
+_FULL_LINE = 0.6
+
+
+def _dehyphenate(match: re.Match[str]) -> str:
+    left, word = match.group(1), match.group(2)
+    if word.lower() in _CONJUNCTIONS:
+        return f"{left}- {word}"
+    if word[0].isupper():
+        return f"{left}-{word}"  # a real hyphen in a compound: "Nord-Süd", "E-Mail-Adresse"
+    return left + word  # "Zustell-\nversuche" -> "Zustellversuche"
+
+
+def _join_lines(lines: list[str], longest: int) -> str:
+    out: list[str] = []
+    last = ""  # the previous physical line; out[-1] may already hold several joined ones
+    for line in lines:
+        runs_on = (
+            out
+            and last
+            and line
+            and len(last) >= _FULL_LINE * longest
+            and not last.endswith(_SENTENCE_END)
+            and not _BULLET.match(line)
+        )
+        if runs_on:
+            out[-1] = f"{out[-1]} {line}"
+        else:
+            out.append(line)
+        last = line
+    return "\n".join(out)
+
+
+def clean_page(raw: str) -> str:
+    """Tidy one page of extracted text: ligatures, hyphenation, run-on lines, spaces."""
+    text = raw.translate(_LIGATURES).replace(_SOFT_HYPHEN, "").replace("\x00", "")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = [" ".join(line.split()) for line in text.split("\n")]
+    # Measured before dehyphenation, which lengthens lines beyond the page width.
+    longest = max((len(line) for line in lines), default=0)
+    text = _HYPHENATED.sub(_dehyphenate, "\n".join(lines))
+    paragraphs = (_join_lines(p.split("\n"), longest).strip() for p in re.split(r"\n{2,}", text))
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+def _metadata(reader: Any) -> dict[str, Any]:
+    """/Title, /Author, /CreationDate and the catalogue's /Lang, where present and sane."""
+    meta: dict[str, Any] = {}
+    try:
+        info = reader.metadata
+    except Exception as exc:  # a broken info dictionary must not cost the text
+        logger.debug("unreadable PDF info dictionary: %s", exc)
+        info = None
+    if info is not None:
+        for key, attr in (("title", "title"), ("author", "author")):
+            try:
+                value = getattr(info, attr)
+            except Exception:  # undecodable string objects
+                value = None
+            if isinstance(value, str) and value.strip():
+                meta[key] = " ".join(value.split())
+        try:
+            created = iso_date(info.creation_date)
+        except Exception:  # pypdf raises on malformed "D:..." strings
+            created = None
+        if created:
+            meta["date"] = created
+    try:
+        lang = language_code(str(reader.trailer["/Root"].get("/Lang") or ""))
+    except Exception:
+        lang = None
+    if lang:
+        meta["language"] = lang
+    return meta
+
+
+class PdfReader:
+    """Reads ``.pdf`` files with pypdf. Scanned PDFs without a text layer are refused."""
+
+    suffixes: tuple[str, ...] = (".pdf",)
+
+    def read(self, data: bytes, path: Path, encoding: str | None = None) -> ParsedDocument:
+        """Extract each page's text, join pages with blank lines, report the properties.
+
+        ``encoding`` is ignored: a PDF declares its own text encodings.
+        """
+        try:
+            import pypdf
+            from pypdf.errors import DependencyError
+        except ImportError as exc:
+            raise missing_dependency("pypdf", "pdf", exc) from exc
+        require_content(data)
+        if b"%PDF-" not in data[:1024]:  # where the PDF spec allows the header to be
+            raise IngestError("not a PDF (no %PDF- header); is the file misnamed?")
+        # pypdf raises many exception types on damaged input (KeyError, ValueError, ...);
+        # each must become a per-file IngestError, so this boundary catches broadly.
+        try:
+            reader = pypdf.PdfReader(io.BytesIO(data))
+            if reader.is_encrypted:
+                self._decrypt(reader, DependencyError)
+            pages = list(reader.pages)
+        except IngestError:
+            raise
+        except Exception as exc:
+            raise IngestError(f"corrupt or unreadable PDF: {str(exc) or type(exc).__name__}") from None
+        if not pages:
+            raise IngestError("PDF has no pages")
+
+        texts: list[str] = []
+        for number, page in enumerate(pages, start=1):
+            try:
+                raw = page.extract_text() or ""
+            except Exception as exc:  # one damaged page should not hide the others
+                logger.warning("%s: page %d: text extraction failed (%s); skipped", path.name, number, exc)
+                continue
+            cleaned = clean_page(raw)
+            if cleaned:
+                texts.append(cleaned)
+        if not texts:
+            raise IngestError("no text layer (scanned PDF?); OCR it first")
+        metadata = _metadata(reader)
+        logger.debug("read %s: %d of %d pages with text", path.name, len(texts), len(pages))
+        return ParsedDocument(text="\n\n".join(texts), metadata=metadata, title=metadata.get("title"))
+
+    @staticmethod
+    def _decrypt(reader: Any, dependency_error: type[Exception]) -> None:
+        # Many PDFs are "encrypted" only to restrict printing, with an empty user password.
+        try:
+            opened = reader.decrypt("")
+        except dependency_error:
+            raise IngestError(
+                "PDF is AES-encrypted and the 'cryptography' package is missing; "
+                "pip install cryptography, or decrypt the file first"
+            ) from None
+        if not opened:
+            raise IngestError(
+                "PDF is password-protected; save an unprotected copy (e.g. qpdf --decrypt) and ingest that"
+            )

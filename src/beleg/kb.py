@@ -1,0 +1,183 @@
+"""The knowledge base: one index directory, and the calls the CLI and service make on it.
+
+Example:
+    >>> import beleg
+    >>> kb = beleg.open("./kb")                                   # doctest: +SKIP
+    >>> kb.ingest(["demo/corpus"])                                # doctest: +SKIP
+    >>> kb.search("What does E-4012 mean?", where="version >= 3.0")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from beleg.backends.embedders import Embedder, load_embedder
+from beleg.errors import ConfigError, IndexStateError, IndexVersionError
+from beleg.index.catalog import Catalog
+from beleg.index.config import IndexConfig
+from beleg.index.filters import FilterLike, combine
+from beleg.index.snapshot import Snapshot
+from beleg.ingest.metadata import MetadataRule
+from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor
+from beleg.retrieve.retriever import SearchOptions, search
+from beleg.types import Document, Hit
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "beleg.json"
+CATALOG_FILE = "catalog.sqlite"
+
+
+def default_index_dir() -> Path:
+    """``$BELEG_INDEX``, else ``./.beleg``."""
+    return Path(os.environ.get("BELEG_INDEX") or ".beleg")
+
+
+class KnowledgeBase:
+    """An index directory opened for ingesting and searching."""
+
+    def __init__(self, path: str | Path, config: IndexConfig | None = None, *, create: bool = True,
+                 embedder: Embedder | None = None) -> None:
+        self.path = Path(path)
+        cfg_file = self.path / CONFIG_FILE
+        if cfg_file.exists():
+            try:
+                stored = IndexConfig.from_json(json.loads(cfg_file.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as exc:
+                raise IndexStateError(f"cannot read {cfg_file}: {exc}") from None
+            if config is not None and config.index_version != stored.index_version:
+                raise IndexVersionError(
+                    f"index {self.path} was built with {stored.versioned()} (version {stored.index_version}), "
+                    f"not {config.versioned()} (version {config.index_version}); open it without a config, "
+                    "or build the new configuration into another directory"
+                )
+            self.config = stored
+        elif create:
+            self.config = config or IndexConfig()
+            self.path.mkdir(parents=True, exist_ok=True)
+            tmp = cfg_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.config.to_json(), indent=2) + "\n", encoding="utf-8")
+            os.replace(tmp, cfg_file)  # atomic: a reader never sees half a config
+        else:
+            raise IndexStateError(f"no Beleg index at {self.path}; create one with 'beleg init --index {self.path}'")
+        self.catalog = Catalog(self.path / CATALOG_FILE)
+        self._embedder = embedder
+        self._snapshot: Snapshot | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        self.catalog.close()
+
+    def __enter__(self) -> "KnowledgeBase":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def embedder(self) -> Embedder:
+        """The index's embedder, loaded on first use (BM25-only work never loads a model)."""
+        if self._embedder is None:
+            self._embedder = load_embedder(self.config.embedder)
+            recorded = self.catalog.get_meta("embedder_fingerprint")
+            if recorded is None:
+                with self.catalog.transaction():
+                    self.catalog.set_meta("embedder_fingerprint", self._embedder.fingerprint)
+            elif recorded != self._embedder.fingerprint:
+                raise IndexVersionError(
+                    f"index {self.path} holds vectors from {recorded!r} but the installed embedder is "
+                    f"{self._embedder.fingerprint!r}; reinstall the matching version or re-ingest into a new index"
+                )
+        return self._embedder
+
+    def snapshot(self) -> Snapshot:
+        """The search view of the latest committed state (rebuilt when the catalog changed)."""
+        generation = self.catalog.generation
+        if self._snapshot is None or self._snapshot.generation != generation:
+            dim = self._embedder.dim if self._embedder is not None else 0
+            self._snapshot = Snapshot.load(self.catalog, dim or 384)
+        return self._snapshot
+
+    # ------------------------------------------------------------------ ingest
+    def ingest(self, paths: str | Path | Sequence[str | Path], *, rules: Sequence[MetadataRule] = (),
+               metadata: dict[str, Any] | None = None, encoding: str | None = None,
+               max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: bool | None = None) -> IngestReport:
+        """Ingest files, folders and globs. Returns a per-file report; bad files are reported, not raised.
+
+        Args:
+            paths: Files, folders (recursive) or glob patterns.
+            rules: Metadata rules (glob → metadata) for files without front matter.
+            metadata: Metadata for every file in this run (lowest-precedence rule).
+            encoding: Text encoding of txt/md files when not UTF-8.
+            max_file_mb: Files larger than this are rejected with a clear reason.
+            progress: Show a progress bar on stderr (None: only on a terminal).
+        """
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+        all_rules = ([MetadataRule("*", metadata)] if metadata else []) + list(rules)
+        ingestor = Ingestor(self.catalog, self.config.chunking, lambda texts: self.embedder.embed_documents(texts),
+                            rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress)
+        return ingestor.run([str(p) for p in paths])
+
+    # ------------------------------------------------------------------ search
+    def search(self, query: str, *, mode: str = "hybrid", k: int = 10, filters: FilterLike = None,
+               where: str | None = None, fusion: str = "rrf", rrf_k: int = 60,
+               weights: tuple[float, float] = (1.0, 1.0), mmr_lambda: float | None = None,
+               candidates: int | None = None) -> list[Hit]:
+        """Search the index.
+
+        Args:
+            query: The question or keywords.
+            mode: ``dense``, ``bm25`` or ``hybrid`` (both legs fused).
+            k: Number of hits.
+            filters: A dict (``{"status": "current", "version": {">=": "2.4"}}``) or expression.
+            where: A filter expression string (``"version >= 2.4 and status = current"``);
+                ANDed with ``filters``.
+            fusion: ``rrf`` (reciprocal rank fusion, k=``rrf_k``) or ``weighted`` (min-max
+                normalised scores, ``weights`` = (bm25, dense)).
+            mmr_lambda: Diversify the final list with MMR (None: off).
+            candidates: Depth of each leg before fusion.
+        """
+        if not query or not query.strip():
+            raise ConfigError("the query is empty; pass the words to search for")
+        options = SearchOptions(mode=mode, k=k, fusion=fusion, rrf_k=rrf_k, weights=weights,  # type: ignore[arg-type]
+                                mmr_lambda=mmr_lambda, candidates=candidates)
+        expr = combine(filters, where)
+        snap = self.snapshot()
+        return search(snap, self.catalog, query, options, self._embed_query, expr)
+
+    def _embed_query(self, query: str) -> np.ndarray:
+        return self.embedder.embed_queries([query])[0]
+
+    # ------------------------------------------------------------------ inspection
+    def document(self, doc_id: str) -> Document | None:
+        return self.catalog.document(doc_id)
+
+    def status(self) -> dict[str, Any]:
+        counts = self.catalog.counts()
+        by: dict[str, dict[str, int]] = {}
+        for _, _, meta in self.catalog.documents_meta():
+            for key in ("language", "status", "version", "authority"):
+                value = str(meta.get(key, "-"))
+                by.setdefault(key, {})[value] = by.setdefault(key, {}).get(value, 0) + 1
+        return {
+            "index": str(self.path),
+            "index_version": self.config.index_version,
+            "config": self.config.versioned(),
+            "embedder_fingerprint": self.catalog.get_meta("embedder_fingerprint"),
+            "generation": self.catalog.generation,
+            **counts,
+            "documents_by": {k: dict(sorted(v.items())) for k, v in by.items()},
+        }
+
+
+def open(path: str | Path | None = None, config: IndexConfig | None = None, *, create: bool = True,  # noqa: A001
+         embedder: Embedder | None = None) -> KnowledgeBase:
+    """Open (or create) the index at ``path`` (default: ``$BELEG_INDEX`` or ``./.beleg``)."""
+    return KnowledgeBase(path if path is not None else default_index_dir(), config, create=create, embedder=embedder)

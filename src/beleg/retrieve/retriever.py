@@ -1,0 +1,107 @@
+"""Search one index snapshot: dense ∥ BM25 → fuse → (MMR) → hits.
+
+Filters become a chunk mask that both legs apply *before* their top-k, so a selective
+filter still returns k eligible hits instead of a trimmed, possibly empty list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+import numpy as np
+
+from beleg.errors import ConfigError
+from beleg.index.analyzer import analyze_query
+from beleg.index.catalog import Catalog
+from beleg.index.filters import Expr
+from beleg.index.snapshot import Snapshot
+from beleg.retrieve.fusion import RRF_K, rrf, weighted
+from beleg.retrieve.mmr import mmr
+from beleg.types import Hit
+
+Mode = Literal["dense", "bm25", "hybrid"]
+MODES = ("dense", "bm25", "hybrid")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOptions:
+    """How to search. ``candidates`` is each leg's depth before fusion (default: max(4k, 50))."""
+
+    mode: Mode = "hybrid"
+    k: int = 10
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: int = RRF_K
+    #: Leg weights (bm25, dense) for fusion.
+    weights: tuple[float, float] = (1.0, 1.0)
+    #: MMR trade-off λ in [0, 1]; None switches MMR off.
+    mmr_lambda: float | None = None
+    candidates: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"search mode {self.mode!r} is unknown; use one of {', '.join(MODES)}")
+        if self.fusion not in ("rrf", "weighted"):
+            raise ConfigError(f"fusion {self.fusion!r} is unknown; use 'rrf' or 'weighted'")
+        if self.k < 1:
+            raise ConfigError(f"k must be at least 1, got {self.k}")
+
+    @property
+    def depth(self) -> int:
+        return self.candidates or max(4 * self.k, 50)
+
+
+def search(snapshot: Snapshot, catalog: Catalog, query: str, options: SearchOptions,
+           embed_query: Callable[[str], np.ndarray], expr: Expr | None) -> list[Hit]:
+    """Run one search and return hydrated hits, best first."""
+    mask = snapshot.chunk_mask(expr)
+    if mask is not None and not mask.any():
+        return []
+    legs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    depth = options.depth if options.mode == "hybrid" or options.mmr_lambda is not None else options.k
+    if options.mode in ("bm25", "hybrid"):
+        legs["bm25"] = snapshot.bm25_search(analyze_query(query), depth, mask)
+    if options.mode in ("dense", "hybrid"):
+        legs["dense"] = snapshot.dense_search(embed_query(query), depth, mask)
+
+    per_leg: dict[int, dict[str, float]] = {}
+    for name, (idx, scores) in legs.items():
+        for rank, (i, s) in enumerate(zip(idx.tolist(), scores.tolist()), 1):
+            per_leg.setdefault(i, {})[name] = float(s)
+            per_leg[i][f"{name}_rank"] = rank
+
+    if options.mode == "hybrid":
+        bm25_idx, bm25_scores = legs["bm25"]
+        dense_idx, dense_scores = legs["dense"]
+        if options.fusion == "rrf":
+            fused = rrf([bm25_idx.tolist(), dense_idx.tolist()], k=options.rrf_k, weights=options.weights)
+        else:
+            fused = weighted(
+                [list(zip(bm25_idx.tolist(), bm25_scores.tolist())), list(zip(dense_idx.tolist(), dense_scores.tolist()))],
+                weights=options.weights,
+            )
+    else:
+        idx, scores = legs[options.mode]
+        fused = list(zip(idx.tolist(), scores.tolist()))
+
+    if options.mmr_lambda is not None and fused:
+        order = mmr(np.array([s for _, s in fused]), snapshot.vectors[[i for i, _ in fused]], options.k, options.mmr_lambda)
+        fused = [fused[j] for j in order]
+    fused = fused[: options.k]
+    return _hydrate(snapshot, catalog, fused, per_leg)
+
+
+def _hydrate(snapshot: Snapshot, catalog: Catalog, ranked: list[tuple[int, float]],
+             per_leg: dict[int, dict[str, float]]) -> list[Hit]:
+    rows = catalog.chunks_by_row([int(snapshot.rows[i]) for i, _ in ranked])
+    hits = []
+    for i, score in ranked:
+        row = rows.get(int(snapshot.rows[i]))
+        if row is None:  # deleted after this snapshot was taken; never show a ghost
+            continue
+        chunk_id, doc_id, _, start, end, heading_path, text = row
+        d = int(snapshot.chunk_doc[i])
+        meta = snapshot.doc_metadata[d]
+        hits.append(Hit(chunk_id, doc_id, snapshot.doc_sources[d], str(meta.get("title") or snapshot.doc_sources[d]),
+                        heading_path, start, end, float(score), text, meta, per_leg.get(i, {})))
+    return hits

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from beleg.errors import ConfigError
+from beleg.ingest.chunking import ChunkingConfig, chunk_document
+from beleg.types import Heading, ParsedDocument
+
+TEXT = (
+    "# Delivery Guide\n\nIntro paragraph about deliveries.\n\n## Retries\n\n### Window\n\n"
+    + " ".join(f"word{i}" for i in range(500))
+    + "\n\n### Backoff\n\nExponential backoff doubles the wait.\n\n## Limits\n\nMessages up to 1 MB.\n"
+)
+
+
+def _parsed(text: str = TEXT) -> ParsedDocument:
+    heads = tuple(Heading(len(m.group(1)), m.group(2), m.start()) for m in re.finditer(r"^(#+) (.*)$", text, re.M))
+    return ParsedDocument(text, heads)
+
+
+def test_structure_chunks_keep_heading_path_and_exact_offsets() -> None:
+    chunks = chunk_document("doc", _parsed(), "Delivery Guide", ChunkingConfig(max_tokens=220))
+    paths = [c.heading_path for c in chunks]
+    assert paths[0] == ("Delivery Guide",)
+    assert ("Delivery Guide", "Retries", "Window") in paths
+    assert ("Delivery Guide", "Retries", "Backoff") in paths
+    assert ("Delivery Guide", "Limits") in paths
+    # The empty "## Retries" section has no chunk of its own; its name lives on in the children.
+    assert ("Delivery Guide", "Retries") not in paths
+    for c in chunks:
+        assert TEXT[c.start : c.end] == c.text
+        assert len(c.text.split()) <= 220
+    window = [c for c in chunks if c.heading_path[-1] == "Window"]
+    assert len(window) == 3 and window[0].text.startswith("### Window")
+
+
+def test_window_chunks_overlap() -> None:
+    chunks = chunk_document("doc", _parsed(), "Delivery Guide", ChunkingConfig("window", 100, 20))
+    for a, b in zip(chunks, chunks[1:]):
+        assert a.text.split()[-20:] == b.text.split()[:20]
+        assert TEXT[a.start : a.end] == a.text
+
+
+def test_chunk_ids_are_content_hashes() -> None:
+    a = chunk_document("doc", _parsed(), "T", ChunkingConfig())
+    b = chunk_document("doc", _parsed(), "T", ChunkingConfig())
+    assert [c.chunk_id for c in a] == [c.chunk_id for c in b]
+    changed = chunk_document("doc", _parsed(TEXT.replace("1 MB", "2 MB")), "T", ChunkingConfig())
+    assert [c.chunk_id for c in a][:-1] == [c.chunk_id for c in changed][:-1]
+    assert a[-1].chunk_id != changed[-1].chunk_id
+    assert len({c.chunk_id for c in a}) == len(a)
+
+
+@pytest.mark.parametrize("kwargs", [{"method": "semantic"}, {"max_tokens": 2}, {"overlap": 500}])
+def test_bad_chunking_config(kwargs: dict) -> None:
+    with pytest.raises(ConfigError):
+        ChunkingConfig(**kwargs)
