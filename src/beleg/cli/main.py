@@ -137,10 +137,14 @@ COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "search": cmd_search, "statu
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.debug:
-        import logging
+    import logging
 
+    if args.debug:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+    else:
+        # Parser libraries log recoverable oddities (pypdf: "EOF marker not found"); the
+        # ingest report already states each file's outcome, so keep stderr for that.
+        logging.basicConfig(level=logging.ERROR, stream=sys.stderr, format="beleg: %(name)s: %(message)s")
     try:
         return COMMANDS[args.command](args)
     except BelegError as exc:

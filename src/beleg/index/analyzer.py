@@ -16,7 +16,7 @@ from functools import lru_cache
 import Stemmer
 
 #: Bumped whenever the token stream for the same text changes (part of the index version).
-ANALYZER_VERSION = "2"
+ANALYZER_VERSION = "3"
 
 # A raw token: letters/digits joined by identifier punctuation. Leading "/" is kept so
 # that "/api/v3" stays a path; trailing sentence punctuation is stripped afterwards.
@@ -80,7 +80,7 @@ def analyze(text: str, language: str = "en", *, keep_stopwords: bool = False) ->
 
     Example:
         >>> analyze("Retry POST /v5/queues/{id}/redrive on E-4012", "en")
-        ['retri', 'post', '/v5/queues/{id}/redrive', 'v5', 'queue', 'id', 'redriv', 'e-4012', 'e', '4012']
+        ['retri', 'post', '/v5/queues/{id}/redrive', 'v5', 'queue', 'id', 'redriv', 'e-4012', '4012']
     """
     lang = language if language in _STEMMER_NAMES else "en"
     stop = STOPWORDS[lang]
@@ -109,8 +109,11 @@ def analyze(text: str, language: str = "en", *, keep_stopwords: bool = False) ->
             slots.append(version.group(1))
         for part in _PART.findall(raw):
             for p in _CAMEL.split(part):
-                slots.append(None)
-                words.append(p.lower())
+                # Single characters ("e" of E-4012, "x" of X-Request-Id) match everything
+                # and mean nothing on their own.
+                if len(p) > 1:
+                    slots.append(None)
+                    words.append(p.lower())
     stems = iter(_stem_words(words, lang))
     for slot in slots:
         out.append(next(stems) if slot is None else slot)

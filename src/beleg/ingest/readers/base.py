@@ -31,14 +31,14 @@ def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
     A UTF-8 byte-order mark is dropped. NUL bytes mean the file is binary.
     """
     if b"\x00" in data[:8192]:
-        raise IngestError(f"{path.name}: looks binary (contains NUL bytes), not a text file")
+        raise IngestError(f"looks binary (contains NUL bytes), not a text file")
     enc = encoding or "utf-8"
     try:
         text = data.decode(enc)
     except UnicodeDecodeError as exc:
         bad = data[exc.start : exc.start + 1].hex()
         raise IngestError(
-            f"{path.name}: not valid {enc} (byte 0x{bad} at offset {exc.start}); "
+            f"not valid {enc} (byte 0x{bad} at offset {exc.start}); "
             "re-save it as UTF-8 or pass --encoding (e.g. latin-1)"
         ) from None
     except LookupError:

@@ -31,6 +31,11 @@ _BOILERPLATE_WORDS = {
 # gives such headers no banner role either.
 _SECTIONING = {"article", "main", "section"}
 _NEVER_DROP = {"html", "body", "main", "article"}
+# Class/id words are not trusted on these: a <th class="header"> is content.
+_NO_CLASS_MATCH = {
+    "table", "thead", "tbody", "tfoot", "tr", "th", "td", "h1", "h2", "h3", "h4", "h5", "h6",
+    "p", "pre", "code", "span", "a", "em", "strong", "b", "i",
+}  # fmt: skip
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCKS = {
     "p", "div", "section", "article", "main", "blockquote", "dl", "dt", "dd", "figure",
@@ -72,16 +77,24 @@ def _inside(el: Any, tags: set[str]) -> bool:
     return any(a.tag in tags for a in el.iterancestors())
 
 
-def _is_boilerplate(el: Any) -> bool:
+def _is_boilerplate(el: Any, root_chars: int) -> bool:
     if el.tag in _NEVER_DROP or el.find(".//main") is not None or el.find(".//article") is not None:
-        return False  # a wrapper around the content is never boilerplate, whatever its class
+        return False  # a wrapper around the content is never boilerplate, whatever its role
     tag = el.tag
     role = (el.get("role") or "").strip().lower()
-    words = _words(f"{el.get('class') or ''} {el.get('id') or ''}") & _BOILERPLATE_WORDS
+    words: set[str] = set()
+    if tag not in _NO_CLASS_MATCH:
+        words = _words(f"{el.get('class') or ''} {el.get('id') or ''}") & _BOILERPLATE_WORDS
     headerish = tag == "header" or role == "banner" or words == {"header"}
     if headerish and _inside(el, _SECTIONING):
         return False
-    return tag in _DROP_TAGS or role in _BOILERPLATE_ROLES or bool(words) or el.get("hidden") is not None
+    if tag in _DROP_TAGS or role in _BOILERPLATE_ROLES or el.get("hidden") is not None:
+        return True
+    if not words:
+        return False
+    # Class names are only a hint: a "with-sidebar" wrapper holding the page's h1 or most
+    # of its text is the content itself.
+    return el.find(".//h1") is None and len(el.text_content()) * 2 < root_chars
 
 
 def _content_root(doc: Any) -> Any:
@@ -237,9 +250,10 @@ class HtmlReader:
         metadata = _metadata(doc)
 
         root = _content_root(doc)
+        root_chars = len(root.text_content())
         # Snapshot the list first: dropping while iterating would skip siblings.
         for el in [e for e in root.iter() if e is not root and isinstance(e.tag, str)]:
-            if el.getparent() is not None and _is_boilerplate(el):
+            if el.getparent() is not None and _is_boilerplate(el, root_chars):
                 el.drop_tree()  # keeps the tail text, which belongs to the parent
         builder = _TextBuilder()
         builder.walk(root)
