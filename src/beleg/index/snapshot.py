@@ -41,13 +41,16 @@ class Snapshot:
         docs = catalog.documents_meta()
         doc_pos = {doc_id: i for i, (doc_id, _, _) in enumerate(docs)}
         rows, chunk_doc, term_ids, term_tfs, vectors = [], [], [], [], []
-        zero = np.zeros(dim, dtype=np.float32)
         for row, doc_id, ids, tfs, vector in catalog.chunk_rows():
             rows.append(row)
             chunk_doc.append(doc_pos[doc_id])
             term_ids.append(np.frombuffer(ids, dtype=np.int32))
             term_tfs.append(np.frombuffer(tfs, dtype=np.int32))
-            vectors.append(np.frombuffer(vector, dtype=np.float32) if vector is not None else zero)
+            vectors.append(np.frombuffer(vector, dtype=np.float32) if vector is not None else np.zeros(0, np.float32))
+        if vectors:
+            dim = len(vectors[0])
+            # Rows without a stored vector (none should exist) must not break the stack.
+            vectors = [v if len(v) == dim else np.zeros(dim, dtype=np.float32) for v in vectors]
         vocab = catalog.all_terms()
         n_terms = (max(vocab.values()) + 1) if vocab else 0
         matrix = np.vstack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Set up Beleg, ingest the bundled demo corpus and run searches that show what it does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. .venv/bin/activate
+export BELEG_INDEX=${BELEG_INDEX:-.beleg-demo}
+
+show() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+
+show beleg ingest demo/corpus
+show beleg status
+# Exact identifiers: error codes, API paths, header names.
+show beleg search "E-4012" -k 3
+show beleg search "POST /v5/queues/{id}/redrive" --mode bm25 -k 3
+show beleg search "X-Request-Id" -k 3
+# The same question, unfiltered and filtered to the current contract / an old version.
+show beleg search "How long are failed webhook deliveries retried?" -k 4
+show beleg search "How long are failed webhook deliveries retried?" -k 3 --where "status = current and authority = contract"
+show beleg search "How long are failed webhook deliveries retried?" -k 3 --filter version=2.4
+# German, and across languages (German question, English documents only).
+show beleg search "Wie groß darf eine Nachricht höchstens sein?" -k 3
+show beleg search "Was bedeutet es, wenn die Signatur nicht stimmt?" -k 3 --mode dense --filter language=en
+printf '\nIndex: %s  (try: beleg search "your question" --index %s)\n' "$BELEG_INDEX" "$BELEG_INDEX"

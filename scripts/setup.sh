@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Create ./.venv (Python 3.11+) and install Beleg with its test tools. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "Beleg needs Python 3.11 or newer; found $("$PY" --version 2>&1). Set PYTHON=/path/to/python3.11." >&2
+  exit 1
+fi
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
