@@ -24,7 +24,7 @@ from beleg.index.config import IndexConfig
 from beleg.index.filters import FilterLike, combine
 from beleg.index.snapshot import Snapshot
 from beleg.ingest.metadata import MetadataRule
-from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor
+from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor, TextSource
 from beleg.retrieve.retriever import SearchOptions, search
 from beleg.types import Document, Hit
 
@@ -124,6 +124,12 @@ class KnowledgeBase:
         ingestor = Ingestor(self.catalog, self.config.chunking, lambda texts: self.embedder.embed_documents(texts),
                             rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress)
         return ingestor.run([str(p) for p in paths])
+
+    def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | None = None) -> IngestReport:
+        """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``)."""
+        ingestor = Ingestor(self.catalog, self.config.chunking, lambda texts: self.embedder.embed_documents(texts),
+                            progress=progress)
+        return ingestor.run_texts(list(items))
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10, filters: FilterLike = None,

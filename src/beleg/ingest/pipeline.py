@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 from tqdm import tqdm
@@ -21,12 +22,14 @@ from beleg.errors import BelegError
 from beleg.index.analyzer import analyze
 from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
-from beleg.ingest.discover import discover
+from beleg.ingest.discover import Candidate, discover
 from beleg.ingest.metadata import MetadataRule, resolve
 from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
-from beleg.types import Chunk, Document
+from beleg.ingest.readers.base import normalize_newlines
+from beleg.types import Chunk, Document, ParsedDocument
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_MAX_FILE_MB = 50.0
 #: Embed once this many chunks are waiting (a few model batches).
@@ -78,6 +81,17 @@ def index_text(title: str, chunk: Chunk) -> str:
     return f"{path}\n{chunk.text}"
 
 
+@dataclass(frozen=True, slots=True)
+class TextSource:
+    """A document given as text rather than a file (datasets, other systems' exports)."""
+
+    source: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+    doc_id: str | None = None
+
+
 @dataclass(slots=True)
 class _Pending:
     doc: Document
@@ -102,17 +116,39 @@ class Ingestor:
         self.report = IngestReport()
 
     def run(self, paths: Sequence[str]) -> IngestReport:
-        candidates = discover(list(paths), SUPPORTED_SUFFIXES)
-        bar = tqdm(candidates, desc="ingest", unit="file", disable=self.progress is False if self.progress is not None else None,
-                   leave=False, dynamic_ncols=True)
-        for cand in bar:
-            result = FileResult(cand.source, "failed")
-            self.report.files.append(result)
+        """Ingest files, folders and globs."""
+
+        def handle(cand: Candidate, result: FileResult) -> None:
             if cand.problem:
-                result.reason = cand.problem
-                continue
+                raise BelegError(cand.problem)
+            self._one(cand.path, cand.source, result)
+
+        candidates = discover(list(paths), SUPPORTED_SUFFIXES)
+        return self._drive(candidates, [c.source for c in candidates], handle, "file")
+
+    def run_texts(self, items: Sequence[TextSource]) -> IngestReport:
+        """Ingest documents given as text (one ``TextSource`` each), with the same report."""
+
+        def handle(item: TextSource, result: FileResult) -> None:
+            text = normalize_newlines(item.text)
+            if not text.strip():
+                raise BelegError("empty text")
+            parsed = ParsedDocument(text, (), dict(item.metadata), item.title)
+            fallback_id = item.doc_id or hashlib.sha256(item.source.encode()).hexdigest()[:16]
+            self._add(parsed, item.source, text.encode(), fallback_id, result)
+
+        return self._drive(list(items), [i.source for i in items], handle, "doc")
+
+    def _drive(self, items: Sequence[T], sources: Sequence[str], handle: Callable[[T, FileResult], None],
+               unit: str) -> IngestReport:
+        """Handle each item into its own result; flush batches of chunks as they fill up."""
+        disable = (self.progress is False) if self.progress is not None else None
+        bar = tqdm(total=len(items), desc="ingest", unit=unit, disable=disable, leave=False, dynamic_ncols=True)
+        for item, source in zip(items, sources):
+            result = FileResult(source, "failed")
+            self.report.files.append(result)
             try:
-                self._one(cand.path, cand.source, result)
+                handle(item, result)
             except BelegError as exc:
                 result.status, result.reason = "failed", str(exc)
             except OSError as exc:
@@ -120,11 +156,12 @@ class Ingestor:
             if sum(len(p.chunks) for p in self._pending) >= _FLUSH_CHUNKS:
                 self._flush()
                 bar.set_postfix(embedded=self.report.embedded)
+            bar.update()
         self._flush()
         bar.close()
         return self.report
 
-    def _one(self, path, source: str, result: FileResult) -> None:  # type: ignore[no-untyped-def]
+    def _one(self, path: Path, source: str, result: FileResult) -> None:
         reader = reader_for(path)
         size = path.stat().st_size
         if size == 0:
@@ -138,8 +175,14 @@ class Ingestor:
         parsed = reader.read(data, path, self.encoding)
         if not parsed.text.strip():
             raise BelegError("no text content after parsing")
+        self._add(parsed, source, data, hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16], result)
+
+    def _add(self, parsed: ParsedDocument, source: str, data: bytes, fallback_id: str, result: FileResult) -> None:
+        """Decide added/updated/unchanged for one parsed document and queue its chunks."""
         meta = resolve(source, parsed.metadata, parsed.text, parsed.title, self.rules)
-        doc_id = str(meta.pop("id", None) or hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16])
+        doc_id = str(meta.pop("id", None) or fallback_id)
+        # The hash covers the content only, so a metadata-only change (an ACL edit) is
+        # recognised below and never re-embeds.
         content_hash = hashlib.sha256(data).hexdigest()
         result.doc_id = doc_id
         stored = self.catalog.document_state(doc_id)
