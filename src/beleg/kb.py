@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from beleg.backends.embedders import Embedder, load_embedder
+from beleg.backends.rerankers.base import Reranker
 from beleg.errors import ConfigError, IndexStateError, IndexVersionError
 from beleg.index.catalog import Catalog
 from beleg.index.config import IndexConfig
@@ -135,7 +136,8 @@ class KnowledgeBase:
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10, filters: FilterLike = None,
                where: str | None = None, fusion: str = "rrf", rrf_k: int = 60,
                weights: tuple[float, float] = (1.0, 1.0), mmr_lambda: float | None = None,
-               candidates: int | None = None) -> list[Hit]:
+               candidates: int | None = None, reranker: Reranker | None = None,
+               rerank_top: int | None = None) -> list[Hit]:
         """Search the index.
 
         Args:
@@ -149,14 +151,16 @@ class KnowledgeBase:
                 normalised scores, ``weights`` = (bm25, dense)).
             mmr_lambda: Diversify the final list with MMR (None: off).
             candidates: Depth of each leg before fusion.
+            reranker: Re-score the top ``rerank_top`` fused candidates with this model
+                (see :func:`beleg.backends.rerankers.load_reranker`).
         """
         if not query or not query.strip():
             raise ConfigError("the query is empty; pass the words to search for")
         options = SearchOptions(mode=mode, k=k, fusion=fusion, rrf_k=rrf_k, weights=weights,  # type: ignore[arg-type]
-                                mmr_lambda=mmr_lambda, candidates=candidates)
+                                mmr_lambda=mmr_lambda, candidates=candidates, rerank_top=rerank_top)
         expr = combine(filters, where)
         snap = self.snapshot()
-        return search(snap, self.catalog, query, options, self._embed_query, expr)
+        return search(snap, self.catalog, query, options, self._embed_query, expr, reranker)
 
     def _embed_query(self, query: str) -> np.ndarray:
         return self.embedder.embed_queries([query])[0]

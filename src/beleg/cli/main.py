@@ -60,6 +60,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mmr", type=float, default=None, metavar="LAMBDA", help="diversify with MMR (0..1)")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("eval", help="evaluate retrieval configurations on a gold set, side by side")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--beir", type=Path, metavar="DIR", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
+    src.add_argument("--squad", type=Path, action="append", metavar="FILE",
+                     help="SQuAD-format JSON; repeat for a mixed corpus (e.g. English + German XQuAD)")
+    src.add_argument("--gold", type=Path, metavar="FILE", help="Beleg YAML gold set (e.g. demo/gold.yaml)")
+    p.add_argument("--split", default="test", help="BEIR qrels split (default test)")
+    p.add_argument("--queries-from", type=Path, metavar="FILE",
+                   help="SQuAD file whose questions to ask (default: the first --squad file); e.g. German questions over English paragraphs")
+    p.add_argument("--modes", default="dense,bm25,hybrid", help="configurations to compare (comma-separated)")
+    p.add_argument("-k", type=int, default=10, help="metric cut-off (default 10)")
+    p.add_argument("--limit", type=int, help="evaluate only the first N queries")
+    p.add_argument("--reranker", metavar="SPEC", help="cross-encoder (local directory) for the 'rerank' configuration")
+    p.add_argument("--trec-out", type=Path, metavar="DIR", help="write one TREC run file per configuration")
+    p.add_argument("--report", type=Path, metavar="FILE.html", help="write a self-contained HTML report")
+    p.add_argument("--per-query", action="store_true", help="include per-query metrics in --json output")
+    p.add_argument("--cache-dir", type=Path, help="where dataset indexes are cached (default ~/.cache/beleg)")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("status", help="describe an index")
     _index_arg(p)
     p.add_argument("--json", action="store_true")
@@ -131,7 +151,35 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "search": cmd_search, "status": cmd_status}
+def cmd_eval(args: argparse.Namespace) -> int:
+    from beleg.evaluate.session import EvalRequest, evaluate
+
+    report = evaluate(EvalRequest(
+        beir=args.beir, split=args.split, squad=args.squad, queries_from=args.queries_from, gold=args.gold,
+        modes=args.modes, k=args.k, limit=args.limit, reranker=args.reranker, cache_dir=args.cache_dir,
+        progress=False if args.no_progress else None,
+    ))
+    if args.trec_out:
+        from beleg.evaluate.runner import write_trec_runs
+
+        for path in write_trec_runs(report, args.trec_out):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.report:
+        from beleg.evaluate.report_html import render_html
+
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(render_html(report), encoding="utf-8")
+        print(f"wrote {args.report}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_json(per_query=args.per_query), indent=2, ensure_ascii=False))
+    else:
+        from beleg.evaluate.report_text import render_table
+
+        print(render_table(report, color=sys.stdout.isatty()))
+    return 0
+
+
+COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "search": cmd_search, "eval": cmd_eval, "status": cmd_status}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
+from beleg.backends.rerankers.base import Reranker
 from beleg.errors import ConfigError
 from beleg.index.analyzer import analyze_query
 from beleg.index.catalog import Catalog
@@ -37,6 +38,8 @@ class SearchOptions:
     #: MMR trade-off λ in [0, 1]; None switches MMR off.
     mmr_lambda: float | None = None
     candidates: int | None = None
+    #: With a reranker: how many fused candidates it reorders (default: max(2k, 30)).
+    rerank_top: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -52,13 +55,19 @@ class SearchOptions:
 
 
 def search(snapshot: Snapshot, catalog: Catalog, query: str, options: SearchOptions,
-           embed_query: Callable[[str], np.ndarray], expr: Expr | None) -> list[Hit]:
-    """Run one search and return hydrated hits, best first."""
+           embed_query: Callable[[str], np.ndarray], expr: Expr | None,
+           reranker: Reranker | None = None) -> list[Hit]:
+    """Run one search and return hydrated hits, best first.
+
+    With a ``reranker``, the top ``rerank_top`` fused candidates are re-scored by it (on the
+    same heading-path + text the legs indexed) and reordered before MMR and the final cut.
+    """
     mask = snapshot.chunk_mask(expr)
     if mask is not None and not mask.any():
         return []
     legs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    depth = options.depth if options.mode == "hybrid" or options.mmr_lambda is not None else options.k
+    widen = options.mode == "hybrid" or options.mmr_lambda is not None or reranker is not None
+    depth = options.depth if widen else options.k
     if options.mode in ("bm25", "hybrid"):
         legs["bm25"] = snapshot.bm25_search(analyze_query(query), depth, mask)
     if options.mode in ("dense", "hybrid"):
@@ -84,11 +93,30 @@ def search(snapshot: Snapshot, catalog: Catalog, query: str, options: SearchOpti
         idx, scores = legs[options.mode]
         fused = list(zip(idx.tolist(), scores.tolist()))
 
+    if reranker is not None and fused:
+        fused = _rerank(snapshot, catalog, query, fused, reranker, options.rerank_top or max(2 * options.k, 30), per_leg)
+
     if options.mmr_lambda is not None and fused:
         order = mmr(np.array([s for _, s in fused]), snapshot.vectors[[i for i, _ in fused]], options.k, options.mmr_lambda)
         fused = [fused[j] for j in order]
     fused = fused[: options.k]
     return _hydrate(snapshot, catalog, fused, per_leg)
+
+
+def _rerank(snapshot: Snapshot, catalog: Catalog, query: str, fused: list[tuple[int, float]], reranker: Reranker,
+            top: int, per_leg: dict[int, dict[str, float]]) -> list[tuple[int, float]]:
+    head, tail = fused[:top], fused[top:]
+    rows = catalog.chunks_by_row([int(snapshot.rows[i]) for i, _ in head])
+    texts = []
+    for i, _ in head:
+        row = rows.get(int(snapshot.rows[i]))
+        texts.append(f"{' > '.join(row[5])}\n{row[6]}" if row else "")
+    scores = reranker.rerank(query, texts)
+    for (i, _), s in zip(head, scores):
+        per_leg.setdefault(i, {})["rerank"] = float(s)
+    order = sorted(range(len(head)), key=lambda j: (-scores[j], j))
+    # Candidates beyond the reranked head keep their fused order, below every reranked one.
+    return [(head[j][0], float(scores[j])) for j in order] + [(i, float("-inf")) for i, _ in tail]
 
 
 def _hydrate(snapshot: Snapshot, catalog: Catalog, ranked: list[tuple[int, float]],

@@ -1,0 +1,67 @@
+"""One evaluation as the CLI (and later the service) asks for it: load, index, run, note."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from beleg.errors import ConfigError
+from beleg.evaluate.datasets import Dataset, load_beir, load_gold, load_squad
+from beleg.evaluate.runner import CONFIGS, EvalConfig, EvalReport, parse_configs, prepare_index, run_eval
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRequest:
+    beir: Path | None = None
+    split: str = "test"
+    squad: list[Path] | None = None
+    queries_from: Path | None = None
+    gold: Path | None = None
+    modes: str = "dense,bm25,hybrid"
+    k: int = 10
+    limit: int | None = None
+    reranker: str | None = None
+    cache_dir: Path | None = None
+    progress: bool | None = None
+
+
+def load_dataset(req: EvalRequest) -> Dataset:
+    if req.beir:
+        return load_beir(req.beir, req.split)
+    if req.squad:
+        return load_squad(list(req.squad), req.queries_from)
+    if req.gold:
+        return load_gold(req.gold)
+    raise ConfigError("name a gold set: --beir DIR, --squad FILE or --gold FILE")
+
+
+def evaluate(req: EvalRequest) -> EvalReport:
+    """Run the requested evaluation; the report's notes say what could not be evaluated and why."""
+    if req.k < 1:
+        raise ConfigError(f"-k must be at least 1, got {req.k}")
+    names = [n.strip() for n in req.modes.split(",") if n.strip()]
+    notes: list[str] = []
+    plain = [n for n in names if n != "rerank"]
+    configs: list[EvalConfig] = parse_configs(plain) if plain else []
+    reranker = None
+    if req.reranker:
+        from beleg.backends.rerankers import load_reranker
+
+        reranker = load_reranker(req.reranker)
+        configs.append(EvalConfig("rerank", {**CONFIGS["hybrid"].search, "reranker": reranker},
+                                  f"hybrid RRF, top candidates re-scored by {reranker.spec}"))
+    elif "rerank" in names:
+        raise ConfigError("the 'rerank' configuration needs a cross-encoder: pass --reranker DIR (a local model directory)")
+    else:
+        notes.append("no reranker configured: no cross-encoder ships in a PyPI package; pass --reranker DIR "
+                     "(a local cross-encoder directory) to add the 'rerank' configuration")
+    if not configs:
+        raise ConfigError("no configuration to evaluate")
+    dataset = load_dataset(req)
+    kb = prepare_index(dataset, req.cache_dir, progress=req.progress)
+    try:
+        report = run_eval(kb, dataset, configs, k=req.k, limit=req.limit, progress=req.progress)
+    finally:
+        kb.close()
+    report.notes.extend(notes)
+    return report
