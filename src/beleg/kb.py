@@ -69,6 +69,7 @@ class KnowledgeBase:
             raise IndexStateError(f"no Beleg index at {self.path}; create one with 'beleg init --index {self.path}'")
         self.catalog = Catalog(self.path / CATALOG_FILE)
         self._embedder = embedder
+        self._embedder_checked = False
         self._snapshot: Snapshot | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -83,18 +84,24 @@ class KnowledgeBase:
 
     @property
     def embedder(self) -> Embedder:
-        """The index's embedder, loaded on first use (BM25-only work never loads a model)."""
+        """The index's embedder, loaded on first use (BM25-only work never loads a model).
+
+        The first use records the model's fingerprint in the index; a later use with other
+        weights is refused, since vectors from two models are not comparable.
+        """
         if self._embedder is None:
             self._embedder = load_embedder(self.config.embedder)
+        if not self._embedder_checked:
             recorded = self.catalog.get_meta("embedder_fingerprint")
             if recorded is None:
                 with self.catalog.transaction():
                     self.catalog.set_meta("embedder_fingerprint", self._embedder.fingerprint)
             elif recorded != self._embedder.fingerprint:
                 raise IndexVersionError(
-                    f"index {self.path} holds vectors from {recorded!r} but the installed embedder is "
+                    f"index {self.path} holds vectors from {recorded!r} but the embedder is "
                     f"{self._embedder.fingerprint!r}; reinstall the matching version or re-ingest into a new index"
                 )
+            self._embedder_checked = True
         return self._embedder
 
     def snapshot(self) -> Snapshot:

@@ -40,8 +40,8 @@ class Dataset:
     sections: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
-        """A hash of the corpus content: the cache key of its index."""
-        h = hashlib.sha256(self.name.encode())
+        """A hash of the corpus content (not of the queries): the cache key of its index."""
+        h = hashlib.sha256()
         if self.documents is not None:
             for d in self.documents:
                 h.update(b"\x1e" + (d.doc_id or d.source).encode() + b"\x1f" + (d.title or "").encode() + b"\x1f" + d.text.encode())

@@ -18,6 +18,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from tqdm import tqdm
 
+from beleg.backends.embedders import load_embedder
+from beleg.backends.embedders.cache import CachedEmbedder
 from beleg.errors import ConfigError
 from beleg.evaluate.datasets import Dataset, Query
 from beleg.evaluate.metrics import evaluate_run, has_relevant, mean_metrics
@@ -130,8 +132,12 @@ def cache_root() -> Path:
 def prepare_index(dataset: Dataset, cache_dir: Path | None = None, progress: bool | None = None,
                   kb_factory: Callable[[Path], KnowledgeBase] | None = None) -> KnowledgeBase:
     """Open the cached index of ``dataset`` and bring it up to date (unchanged docs embed nothing)."""
-    factory = kb_factory or (lambda p: KnowledgeBase(p))
     root = cache_dir or cache_root()
+    if kb_factory is None:
+        # Corpus variants (en, de, mixed) share paragraphs: embed each one once per machine.
+        embedder = CachedEmbedder(load_embedder(IndexConfig().embedder), root / "embeddings")
+        kb_factory = lambda p: KnowledgeBase(p, embedder=embedder)  # noqa: E731
+    factory = kb_factory
     kb = factory(root / f"{dataset.fingerprint()}-{IndexConfig().index_version}")
     if dataset.documents is not None:
         report = kb.ingest_texts(dataset.documents, progress=progress)
