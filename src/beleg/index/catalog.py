@@ -46,6 +46,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     term_tfs BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
+CREATE INDEX IF NOT EXISTS chunks_embed_hash ON chunks(embed_hash);
 CREATE TABLE IF NOT EXISTS terms (term_id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS embeddings (embed_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
 """
@@ -118,6 +119,7 @@ class Catalog:
     def upsert_document(self, doc: Document, chunks: Sequence[Chunk], embed_hashes: Sequence[str],
                         postings: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
         """Replace a document and all its chunks (call inside :meth:`transaction`)."""
+        old_hashes = self._embed_hashes(doc.doc_id)
         self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc.doc_id,))
         self.db.execute(
             "INSERT OR REPLACE INTO documents(doc_id, source, content_hash, metadata, text) VALUES(?,?,?,?,?)",
@@ -132,6 +134,17 @@ class Catalog:
                 for c, h, (ids, tfs) in zip(chunks, embed_hashes, postings)
             ],
         )
+        self._drop_orphan_vectors(old_hashes)
+
+    def _embed_hashes(self, doc_id: str) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT DISTINCT embed_hash FROM chunks WHERE doc_id = ?", (doc_id,))]
+
+    def _drop_orphan_vectors(self, hashes: Sequence[str]) -> None:
+        """Delete the vectors among ``hashes`` that no chunk uses any more: nothing of an old text stays."""
+        self.db.executemany(
+            "DELETE FROM embeddings WHERE embed_hash = ? AND NOT EXISTS (SELECT 1 FROM chunks WHERE embed_hash = ?)",
+            [(h, h) for h in hashes],
+        )
 
     def update_metadata(self, doc_id: str, source: str, metadata: dict[str, Any]) -> None:
         self.db.execute(
@@ -140,10 +153,10 @@ class Catalog:
         )
 
     def delete_document(self, doc_id: str) -> None:
+        old_hashes = self._embed_hashes(doc_id)
         self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
         self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
-        # Vectors no chunk refers to any more go too: nothing of a deleted text stays behind.
-        self.db.execute("DELETE FROM embeddings WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)")
+        self._drop_orphan_vectors(old_hashes)
 
     # ------------------------------------------------------------------ terms
     def term_ids(self, terms: Sequence[str], create: bool) -> dict[str, int]:

@@ -15,6 +15,11 @@ RERANKERS: dict[str, tuple[str, str, str]] = {
         "CrossEncoderReranker",
         "a sentence-transformers CrossEncoder from a local directory (pip install \"beleg[rerank]\")",
     ),
+    "onnx": (
+        "beleg.backends.rerankers.onnx",
+        "OnnxCrossEncoderReranker",
+        "a cross-encoder exported to ONNX (model.onnx + tokenizer.json), run by onnxruntime without torch",
+    ),
 }
 
 
