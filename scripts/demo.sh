@@ -2,7 +2,7 @@
 # Set up Beleg, ingest the bundled demo corpus and run searches that show what it does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+EXTRAS="" bash scripts/setup.sh
 . .venv/bin/activate
 export BELEG_INDEX=${BELEG_INDEX:-.beleg-demo}
 

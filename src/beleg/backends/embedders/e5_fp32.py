@@ -52,7 +52,7 @@ class _Layer(NamedTuple):
     ln1_b: np.ndarray
     wi: np.ndarray  # (H, FF)
     bi: np.ndarray
-    wf: np.ndarray  # (FF, H)
+    wf: np.ndarray  # (FF, H), pre-halved: the GELU kernel returns 2·GELU(x)
     bf: np.ndarray
     ln2_w: np.ndarray
     ln2_b: np.ndarray
@@ -138,7 +138,7 @@ def _parse_model(path: Path) -> _Model:
         bqkv = np.concatenate([t("q.b") * scale, t("k.b"), t("v.b")])
         layers.append(_Layer(np.ascontiguousarray(wqkv), bqkv, dense(f"l{i}.ao.w", H), t("ao.b"),
                              t("aln.w"), t("aln.b"), dense(f"l{i}.fi.w", FF), t("fi.b"),
-                             dense(f"l{i}.fo.w", H), t("fo.b"), t("oln.w"), t("oln.b")))
+                             dense(f"l{i}.fo.w", H) * np.float32(0.5), t("fo.b"), t("oln.w"), t("oln.b")))
     pos = tensors["emb.pos"].reshape(MAXP, H) + tensors["emb.type"][:H]
     return _Model(H, NH, FF, MAXP, float(eps), tensors["emb.word"].reshape(-1, H // _QK), pos,
                   tensors["emb.ln.w"], tensors["emb.ln.b"], tuple(layers), tokenizer)
@@ -158,35 +158,27 @@ def _load_model(path: Path) -> _Model:
 
 
 # ----------------------------------------------------------------------------- forward
-_SQRT_HALF = 0.7071067811865476
-# Abramowitz & Stegun 7.1.26: erfc(z) ≈ t·P(t)·exp(-z²), t = 1/(1 + p·z), |error| <= 1.5e-7.
-# The coefficients are pre-halved because GELU needs erfc/2.
-_AS_P = np.float32(0.3275911 * _SQRT_HALF)
-_AS_A = [np.float32(c / 2) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)]
+# GELU. e5.c uses the exact erf form 0.5·x·(1 + erf(x/√2)); numpy has no erf. A&S 7.1.26
+# (abs error 1.5e-7) costs ~20 array passes, so instead erf(x/√2) = tanh(x·P(x²)) with
+# P a degree-4 polynomial fitted to atanh(erf(x/√2))/x: GELU abs error <= 5e-6 on all of
+# R (P grows for large x, so tanh saturates correctly), 10 passes. Embeddings computed
+# with it and with A&S agree to cosine >= 0.99999994, i.e. to float32 rounding. The 0.5
+# is folded into the FFN output weights (``_Layer.wf``).
+_GELU_P = [np.float32(c) for c in (1.38246895e-06, -3.61239647e-05, -8.99533749e-05, 3.63946460e-02, 7.97869190e-01)]
 
 
-def gelu_(x: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-    """Exact (erf) GELU ``0.5·x·(1 + erf(x/√2))`` in place, as e5.c; ``a, b, c`` are scratch like ``x``.
-
-    numpy has no erf, so erfc comes from A&S 7.1.26 (abs error 1.5e-7, far below the 4-bit
-    weight noise) and ``gelu(x) = max(x, 0) - |x|·erfc(|x|/√2)/2`` avoids a sign select.
-    Every step is an in-place float32 ufunc (no temporaries).
-    """
-    np.abs(x, out=a)
-    np.multiply(a, _AS_P, out=b)
-    b += 1.0
-    np.reciprocal(b, out=b)  # t
-    np.multiply(b, _AS_A[0], out=c)
-    for coef in _AS_A[1:]:  # Horner: c = t·P(t)/2
-        c += coef
-        c *= b
-    np.maximum(x, 0.0, out=x)
-    np.multiply(a, a, out=b)
-    b *= -0.5
-    np.exp(b, out=b)  # exp(-x²/2)
-    c *= b
-    c *= a
-    x -= c
+def gelu2_(x: np.ndarray, s: np.ndarray, t: np.ndarray) -> None:
+    """``x ← 2·GELU(x)`` in place (the factor 2 is undone by the pre-halved FFN output weights)."""
+    np.multiply(x, x, out=s)
+    np.multiply(s, _GELU_P[0], out=t)
+    for c in _GELU_P[1:-1]:  # Horner in s = x²
+        t += c
+        t *= s
+    t += _GELU_P[-1]
+    t *= x
+    np.tanh(t, out=t)
+    t += 1.0
+    x *= t
 
 
 def layer_norm_(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> None:
@@ -203,54 +195,84 @@ def layer_norm_(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> None
     x += b
 
 
+#: exp() arguments are kept <= _EXP_MAX - ln(n·max|v|), so neither exp(), the softmax
+#: denominators nor the P·V sums can overflow float32 (max ≈ e^88.7).
+_EXP_MAX = 85.0
 
-def forward(model: _Model, ids: np.ndarray, lengths: np.ndarray, ffn_rows: int = 256) -> np.ndarray:
-    """Mean-pooled last hidden states ``(B, H)`` of a padded batch ``ids (B, L)`` with real ``lengths``.
 
-    Token-wise layers (QKV, output projection, FFN) run on all ``B·L`` rows at once: one
-    big sgemm per weight. The FFN is processed ``ffn_rows`` rows at a time so the
-    ``rows x 1536`` intermediate and GELU's scratch stay in L2 cache. Attention runs per
-    text on its real tokens only (no mask, no work on padding).
+def _attention(qkv: np.ndarray, ctx: np.ndarray, bounds: tuple[np.ndarray, np.ndarray, float],
+               att: np.ndarray, pv: np.ndarray, v1: np.ndarray, NH: int) -> None:
+    """Softmax attention of one text: ``qkv (n, 3H)`` → ``ctx (n, H)``; scratch ``att``, ``pv``, ``v1``.
+
+    Q, K and V are strided views into ``qkv`` (BLAS takes them without copies). The row
+    maximum of the logits is only subtracted when a cheap upper bound on the logits says
+    exp() could overflow: softmax is shift-invariant, and the max + subtract passes over
+    the ``n x n`` matrix cost more than exp itself. The bound is Cauchy-Schwarz
+    (|q_i|·max_j |k_j|), tightened by a per-dimension box bound when that is not enough;
+    on XQuAD the exact path is never needed.
     """
-    B, L = ids.shape
-    H, NH, FF = model.hidden, model.heads, model.ffn
+    n, H3 = qkv.shape
+    H = H3 // 3
     hd = H // NH
-    T = B * L
-    lens = lengths.tolist()
-    x = dequantize_q4(model.word_q4[ids.reshape(-1)])  # (T, H)
-    x.reshape(B, L, H)[:] += model.pos[:L]
+    q = qkv[:, :H].reshape(n, NH, hd).transpose(1, 0, 2)  # (NH, n, hd)
+    k = qkv[:, H : 2 * H].reshape(n, NH, hd).transpose(1, 0, 2)
+    qn, kn, vmax = bounds  # |q_i| (n, NH), |k_j| (n, NH), max|v| of this batch
+    a = att[: NH * n * n].reshape(NH, n, n)
+    np.matmul(q, k.transpose(0, 2, 1), out=a)  # Q carries 1/sqrt(hd)
+    limit = _EXP_MAX - np.log(n * max(vmax, 1.0))
+    if float((qn.max(axis=0) * kn.max(axis=0)).max()) > limit:
+        box = np.maximum(q, 0) @ k.max(axis=1)[:, :, None] + np.minimum(q, 0) @ k.min(axis=1)[:, :, None]
+        tight = np.minimum(box[..., 0], (qn * kn.max(axis=0)).T)
+        if float(tight.max()) > limit:
+            a -= a.max(axis=-1, keepdims=True)
+    np.exp(a, out=a)
+    # [V | 1]: one matmul yields both the weighted values and the softmax denominators.
+    v = v1[: NH * n * (hd + 1)].reshape(NH, n, hd + 1)
+    v[..., :hd] = qkv[:, 2 * H :].reshape(n, NH, hd).transpose(1, 0, 2)
+    v[..., hd] = 1.0
+    p = pv[: NH * n * (hd + 1)].reshape(NH, n, hd + 1)
+    np.matmul(a, v, out=p)
+    np.divide(p[..., :hd], p[..., hd:], out=ctx.reshape(n, NH, hd).transpose(1, 0, 2))
+
+
+def forward(model: _Model, ids: np.ndarray, offsets: list[int], ffn_rows: int = 256) -> np.ndarray:
+    """Mean-pooled last hidden states ``(B, H)`` of ``B`` texts packed back to back.
+
+    ``ids`` holds all token ids concatenated (``<s> … </s>`` per text), text ``b`` being
+    ``ids[offsets[b]:offsets[b+1]]``: no padding anywhere. Token-wise layers (QKV, output
+    projection, FFN) run on all rows at once, one big sgemm per weight; the FFN goes
+    ``ffn_rows`` rows at a time so the ``rows x 1536`` intermediate and GELU's scratch
+    stay in L2 cache. Attention runs per text.
+    """
+    T = len(ids)
+    H, NH, FF = model.hidden, model.heads, model.ffn
+    spans = list(zip(offsets[:-1], offsets[1:]))
+    longest = max(b - a for a, b in spans)
+    positions = np.concatenate([np.arange(b - a) for a, b in spans])
+    x = dequantize_q4(model.word_q4[ids])  # (T, H)
+    x += model.pos[positions]
     layer_norm_(x, model.ln_w, model.ln_b, model.eps)
 
     R = min(ffn_rows, T)
-    mid, s1, s2, s3 = (np.empty((R, FF), np.float32) for _ in range(4))
+    mid, s1, s2 = (np.empty((R, FF), np.float32) for _ in range(3))
     fo = np.empty((R, H), np.float32)
     qkv = np.empty((T, 3 * H), np.float32)
-    q = np.empty((B, NH, L, hd), np.float32)
-    kt = np.empty((B, NH, hd, L), np.float32)
-    # V gets a column of ones: att @ [V | 1] yields the softmax denominators for free.
-    v1 = np.empty((B, NH, L, hd + 1), np.float32)
-    v1[..., hd] = 1.0
-    att = np.empty((NH, L, L), np.float32)
-    pv = np.empty((NH, L, hd + 1), np.float32)
-    ctx = np.zeros((B, L, NH, hd), np.float32)
-    ctx_h = ctx.transpose(0, 2, 1, 3)  # (B, NH, L, hd) view
+    ctx = np.empty((T, H), np.float32)
     ao = np.empty((T, H), np.float32)
+    att = np.empty(NH * longest * longest, np.float32)
+    pv = np.empty(NH * longest * (H // NH + 1), np.float32)
+    v1 = np.empty_like(pv)
     for ly in model.layers:
         np.matmul(x, ly.wqkv, out=qkv)
         qkv += ly.bqkv
-        q5 = qkv.reshape(B, L, 3, NH, hd)
-        np.copyto(q, q5[:, :, 0].transpose(0, 2, 1, 3))
-        np.copyto(kt, q5[:, :, 1].transpose(0, 2, 3, 1))
-        np.copyto(v1[..., :hd], q5[:, :, 2].transpose(0, 2, 1, 3))
-        for b, n in enumerate(lens):
-            a = att[:, :n, :n]
-            np.matmul(q[b, :, :n], kt[b, :, :, :n], out=a)  # Q carries 1/sqrt(hd)
-            a -= a.max(axis=-1, keepdims=True)
-            np.exp(a, out=a)
-            p = pv[:, :n]
-            np.matmul(a, v1[b, :, :n], out=p)
-            np.divide(p[..., :hd], p[..., hd:], out=ctx_h[b, :, :n])
-        np.matmul(ctx.reshape(T, H), ly.wo, out=ao)
+        q3 = qkv[:, :H].reshape(T, NH, -1)
+        k3 = qkv[:, H : 2 * H].reshape(T, NH, -1)
+        qn = np.sqrt(np.einsum("thd,thd->th", q3, q3))
+        kn = np.sqrt(np.einsum("thd,thd->th", k3, k3))
+        vmax = float(np.abs(qkv[:, 2 * H :]).max())
+        for a, b in spans:
+            _attention(qkv[a:b], ctx[a:b], (qn[a:b], kn[a:b], vmax), att, pv, v1, NH)
+        np.matmul(ctx, ly.wo, out=ao)
         ao += ly.bo
         x += ao
         layer_norm_(x, ly.ln1_w, ly.ln1_b, model.eps)
@@ -259,16 +281,12 @@ def forward(model: _Model, ids: np.ndarray, lengths: np.ndarray, ffn_rows: int =
             m, f = mid[: r1 - r0], fo[: r1 - r0]
             np.matmul(x[r0:r1], ly.wi, out=m)
             m += ly.bi
-            gelu_(m, s1[: r1 - r0], s2[: r1 - r0], s3[: r1 - r0])
+            gelu2_(m, s1[: r1 - r0], s2[: r1 - r0])
             np.matmul(m, ly.wf, out=f)
             f += ly.bf
             x[r0:r1] += f
         layer_norm_(x, ly.ln2_w, ly.ln2_b, model.eps)
-    x3 = x.reshape(B, L, H)
-    out = np.empty((B, H), np.float32)
-    for b, n in enumerate(lens):
-        np.mean(x3[b, :n], axis=0, out=out[b])
-    return out
+    return np.add.reduceat(x, offsets[:-1], axis=0) / np.diff(offsets)[:, None].astype(np.float32)
 
 
 # ----------------------------------------------------------------------------- threads
@@ -351,25 +369,28 @@ class E5Fp32Embedder(BaseEmbedder):
             ids = tok.encode(_PREFIX[kind] + text)
             for a in range(0, max(len(ids), 1), per_window):
                 windows.append((i, ids[a : a + per_window]))
-        # 2. sort by length and pack into batches under the padded-token budget
-        order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))
-        batches: list[list[int]] = []
-        for w in order:
-            length = len(windows[w][1]) + 2
-            if batches and (len(batches[-1]) + 1) * length <= self.tokens_per_batch:
-                batches[-1].append(w)
-            else:
-                batches.append([w])
-        # 3. run the batches
+        # 2. batches of about equal token counts (no padding: texts are packed back to
+        #    back), at least one per worker so every core has work
+        sizes = [len(content) + 2 for _, content in windows]
+        total = sum(sizes)
+        n_batches = max(-(-total // self.tokens_per_batch), min(self.threads, len(windows)))
+        batches: list[list[int]] = [[]]
+        filled = 0
+        for w, size in enumerate(sizes):
+            if batches[-1] and filled + size / 2 > total * len(batches) / n_batches:
+                batches.append([])
+            batches[-1].append(w)
+            filled += size
+
         def run(batch: list[int]) -> np.ndarray:
-            L = len(windows[batch[-1]][1]) + 2  # sorted: the last is the longest
-            ids = np.full((len(batch), L), tok.pad, dtype=np.int64)
-            lengths = np.empty(len(batch), dtype=np.int64)
-            for r, w in enumerate(batch):
+            ids = np.empty(sum(sizes[w] for w in batch), dtype=np.int64)
+            offsets = [0]
+            for w in batch:
+                o = offsets[-1]
                 content = windows[w][1]
-                ids[r, 0], ids[r, 1 : len(content) + 1], ids[r, len(content) + 1] = tok.bos, content, tok.eos
-                lengths[r] = len(content) + 2
-            return forward(model, ids, lengths)
+                ids[o], ids[o + 1 : o + 1 + len(content)], ids[o + 1 + len(content)] = tok.bos, content, tok.eos
+                offsets.append(o + sizes[w])
+            return forward(model, ids, offsets)
 
         workers = min(self.threads, len(batches))
         limit = _single_threaded_blas() if workers > 1 else None

@@ -69,9 +69,9 @@ class OnnxCrossEncoderReranker:
                              "export the model with input_ids / attention_mask / token_type_ids inputs")
         outputs = [o.name for o in self._session.get_outputs()]
         self._output = "logits" if "logits" in outputs else outputs[0]
-        self._tokenizer.no_padding()  # padding is set up below, with the pad token the tokenizer files name
         self._tokenizer.enable_truncation(max_length=max_input_length(path, max_length), strategy="longest_first")
         pad_token = self._pad_token(path)
+        # Pad each batch to its longest pair; whatever padding tokenizer.json stored is replaced.
         self._tokenizer.enable_padding(pad_id=self._tokenizer.token_to_id(pad_token), pad_token=pad_token)
         self._batch_size = batch_size
         self.spec = f"onnx:{path}"
