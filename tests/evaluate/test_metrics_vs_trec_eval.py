@@ -5,10 +5,9 @@ from __future__ import annotations
 import random
 
 import pytest
+import pytrec_eval  # from pytrec-eval-terrier, a test dependency
 
 from beleg.evaluate.metrics import evaluate_run, ranked
-
-pytrec_eval = pytest.importorskip("pytrec_eval", reason="pytrec-eval-terrier is a test dependency")
 
 KS = (1, 3, 5, 10)
 

@@ -69,3 +69,17 @@ def test_metadata_rules_for_formats_without_front_matter(kb, tmp_path: Path) -> 
     assert hit.metadata["tenant"] == "nordwind"
     assert hit.metadata["status"] == "unknown"  # never silently "current"
     assert hit.metadata["language"] == "en"
+
+
+def test_globs_and_folders_select_files(kb, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "one.md").write_text(GOOD, encoding="utf-8")
+    (tmp_path / "a" / "two.txt").write_text("Plain text about relays.", encoding="utf-8")
+    (tmp_path / "a" / ".hidden.md").write_text(GOOD, encoding="utf-8")
+    (tmp_path / "a" / "skip.xyz").write_text("ignored in folders", encoding="utf-8")
+    report = kb.ingest([str(tmp_path / "a" / "*.md")], progress=False)
+    assert [Path(f.source).name for f in report.files] == ["one.md"]
+    report = kb.ingest([str(tmp_path / "a")], progress=False)
+    assert sorted(Path(f.source).name for f in report.files) == ["one.md", "two.txt"]
+    report = kb.ingest([str(tmp_path / "nothing-*.md")], progress=False)
+    assert report.failures[0].reason == "the pattern matches no files"
