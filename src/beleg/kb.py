@@ -144,7 +144,7 @@ class KnowledgeBase:
                where: str | None = None, fusion: str = "rrf", rrf_k: int = 60,
                weights: tuple[float, float] = (1.0, 1.0), mmr_lambda: float | None = None,
                candidates: int | None = None, reranker: Reranker | None = None,
-               rerank_top: int | None = None) -> list[Hit]:
+               rerank_top: int | None = None, coverage_power: float | None = 2.0) -> list[Hit]:
         """Search the index.
 
         Args:
@@ -160,11 +160,15 @@ class KnowledgeBase:
             candidates: Depth of each leg before fusion.
             reranker: Re-score the top ``rerank_top`` fused candidates with this model
                 (see :func:`beleg.backends.rerankers.load_reranker`).
+            coverage_power: Hybrid only: scale the BM25 weight by the share of query terms the
+                index knows, to this power (None: fixed weights); see
+                :func:`beleg.retrieve.retriever.bm25_weight`.
         """
         if not query or not query.strip():
             raise ConfigError("the query is empty; pass the words to search for")
         options = SearchOptions(mode=mode, k=k, fusion=fusion, rrf_k=rrf_k, weights=weights,  # type: ignore[arg-type]
-                                mmr_lambda=mmr_lambda, candidates=candidates, rerank_top=rerank_top)
+                                mmr_lambda=mmr_lambda, candidates=candidates, rerank_top=rerank_top,
+                                coverage_power=coverage_power)
         expr = combine(filters, where)
         snap = self.snapshot()
         return search(snap, self.catalog, query, options, self._embed_query, expr, reranker)

