@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from beleg.errors import ConfigError
+from beleg.yamlfile import read_yaml
 from beleg.ingest.pipeline import TextSource
 
 
@@ -138,12 +137,7 @@ def load_gold(path: str | Path) -> Dataset:
     Unanswerable questions keep an empty qrels entry; metrics treat them separately.
     """
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {p}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p} is not valid YAML: {exc}") from None
+    data = read_yaml(p, "gold set")
     if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
         raise ConfigError(f"{p}: expected a mapping with 'questions: [...]'")
     corpus = (p.parent / str(data.get("corpus", "corpus"))).resolve()

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from beleg.errors import ConfigError
+from beleg.yamlfile import read_yaml
 from beleg.index.analyzer import SUPPORTED_LANGUAGES, detect_language
 
 #: Keys with a meaning to Beleg. Other keys are kept and filterable as they are.
@@ -40,12 +39,7 @@ class MetadataRule:
 def load_rules(path: str | Path) -> list[MetadataRule]:
     """Read a YAML rules file: ``rules: [{match: "manuals/*.pdf", metadata: {...}}, ...]``."""
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read rules file {p}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"rules file {p} is not valid YAML: {exc}") from None
+    data = read_yaml(p, "rules file")
     rules = (data or {}).get("rules") if isinstance(data, dict) else None
     if not isinstance(rules, list):
         raise ConfigError(f"rules file {p} must contain 'rules:' with a list of {{match, metadata}} entries")
