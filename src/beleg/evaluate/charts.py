@@ -184,9 +184,9 @@ def line_chart(xs: Sequence[int], series: Mapping[str, Sequence[float | None]], 
     out.append(_text(left + plot_w / 2, height - 6, x_label, "middle", "axis-label"))
     out.append(_text(14, top + plot_h / 2, y_label, "middle", "axis-label",
                      f' transform="rotate(-90 14 {_n(top + plot_h / 2)})"'))
-    for s, (name, ys) in enumerate(series.items()):
+    for s, (name, values) in enumerate(series.items()):
         color = colors[name]
-        pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
+        pts = [(x, y) for x, y in zip(xs, values) if y is not None]
         dash = _DASHES[s % len(_DASHES)]
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         if len(pts) > 1:

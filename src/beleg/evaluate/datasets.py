@@ -143,7 +143,9 @@ def load_gold(path: str | Path) -> Dataset:
     corpus = (p.parent / str(data.get("corpus", "corpus"))).resolve()
     if not corpus.is_dir():
         raise ConfigError(f"{p}: corpus folder {corpus} does not exist")
-    queries, qrels, sections = [], {}, {}
+    queries: list[Query] = []
+    qrels: dict[str, dict[str, int]] = {}
+    sections: dict[str, list[tuple[str, str, int]]] = {}
     for q in data["questions"]:
         qid = str(q["id"])
         judgments: dict[str, int] = {}

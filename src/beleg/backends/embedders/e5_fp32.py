@@ -328,7 +328,7 @@ def _single_threaded_blas() -> contextlib.AbstractContextManager[object] | None:
         except ImportError:
             return None
         _BLAS_CONTROLLER = ThreadpoolController()
-    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")  # type: ignore[attr-defined]
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")  # type: ignore[attr-defined,union-attr]
 
 
 # ----------------------------------------------------------------------------- embedder
