@@ -21,4 +21,7 @@ show beleg search "How long are failed webhook deliveries retried?" -k 3 --filte
 # German, and across languages (German question, English documents only).
 show beleg search "Wie groß darf eine Nachricht höchstens sein?" -k 3
 show beleg search "Was bedeutet es, wenn die Signatur nicht stimmt?" -k 3 --mode dense --filter language=en
+# Tenant runbooks are invisible unless the asker belongs to that tenant and its ACL.
+show beleg search "mq-nordwind-01.internal" -k 2 --mode bm25
+show beleg search "mq-nordwind-01.internal" -k 2 --mode bm25 --tenant nordwind --group ops-nordwind
 printf '\nIndex: %s  (try: beleg search "your question" --index %s)\n' "$BELEG_INDEX" "$BELEG_INDEX"

@@ -27,7 +27,7 @@ from beleg.index.snapshot import Snapshot
 from beleg.ingest.metadata import MetadataRule
 from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor, TextSource
 from beleg.retrieve.retriever import SearchOptions, search
-from beleg.types import Document, Hit
+from beleg.types import ANONYMOUS, Document, Hit, Principal
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,8 @@ class KnowledgeBase:
                where: str | None = None, fusion: str = "rrf", rrf_k: int = 60,
                weights: tuple[float, float] = (1.0, 1.0), mmr_lambda: float | None = None,
                candidates: int | None = None, reranker: Reranker | None = None,
-               rerank_top: int | None = None, coverage_power: float | None = 2.0) -> list[Hit]:
+               rerank_top: int | None = None, coverage_power: float | None = 2.0,
+               principal: Principal | None = None) -> list[Hit]:
         """Search the index.
 
         Args:
@@ -163,6 +164,8 @@ class KnowledgeBase:
             coverage_power: Hybrid only: scale the BM25 weight by the share of query terms the
                 index knows, to this power (None: fixed weights); see
                 :func:`beleg.retrieve.retriever.bm25_weight`.
+            principal: Who is asking; hits are limited to documents they may read.
+                None means anonymous: public documents only.
         """
         if not query or not query.strip():
             raise ConfigError("the query is empty; pass the words to search for")
@@ -171,14 +174,19 @@ class KnowledgeBase:
                                 coverage_power=coverage_power)
         expr = combine(filters, where)
         snap = self.snapshot()
-        return search(snap, self.catalog, query, options, self._embed_query, expr, reranker)
+        return search(snap, self.catalog, query, options, self._embed_query, expr, reranker,
+                      principal or ANONYMOUS)
 
     def _embed_query(self, query: str) -> np.ndarray:
         return self.embedder.embed_queries([query])[0]
 
     # ------------------------------------------------------------------ inspection
-    def document(self, doc_id: str) -> Document | None:
-        return self.catalog.document(doc_id)
+    def document(self, doc_id: str, principal: Principal | None = None) -> Document | None:
+        """A stored document by id, or None when it does not exist or ``principal`` may not read it."""
+        doc = self.catalog.document(doc_id)
+        if doc is None or not (principal or ANONYMOUS).may_read(doc.metadata):
+            return None
+        return doc
 
     def status(self) -> dict[str, Any]:
         counts = self.catalog.counts()

@@ -107,3 +107,37 @@ class Hit:
             "metadata": self.metadata,
             "scores": self.scores,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is asking. Every search is filtered to what this principal may read.
+
+    A document with a ``tenant`` is visible only to a principal of that tenant; a
+    document with an ``acl`` only to a principal whose user or one of whose groups is
+    listed. Both conditions must hold. The anonymous principal (the default) sees
+    public documents only: access fails closed.
+    """
+
+    user: str | None = None
+    tenant: str | None = None
+    groups: tuple[str, ...] = ()
+
+    @property
+    def access_key(self) -> tuple[str | None, str | None, tuple[str, ...]]:
+        """What decides visibility; caches of visible sets are keyed by it."""
+        return (self.user, self.tenant, tuple(sorted(set(self.groups))))
+
+    def may_read(self, metadata: dict[str, Any]) -> bool:
+        tenant = metadata.get("tenant")
+        if tenant is not None and (self.tenant is None or str(tenant) != self.tenant):
+            return False
+        acl = metadata.get("acl")
+        if acl is not None:
+            names = {str(a) for a in (acl if isinstance(acl, (list, tuple)) else [acl])}
+            if not ({self.user} - {None} | set(self.groups)) & names:
+                return False
+        return True
+
+
+ANONYMOUS = Principal()

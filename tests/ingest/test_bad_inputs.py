@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import beleg
+from beleg.types import Principal
 
 GOOD = "---\ntitle: Good\nlanguage: en\n---\n# Good\n\nThe quick delivery of webhooks with E-4012 handling.\n"
 
@@ -64,7 +65,8 @@ def test_metadata_rules_for_formats_without_front_matter(kb, tmp_path: Path) -> 
     (tmp_path / "manual.txt").write_text("Restart the relay with the reset button.", encoding="utf-8")
     rules = [MetadataRule("*.txt", {"product": "ferrolink", "version": "2.4", "authority": "reference"})]
     kb.ingest([str(tmp_path / "manual.txt")], rules=rules, metadata={"tenant": "nordwind"}, progress=False)
-    hit = kb.search("relay reset", mode="bm25", k=1)[0]
+    assert kb.search("relay reset", mode="bm25", k=1) == []  # a tenant's document is not public
+    hit = kb.search("relay reset", mode="bm25", k=1, principal=Principal(tenant="nordwind"))[0]
     assert hit.metadata["version"] == "2.4"
     assert hit.metadata["tenant"] == "nordwind"
     assert hit.metadata["status"] == "unknown"  # never silently "current"

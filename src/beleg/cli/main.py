@@ -24,6 +24,19 @@ def _index_arg(p: argparse.ArgumentParser) -> None:
                    help="index directory (default: $BELEG_INDEX, else ./.beleg)")
 
 
+def _principal_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("who is asking (without these, only public documents are visible)")
+    g.add_argument("--user", help="user id, matched against documents' acl")
+    g.add_argument("--tenant", help="tenant; documents of other tenants are never visible")
+    g.add_argument("--group", action="append", default=[], help="group or role, matched against acl (repeatable)")
+
+
+def _principal(args: argparse.Namespace) -> Any:
+    from beleg.types import Principal
+
+    return Principal(args.user, args.tenant, tuple(args.group))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="beleg", description="Retrieval with evidence you can check.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
@@ -58,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rrf-k", type=int, default=60)
     p.add_argument("--weights", default="1,1", metavar="BM25,DENSE", help="fusion weights (default 1,1)")
     p.add_argument("--mmr", type=float, default=None, metavar="LAMBDA", help="diversify with MMR (0..1)")
+    _principal_args(p)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("eval", help="evaluate retrieval configurations on a gold set, side by side")
@@ -134,7 +148,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise ConfigError(f"--weights expects two numbers (bm25,dense), got {args.weights!r}")
     with _open(args) as kb:
         hits = kb.search(args.query, mode=args.mode, k=args.k, filters=from_assignments(args.filter), where=args.where,
-                         fusion=args.fusion, rrf_k=args.rrf_k, weights=weights, mmr_lambda=args.mmr)
+                         fusion=args.fusion, rrf_k=args.rrf_k, weights=weights, mmr_lambda=args.mmr,
+                         principal=_principal(args))
     if args.json:
         print(json.dumps({"hits": [h.to_json() for h in hits]}, indent=2, ensure_ascii=False))
     else:

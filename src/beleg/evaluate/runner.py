@@ -25,7 +25,7 @@ from beleg.evaluate.datasets import Dataset, Query
 from beleg.evaluate.metrics import evaluate_run, has_relevant, mean_metrics
 from beleg.index.config import IndexConfig
 from beleg.kb import KnowledgeBase
-from beleg.types import Hit
+from beleg.types import Hit, Principal
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +158,12 @@ def _doc_key(dataset: Dataset, hit: Hit) -> str:
     return hit.doc_id
 
 
+def _principal(q: Query) -> Principal:
+    """The gold set's asker (``principal: {user, tenant, groups}``); anonymous when absent."""
+    spec = q.info.get("principal") or {}
+    return Principal(spec.get("user"), spec.get("tenant"), tuple(spec.get("groups") or ()))
+
+
 def run_eval(kb: KnowledgeBase, dataset: Dataset, configs: Sequence[EvalConfig], k: int = 10,
              limit: int | None = None, progress: bool | None = None) -> EvalReport:
     """Evaluate ``configs`` on ``dataset`` over an index that holds its corpus."""
@@ -176,7 +182,8 @@ def run_eval(kb: KnowledgeBase, dataset: Dataset, configs: Sequence[EvalConfig],
                    disable=(progress is False) if progress is not None else None)
         for q in bar:
             t0 = time.perf_counter()
-            hits = kb.search(q.text, k=chunk_depth, filters=q.info.get("filters"), **config.search)
+            hits = kb.search(q.text, k=chunk_depth, filters=q.info.get("filters"), principal=_principal(q),
+                             **config.search)
             latencies[q.qid] = (time.perf_counter() - t0) * 1000
             ranking: list[str] = []
             for hit in hits:

@@ -10,7 +10,7 @@ document mask, then a chunk mask, before any top-k is taken.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from threadpoolctl import ThreadpoolController
 from beleg.index.bm25 import BM25Index, top_k
 from beleg.index.catalog import Catalog
 from beleg.index.filters import Expr, MetadataColumns
+from beleg.types import ANONYMOUS, Principal
 
 # Below this share of eligible chunks, scoring only the eligible rows beats scoring all.
 _GATHER_BELOW = 0.25
@@ -47,6 +48,8 @@ class Snapshot:
     vectors: np.ndarray
     bm25: BM25Index
     vocab: dict[str, int]
+    #: Visible-document masks per principal access key (see :class:`Principal`).
+    _access: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def load(cls, catalog: Catalog, dim: int, k1: float = 1.5, b: float = 0.75) -> "Snapshot":
@@ -83,11 +86,28 @@ class Snapshot:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def chunk_mask(self, expr: Expr | None) -> np.ndarray | None:
-        """Eligible chunks for a filter, or None when every chunk is eligible."""
-        if expr is None:
+    def access_mask(self, principal: Principal) -> np.ndarray:
+        """Documents ``principal`` may read (cached per access key for this snapshot)."""
+        key = principal.access_key
+        mask = self._access.get(key)
+        if mask is None:
+            mask = np.fromiter((principal.may_read(m) for m in self.doc_metadata), dtype=bool,
+                               count=len(self.doc_metadata))
+            self._access[key] = mask
+        return mask
+
+    def chunk_mask(self, expr: Expr | None, principal: Principal = ANONYMOUS) -> np.ndarray | None:
+        """Eligible chunks: the filter AND the principal's access (None when all are eligible).
+
+        The access mask is applied here, under every retriever, so a user filter can only
+        narrow what the principal may read, never widen it.
+        """
+        docs = self.access_mask(principal)
+        if expr is not None:
+            docs = docs & self.columns.mask(expr)
+        if docs.all():
             return None
-        return self.columns.mask(expr)[self.chunk_doc]
+        return docs[self.chunk_doc]
 
     def dense_search(self, query: np.ndarray, k: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Exact cosine top-k among eligible chunks (vectors are L2-normalised)."""

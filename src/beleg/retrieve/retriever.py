@@ -19,7 +19,7 @@ from beleg.index.filters import Expr
 from beleg.index.snapshot import Snapshot
 from beleg.retrieve.fusion import RRF_K, rrf, weighted
 from beleg.retrieve.mmr import mmr
-from beleg.types import Hit
+from beleg.types import ANONYMOUS, Hit, Principal
 
 Mode = Literal["dense", "bm25", "hybrid"]
 MODES = ("dense", "bm25", "hybrid")
@@ -59,13 +59,13 @@ class SearchOptions:
 
 def search(snapshot: Snapshot, catalog: Catalog, query: str, options: SearchOptions,
            embed_query: Callable[[str], np.ndarray], expr: Expr | None,
-           reranker: Reranker | None = None) -> list[Hit]:
+           reranker: Reranker | None = None, principal: Principal = ANONYMOUS) -> list[Hit]:
     """Run one search and return hydrated hits, best first.
 
     With a ``reranker``, the top ``rerank_top`` fused candidates are re-scored by it (on the
     same heading-path + text the legs indexed) and reordered before MMR and the final cut.
     """
-    mask = snapshot.chunk_mask(expr)
+    mask = snapshot.chunk_mask(expr, principal)
     if mask is not None and not mask.any():
         return []
     legs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
