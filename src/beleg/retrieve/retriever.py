@@ -12,7 +12,7 @@ from typing import Callable, Literal
 import numpy as np
 
 from beleg.backends.rerankers.base import Reranker
-from beleg.errors import ConfigError
+from beleg.errors import ConfigError, ModelError
 from beleg.index.analyzer import analyze_query
 from beleg.index.catalog import Catalog
 from beleg.index.filters import Expr
@@ -136,6 +136,8 @@ def _rerank(snapshot: Snapshot, catalog: Catalog, query: str, fused: list[tuple[
         row = rows.get(int(snapshot.rows[i]))
         texts.append(f"{' > '.join(row[5])}\n{row[6]}" if row else "")
     scores = reranker.rerank(query, texts)
+    if len(scores) != len(texts):
+        raise ModelError(f"reranker {reranker.spec} returned {len(scores)} scores for {len(texts)} passages")
     for (i, _), s in zip(head, scores):
         per_leg.setdefault(i, {})["rerank"] = float(s)
     order = sorted(range(len(head)), key=lambda j: (-scores[j], j))

@@ -31,7 +31,7 @@ def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
     A UTF-8 byte-order mark is dropped. NUL bytes mean the file is binary.
     """
     if b"\x00" in data[:8192]:
-        raise IngestError(f"looks binary (contains NUL bytes), not a text file")
+        raise IngestError("looks binary (contains NUL bytes), not a text file")
     enc = encoding or "utf-8"
     try:
         text = data.decode(enc)
