@@ -63,5 +63,8 @@ def evaluate(req: EvalRequest) -> EvalReport:
         report = run_eval(kb, dataset, configs, k=req.k, limit=req.limit, progress=req.progress)
     finally:
         kb.close()
+    if req.limit and req.limit < len(dataset.queries):
+        notes.append(f"limited to the first {req.limit} of {len(dataset.queries)} queries (--limit): not comparable "
+                     "with full runs")
     report.notes.extend(notes)
     return report
