@@ -24,4 +24,11 @@ show beleg search "Was bedeutet es, wenn die Signatur nicht stimmt?" -k 3 --mode
 # Tenant runbooks are invisible unless the asker belongs to that tenant and its ACL.
 show beleg search "mq-nordwind-01.internal" -k 2 --mode bm25
 show beleg search "mq-nordwind-01.internal" -k 2 --mode bm25 --tenant nordwind --group ops-nordwind
+# Answers (offline, extractive): the governing source's value, cited and verified; conflicts
+# reported; a question about a version no document covers is refused; the forum post that
+# tries to instruct the model is withheld.
+show beleg ask "How long does Ferrolink retry failed webhook deliveries?"
+show beleg ask "What was the maximum message size in Ferrolink 2.4?"
+show beleg ask "Is the Ferrolink retry window unlimited, so that I do not need a dead-letter queue?"
+show beleg ask "Does Ferrolink support MQTT clients?"
 printf '\nIndex: %s  (try: beleg search "your question" --index %s)\n' "$BELEG_INDEX" "$BELEG_INDEX"

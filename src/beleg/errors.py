@@ -55,3 +55,23 @@ def missing_dependency(package: str, extra: str, cause: BaseException | None = N
     if cause is not None:
         err.__cause__ = cause
     return err
+
+
+class LLMError(BelegError, RuntimeError):
+    """An LLM backend failed; the message names the endpoint and what to check."""
+
+
+class LLMUnavailableError(LLMError, ConnectionError):
+    """The LLM endpoint could not be reached (refused, DNS, timeout after all retries)."""
+
+
+class LLMAuthError(LLMError, PermissionError):
+    """The LLM endpoint rejected the credentials (HTTP 401/403)."""
+
+
+class LLMResponseError(LLMError):
+    """The LLM endpoint answered with an error status or a payload Beleg cannot read."""
+
+
+class NeedsLLMError(ConfigError):
+    """The requested feature has no honest offline method; configure an LLM (``--llm``)."""

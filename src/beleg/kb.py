@@ -68,9 +68,30 @@ class KnowledgeBase:
         else:
             raise IndexStateError(f"no Beleg index at {self.path}; create one with 'beleg init --index {self.path}'")
         self.catalog = Catalog(self.path / CATALOG_FILE)
+        self._refresh_flags()
         self._embedder = embedder
         self._embedder_checked = False
         self._snapshot: Snapshot | None = None
+        self._sentence_vectors: Any = None
+
+    def _refresh_flags(self) -> None:
+        """Re-run the injection detector over stored chunks when it changed (or never ran).
+
+        Flags are derived data like vectors; a newer detector must not leave chunks an
+        older one missed unflagged.
+        """
+        from beleg.ingest.injection import DETECTOR_VERSION, chunk_flags
+
+        if self.catalog.get_meta("injection_detector") == DETECTOR_VERSION:
+            return
+        changed = {}
+        for row, text, stored in self.catalog.chunk_texts():
+            flags = chunk_flags(text)
+            if list(flags) != json.loads(stored):
+                changed[row] = flags
+        with self.catalog.transaction():
+            self.catalog.set_chunk_flags(changed)
+            self.catalog.set_meta("injection_detector", DETECTOR_VERSION)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -103,6 +124,15 @@ class KnowledgeBase:
                 )
             self._embedder_checked = True
         return self._embedder
+
+    @property
+    def sentence_vectors(self) -> Any:
+        """In-memory sentence vectors for answering (see :class:`beleg.answer.scoring.VectorCache`)."""
+        if self._sentence_vectors is None:
+            from beleg.answer.scoring import VectorCache
+
+            self._sentence_vectors = VectorCache()
+        return self._sentence_vectors
 
     def snapshot(self) -> Snapshot:
         """The search view of the latest committed state (rebuilt when the catalog changed)."""
@@ -178,6 +208,22 @@ class KnowledgeBase:
         snap = self.snapshot()
         return search(snap, self.catalog, query, options, self._embed_query, expr, reranker,
                       principal or ANONYMOUS)
+
+    def ask(self, question: str, *, principal: Principal | None = None, filters: FilterLike = None,
+            where: str | None = None, context: Sequence[str] = (), llm: Any = None, options: Any = None,
+            on_token: Any = None) -> Any:
+        """Answer a question with verified citations (see :func:`beleg.answer.answer_question`).
+
+        Without ``llm`` the answer is extractive: the governing source's best sentence,
+        quoted with exact offsets, or a refusal. ``context`` holds earlier questions of
+        a conversation (oldest first) for resolving follow-ups.
+        """
+        from beleg.answer.answerer import answer_question
+
+        if not question or not question.strip():
+            raise ConfigError("the question is empty")
+        return answer_question(self, question, principal=principal, filters=filters, where=where, context=context,
+                               llm=llm, options=options, on_token=on_token)
 
     def _embed_query(self, query: str) -> np.ndarray:
         return self.embedder.embed_queries([query])[0]

@@ -65,6 +65,8 @@ class Chunk:
     end: int
     heading_path: tuple[str, ...]
     text: str
+    #: Ingest-time findings, e.g. ``"instruction-like:override"`` (possible prompt injection).
+    flags: tuple[str, ...] = ()
 
     @property
     def heading_path_str(self) -> str:
@@ -91,6 +93,8 @@ class Hit:
     text: str
     metadata: dict[str, Any]
     scores: dict[str, float] = field(default_factory=dict)
+    #: Ingest-time findings on the chunk (see :attr:`Chunk.flags`).
+    flags: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The `search --json` contract for one hit."""
@@ -106,6 +110,7 @@ class Hit:
             "text": self.text,
             "metadata": self.metadata,
             "scores": self.scores,
+            "flags": list(self.flags),
         }
 
 

@@ -37,6 +37,24 @@ def _principal(args: argparse.Namespace) -> Any:
     return Principal(args.user, args.tenant, tuple(args.group))
 
 
+def _answer_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--strategy", choices=("hybrid", "dense", "bm25"), default="hybrid",
+                   help="retrieval strategy (default hybrid)")
+    p.add_argument("-k", type=int, default=8, help="sources to retrieve (default 8)")
+    p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE", help="metadata equality (repeatable)")
+    p.add_argument("--where", metavar="EXPR", help="filter expression, e.g. \"version = 2.4\"")
+    g = p.add_argument_group("LLM (without one, answers are extractive: quoted sentences, offline)")
+    g.add_argument("--llm", metavar="PROVIDER:MODEL",
+                   help="e.g. ollama:llama3.1, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5 (env BELEG_LLM)")
+    g.add_argument("--llm-base-url", metavar="URL", help="OpenAI-compatible endpoint (env BELEG_LLM_BASE_URL)")
+    g.add_argument("--llm-timeout", type=float, metavar="SECONDS", help="per-request timeout")
+    g.add_argument("--config", type=Path, metavar="FILE", help="TOML config with an [llm] table (env BELEG_CONFIG)")
+    g.add_argument("--order", choices=("rank", "edges"), default="rank",
+                   help="source order in the prompt; 'edges' puts the best at both ends (lost in the middle)")
+    g.add_argument("--budget", type=int, default=3000, metavar="TOKENS", help="prompt token budget (estimated)")
+    g.add_argument("--no-stream", action="store_true", help="print the LLM answer when complete, not as it arrives")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="beleg", description="Retrieval with evidence you can check.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
@@ -91,8 +109,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", type=Path, metavar="FILE.html", help="write a self-contained HTML report")
     p.add_argument("--per-query", action="store_true", help="include per-query metrics in --json output")
     p.add_argument("--cache-dir", type=Path, help="where dataset indexes are cached (default ~/.cache/beleg)")
+    p.add_argument("--answers", action="store_true",
+                   help="evaluate answers (gold strings, refusals, citations, conflicts) instead of retrieval")
+    p.add_argument("--llm", metavar="PROVIDER:MODEL", help="--answers: answer with this LLM (default: extractive)")
+    p.add_argument("--llm-base-url", metavar="URL", help="--answers: endpoint of --llm")
+    p.add_argument("--judge", metavar="PROVIDER:MODEL",
+                   help="--answers: LLM that judges faithfulness and relevance (prompts in docs/answer-evaluation.md)")
+    p.add_argument("--judge-base-url", metavar="URL", help="endpoint of --judge")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--json", action="store_true")
+
+    for name, help_text in (("ask", "answer a question with verified citations"),
+                            ("chat", "a conversation: follow-up questions are resolved with the earlier ones")):
+        p = sub.add_parser(name, help=help_text)
+        if name == "ask":
+            p.add_argument("question", metavar="QUESTION")
+            p.add_argument("--context", action="append", default=[], metavar="EARLIER_QUESTION",
+                           help="an earlier question of the conversation (repeatable, oldest first)")
+        _index_arg(p)
+        _answer_args(p)
+        _principal_args(p)
+        p.add_argument("--json", action="store_true", help="print the answer as JSON (one object per answer)")
 
     p = sub.add_parser("status", help="describe an index")
     _index_arg(p)
@@ -166,14 +203,31 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from beleg.evaluate.session import EvalRequest, evaluate
+def _load_llm_flag(spec: str | None, base_url: str | None) -> Any:
+    if not spec:
+        return None
+    from beleg.backends.llms import load_llm, resolve_llm_config
 
-    report = evaluate(EvalRequest(
+    config = resolve_llm_config({k: v for k, v in (("spec", spec), ("base_url", base_url)) if v})
+    return load_llm(config) if config is not None else None
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from beleg.evaluate.session import EvalRequest, evaluate, evaluate_answers
+
+    request = EvalRequest(
         beir=args.beir, split=args.split, squad=args.squad, queries_from=args.queries_from, gold=args.gold,
         modes=args.modes, k=args.k, limit=args.limit, reranker=args.reranker, cache_dir=args.cache_dir,
-        progress=False if args.no_progress else None,
-    ))
+        progress=False if args.no_progress else None, llm=_load_llm_flag(args.llm, args.llm_base_url),
+        judge=_load_llm_flag(args.judge, args.judge_base_url),
+    )
+    if args.answers:
+        return _eval_answers(args, evaluate_answers(request))
+    if args.llm or args.judge:
+        from beleg.errors import ConfigError
+
+        raise ConfigError("--llm and --judge apply to answer evaluation; add --answers")
+    report = evaluate(request)
     if args.trec_out:
         from beleg.evaluate.runner import write_trec_runs
 
@@ -194,7 +248,106 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "search": cmd_search, "eval": cmd_eval, "status": cmd_status}
+def _eval_answers(args: argparse.Namespace, report: Any) -> int:
+    from beleg.evaluate.report_answers import render_answers_text
+
+    if args.report:
+        from beleg.evaluate.report_html import answer_report_page
+
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(answer_report_page(report, f"Beleg answers: {report.dataset}"), encoding="utf-8")
+        print(f"wrote {args.report}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_json(per_query=args.per_query), indent=2, ensure_ascii=False))
+    else:
+        print(render_answers_text(report))
+    return 0
+
+
+def _answer_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    from beleg.answer.answerer import AnswerOptions
+    from beleg.backends.llms import load_llm, resolve_llm_config
+    from beleg.index.filters import from_assignments
+
+    cli = {"spec": args.llm, "base_url": args.llm_base_url, "timeout_s": args.llm_timeout}
+    config = resolve_llm_config({k: v for k, v in cli.items() if v is not None}, config_file=args.config)
+    llm = load_llm(config) if config is not None else None
+    from beleg.answer.evidence import GovernancePolicy
+    from beleg.backends.llms.config import read_config_table
+
+    policy = GovernancePolicy.from_json(read_config_table("governance", args.config))
+    options = AnswerOptions(k=args.k, mode=args.strategy, policy=policy, budget_tokens=args.budget, order=args.order)
+    return llm, options, from_assignments(args.filter)
+
+
+def _ask_once(kb: Any, args: argparse.Namespace, question: str, context: list[str], llm: Any, options: Any,
+              filters: Any) -> Any:
+    from beleg.cli.render import Style, render_answer
+
+    stream = llm is not None and not args.json and not args.no_stream
+    streamed: list[str] = []
+
+    def on_token(text: str) -> None:
+        streamed.append(text)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    answer = kb.ask(question, principal=_principal(args), filters=filters, where=args.where, context=context,
+                    llm=llm, options=options, on_token=on_token if stream else None)
+    if args.json:
+        print(json.dumps(answer.to_json(), ensure_ascii=False, indent=None if args.command == "chat" else 2))
+        return answer
+    style = Style(sys.stdout.isatty())
+    show_text = True
+    if streamed:
+        print()
+        regenerated = answer.trace.get("llm", {}).get("regenerated")
+        if regenerated:
+            print(style.dim("(the streamed answer failed citation checks; regenerated answer:)"))
+        else:
+            show_text = False
+    print(render_answer(answer, style, show_text=show_text))
+    return answer
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    llm, options, filters = _answer_setup(args)
+    with _open(args) as kb:
+        _ask_once(kb, args, args.question, list(args.context), llm, options, filters)
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """Read questions line by line; earlier questions (never answers) resolve follow-ups."""
+    llm, options, filters = _answer_setup(args)
+    interactive = sys.stdin.isatty()
+    context: list[str] = []
+    with _open(args) as kb:
+        if interactive:
+            print("Ask a question; /reset forgets the conversation, /quit or Ctrl-D ends.", file=sys.stderr)
+        while True:
+            if interactive:
+                print("> ", end="", file=sys.stderr, flush=True)
+            line = sys.stdin.readline()
+            if not line:
+                break
+            question = line.strip()
+            if not question:
+                continue
+            if question in ("/quit", "/exit"):
+                break
+            if question == "/reset":
+                context.clear()
+                continue
+            _ask_once(kb, args, question, context, llm, options, filters)
+            if not args.json:
+                print()
+            context.append(question)
+    return 0
+
+
+COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "chat": cmd_chat,
+            "eval": cmd_eval, "status": cmd_status}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

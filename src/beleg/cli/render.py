@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from beleg.index.analyzer import analyze, analyze_query
 from beleg.types import Hit
@@ -38,7 +39,7 @@ def snippet(text: str, query: str, language: str, style: Style, width: int = _SN
     hits = [bool(terms & set(analyze(text[s:e], language))) for s, e in words]
     best, best_count = 0, -1
     running = sum(hits[:width])
-    for i in range(0, max(1, len(words) - width + 1)):
+    for i in range(max(1, len(words) - width + 1)):
         if i:
             running += (hits[i + width - 1] if i + width - 1 < len(hits) else 0) - hits[i - 1]
         if running > best_count:
@@ -96,4 +97,40 @@ def render_ingest(report: Any, style: Style) -> str:
     lines.append(style.bold(
         f"{j['added']} added, {j['updated']} updated, {j['unchanged']} unchanged, {j['deleted']} deleted, "
         f"{j['failed']} failed; {j['embedded']} chunks embedded"))
+    return "\n".join(lines)
+
+
+def render_answer(answer: Any, style: Style, *, show_text: bool = True) -> str:
+    """The answer, its conflicts, then each source with title, section, version, status and date."""
+    lines = [answer.answer] if show_text else []
+    if answer.conflicts and answer.backend != "extractive":  # the extractive text already states them
+        for c in answer.conflicts:
+            lines.append("")
+            lines.append(style.bold(f"Sources disagree on {c.fact}:"))
+            for v in c.values:
+                mark = "governs" if v.governs else ""
+                lines.append(f"  {v.value:<14} [{v.label}] {v.source} ({v.authority}, v{v.version or '-'}, {v.status}) {mark}")
+    cited = {c.label for c in answer.citations}
+    if answer.sources:
+        lines.append("")
+        lines.append(style.bold("Sources"))
+    for s in answer.sources:
+        if s.label not in cited and not s.flags:
+            continue
+        facts = " · ".join(x for x in (f"version {s.version}" if s.version else None, s.status, s.authority,
+                                       s.date) if x)
+        lines.append(f"  [{s.label}] {style.bold(' > '.join(s.hit.heading_path) or s.hit.title)}")
+        lines.append(f"       {style.dim(s.hit.source + '  ·  ' + facts)}")
+        if s.flags:
+            lines.append(f"       {style.mark('withheld: instruction-like text (possible prompt injection)')}")
+    others = [s.label for s in answer.sources if s.label not in cited and not s.flags]
+    if others:
+        lines.append(style.dim(f"  also retrieved, not cited: {', '.join(others)}"))
+    if answer.refused:
+        reason = answer.trace.get("decision")
+        lines.append(style.dim(f"(refused: {reason})" if reason else "(refused)"))
+    elif answer.verified:
+        lines.append(style.dim(f"✓ {len(answer.citations)} citation(s) verified against the documents"))
+    else:
+        lines.append(style.mark("UNVERIFIED: " + "; ".join(answer.problems)))
     return "\n".join(lines)

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from beleg.errors import ConfigError
 from beleg.evaluate.datasets import Dataset, load_beir, load_gold, load_squad
-from beleg.evaluate.runner import CONFIGS, EvalConfig, EvalReport, parse_configs, prepare_index, run_eval
+from beleg.evaluate.runner import (
+    CONFIGS,
+    EvalConfig,
+    EvalReport,
+    parse_configs,
+    prepare_index,
+    run_eval,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +31,9 @@ class EvalRequest:
     reranker: str | None = None
     cache_dir: Path | None = None
     progress: bool | None = None
+    #: Answer evaluation (``eval --answers``): the answering LLM (None: extractive) and an optional judge.
+    llm: Any = None
+    judge: Any = None
 
 
 def load_dataset(req: EvalRequest) -> Dataset:
@@ -67,4 +78,37 @@ def evaluate(req: EvalRequest) -> EvalReport:
         notes.append(f"limited to the first {req.limit} of {len(dataset.queries)} queries (--limit): not comparable "
                      "with full runs")
     report.notes.extend(notes)
+    return report
+
+
+def evaluate_answers(req: EvalRequest) -> Any:
+    """Answer every gold question and score the answers (``beleg eval --answers``).
+
+    Each question is asked as its gold principal, with its filters and conversation
+    context; doc keys and permission checks follow the retrieval runner's rules.
+    """
+    from beleg.evaluate.answers import (
+        corpus_doc_key,
+        principal_may_read,
+        run_answer_eval,
+    )
+    from beleg.evaluate.runner import _principal
+
+    dataset = load_dataset(req)
+    kb = prepare_index(dataset, req.cache_dir, progress=req.progress)
+    try:
+        def answer_fn(q: Any) -> Any:
+            return kb.ask(q.text, principal=_principal(q), filters=q.info.get("filters"),
+                          context=tuple(q.info.get("context") or ()), llm=req.llm)
+
+        report = run_answer_eval(dataset, answer_fn, judge=req.judge, progress=req.progress, limit=req.limit,
+                                 doc_key=corpus_doc_key(dataset), may_read=principal_may_read)
+    finally:
+        kb.close()
+    report.notes.append("answers by " + (req.llm.name if req.llm is not None else
+                                          "the offline extractive answerer (quoted sentences; no LLM configured)"))
+    if req.judge is None:
+        report.notes.append("no judge LLM configured (--judge): faithfulness and relevance were not judged")
+    if req.limit and req.limit < len(dataset.queries):
+        report.notes.append(f"limited to the first {req.limit} of {len(dataset.queries)} questions (--limit)")
     return report

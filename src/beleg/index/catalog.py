@@ -13,7 +13,7 @@ import json
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     text TEXT NOT NULL,
     embed_hash TEXT NOT NULL,
     term_ids BLOB NOT NULL,
-    term_tfs BLOB NOT NULL
+    term_tfs BLOB NOT NULL,
+    flags TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
 CREATE INDEX IF NOT EXISTS chunks_embed_hash ON chunks(embed_hash);
@@ -63,6 +64,9 @@ class Catalog:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(_SCHEMA)
+        columns = {r[1] for r in self.db.execute("PRAGMA table_info(chunks)")}
+        if "flags" not in columns:  # catalogs written before chunk flags existed
+            self.db.execute("ALTER TABLE chunks ADD COLUMN flags TEXT NOT NULL DEFAULT '[]'")
 
     def close(self) -> None:
         self.db.close()
@@ -126,11 +130,11 @@ class Catalog:
             (doc.doc_id, doc.source, doc.content_hash, json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True), doc.text),
         )
         self.db.executemany(
-            'INSERT INTO chunks(chunk_id, doc_id, ordinal, start, "end", heading_path, text, embed_hash, term_ids, term_tfs) '
-            "VALUES(?,?,?,?,?,?,?,?,?,?)",
+            'INSERT INTO chunks(chunk_id, doc_id, ordinal, start, "end", heading_path, text, embed_hash, term_ids, '
+            "term_tfs, flags) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (c.chunk_id, c.doc_id, c.ordinal, c.start, c.end, json.dumps(list(c.heading_path), ensure_ascii=False),
-                 c.text, h, ids.astype(np.int32).tobytes(), tfs.astype(np.int32).tobytes())
+                 c.text, h, ids.astype(np.int32).tobytes(), tfs.astype(np.int32).tobytes(), json.dumps(list(c.flags)))
                 for c, h, (ids, tfs) in zip(chunks, embed_hashes, postings)
             ],
         )
@@ -205,16 +209,34 @@ class Catalog:
         )
 
     def chunks_by_row(self, rows: Sequence[int]) -> dict[int, tuple[Any, ...]]:
-        """Display data of chunks: row → (chunk_id, doc_id, ordinal, start, end, heading_path, text)."""
+        """Display data of chunks: row → (chunk_id, doc_id, ordinal, start, end, heading_path, text, flags)."""
         out: dict[int, tuple[Any, ...]] = {}
         rows = [int(r) for r in rows]
         for i in range(0, len(rows), 500):
             part = rows[i : i + 500]
-            q = ('SELECT row, chunk_id, doc_id, ordinal, start, "end", heading_path, text FROM chunks '
+            q = ('SELECT row, chunk_id, doc_id, ordinal, start, "end", heading_path, text, flags FROM chunks '
                  f"WHERE row IN ({','.join('?' * len(part))})")
             for r in self.db.execute(q, part):
-                out[r[0]] = (r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7])
+                out[r[0]] = (r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], tuple(json.loads(r[8])))
         return out
+
+    def chunk_texts(self) -> Iterator[tuple[int, str, str]]:
+        """``(row, text, flags json)`` of every chunk, for re-running an ingest-time detector."""
+        yield from self.db.execute("SELECT row, text, flags FROM chunks ORDER BY row")
+
+    def set_chunk_flags(self, flags: Mapping[int, Sequence[str]]) -> None:
+        """Replace the flags of chunks by row (call inside :meth:`transaction`)."""
+        self.db.executemany("UPDATE chunks SET flags = ? WHERE row = ?",
+                            [(json.dumps(list(f)), row) for row, f in flags.items()])
+
+    def chunk_by_id(self, chunk_id: str) -> Chunk | None:
+        row = self.db.execute(
+            'SELECT chunk_id, doc_id, ordinal, start, "end", heading_path, text, flags FROM chunks WHERE chunk_id = ?',
+            (chunk_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return Chunk(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5])), row[6], tuple(json.loads(row[7])))
 
     def counts(self) -> dict[str, int]:
         one = lambda q: int(self.db.execute(q).fetchone()[0])  # noqa: E731

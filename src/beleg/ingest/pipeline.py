@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -23,6 +23,7 @@ from beleg.index.analyzer import analyze
 from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.discover import Candidate, discover
+from beleg.ingest.injection import chunk_flags
 from beleg.ingest.metadata import MetadataRule, resolve
 from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
 from beleg.ingest.readers.base import normalize_newlines
@@ -43,10 +44,15 @@ class FileResult:
     doc_id: str | None = None
     chunks: int = 0
     reason: str | None = None
+    #: Chunks with instruction-like text (possible prompt injection), flagged for answers.
+    flagged: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in (("source", self.source), ("status", self.status), ("doc_id", self.doc_id),
-                                  ("chunks", self.chunks), ("reason", self.reason)) if v is not None}
+        out = {k: v for k, v in (("source", self.source), ("status", self.status), ("doc_id", self.doc_id),
+                                 ("chunks", self.chunks), ("reason", self.reason)) if v is not None}
+        if self.flagged:
+            out["flagged"] = self.flagged
+        return out
 
 
 @dataclass(slots=True)
@@ -71,6 +77,7 @@ class IngestReport:
             "failed": self.count("failed"),
             "embedded": self.embedded,
             "failures": [{"source": f.source, "reason": f.reason} for f in self.failures],
+            "flagged": [{"source": f.source, "chunks": f.flagged} for f in self.files if f.flagged],
             "files": [f.to_json() for f in self.files],
         }
 
@@ -199,6 +206,8 @@ class Ingestor:
         chunks = chunk_document(doc_id, parsed, doc.title, self.chunking)
         if not chunks:
             raise BelegError("no text content after chunking")
+        chunks = [replace(c, flags=chunk_flags(c.text)) for c in chunks]
+        result.flagged = sum(bool(c.flags) for c in chunks)
         result.status = "updated" if stored else "added"
         result.chunks = len(chunks)
         self._pending.append(_Pending(doc, chunks, result))

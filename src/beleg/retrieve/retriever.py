@@ -153,9 +153,9 @@ def _hydrate(snapshot: Snapshot, catalog: Catalog, ranked: list[tuple[int, float
         row = rows.get(int(snapshot.rows[i]))
         if row is None:  # deleted after this snapshot was taken; never show a ghost
             continue
-        chunk_id, doc_id, _, start, end, heading_path, text = row
+        chunk_id, doc_id, _, start, end, heading_path, text, flags = row
         d = int(snapshot.chunk_doc[i])
         meta = snapshot.doc_metadata[d]
         hits.append(Hit(chunk_id, doc_id, snapshot.doc_sources[d], str(meta.get("title") or snapshot.doc_sources[d]),
-                        heading_path, start, end, float(score), text, meta, per_leg.get(i, {})))
+                        heading_path, start, end, float(score), text, meta, per_leg.get(i, {}), flags))
     return hits

@@ -1,0 +1,79 @@
+"""Answer quality of the offline extractive answerer on XQuAD dev and the demo gold set.
+
+One command: ``python benchmarks/answer_quality.py`` writes
+``benchmarks/results/answer_quality.json`` and prints a Markdown table (the one in
+docs/benchmarks.md, "Answers"). Each variant equals a ``beleg eval --answers`` call, e.g.
+``beleg eval --answers --squad xquad.dev.de.json``.
+
+Metrics (definitions in docs/answer-evaluation.md): share of answers containing a gold
+answer string (XQuAD: any of the annotators' spans; demo: the gold `answer` strings),
+share refused, citation validity (citations whose quote is at its offsets in the cited
+document), refusal precision/recall on the demo's unanswerable questions, conflict
+detection and governing accuracy on its conflict questions, permission leaks.
+
+The refusal thresholds and sentence-score weights were chosen on these same sets (XQuAD
+dev is the tuning half of XQuAD), so these are development figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from beleg.evaluate.session import EvalRequest, evaluate_answers
+
+XQUAD = Path(os.environ.get("BELEG_XQUAD_DIR", Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"))
+ROOT = Path(__file__).resolve().parents[1]
+COLUMNS = ("answer_contains_gold", "false_refusal_rate", "citation_validity", "answers_verified",
+           "refusal_precision", "refusal_recall", "conflict_detection", "governing_accuracy", "leaks")
+
+
+def variants() -> list[tuple[str, EvalRequest]]:
+    en, de = XQUAD / "xquad.dev.en.json", XQUAD / "xquad.dev.de.json"
+    return [
+        ("XQuAD dev en", EvalRequest(squad=[en])),
+        ("XQuAD dev de", EvalRequest(squad=[de])),
+        ("XQuAD dev de→en (de questions, en paragraphs)", EvalRequest(squad=[en], queries_from=de)),
+        ("Demo gold set", EvalRequest(gold=ROOT / "demo" / "gold.yaml")),
+    ]
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "answer_quality.json")
+    parser.add_argument("--limit", type=int, help="only the first N questions per variant (smoke run)")
+    args = parser.parse_args()
+    results, lines = {}, []
+    lines.append("| data | n | " + " | ".join(COLUMNS) + " | p50 s |")
+    lines.append("|---|---:|" + "---:|" * (len(COLUMNS) + 1))
+    for label, req in variants():
+        t0 = time.time()
+        report = evaluate_answers(replace(req, limit=args.limit, progress=False))
+        data = report.to_json(per_query=False)
+        data["seconds"] = round(time.time() - t0, 1)
+        results[label] = data
+        s = report.summary()
+        lines.append(f"| {label} | {s['n']} | " + " | ".join(_cell(s.get(c)) for c in COLUMNS)
+                     + f" | {_cell(s.get('latency_p50_s'))} |")
+        print(f"{label}: done in {data['seconds']} s", file=sys.stderr)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

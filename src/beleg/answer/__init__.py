@@ -1,0 +1,24 @@
+"""Answers with verified citations: evidence assessment, extractive and LLM answering, verification."""
+
+from beleg.answer.answerer import AnswerOptions, answer_question
+from beleg.answer.evidence import GovernancePolicy
+from beleg.answer.types import (
+           REFUSAL,
+           Answer,
+           Citation,
+           Conflict,
+           ConflictValue,
+           Source,
+)
+
+__all__ = [
+           "REFUSAL",
+           "Answer",
+           "AnswerOptions",
+           "Citation",
+           "Conflict",
+           "ConflictValue",
+           "GovernancePolicy",
+           "Source",
+           "answer_question",
+]

@@ -1,0 +1,183 @@
+"""Answer a question from the index: retrieve → assess → answer (extractive or LLM) → verify.
+
+The same evidence assessment, conflict detection and verification run for every backend;
+only the wording step differs. An LLM answer that fails verification is regenerated
+once with the problems listed; if it fails again it is returned marked unverified, with
+its problems, never silently passed off as checked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from beleg.answer.citations import is_refusal, verify_answer, verify_quotes
+from beleg.answer.conflicts import detect_conflicts
+from beleg.answer.conversation import retrieval_query
+from beleg.answer.evidence import GovernancePolicy, Target, assess, find_target
+from beleg.answer.extractive import MIN_COVERAGE, REFUSE_BELOW, choose, extract_answer
+from beleg.answer.prompt import Order, build_prompt, regenerate_message
+from beleg.answer.scoring import SentenceScorer, candidate_sentences
+from beleg.answer.types import REFUSAL, Answer, Source
+from beleg.backends.llms.base import LLM, Completion, Message
+from beleg.index.filters import FilterLike, combine
+from beleg.types import ANONYMOUS, Hit, Principal
+
+if TYPE_CHECKING:
+    from beleg.kb import KnowledgeBase
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerOptions:
+    """How to answer. ``k`` sources are retrieved; the LLM sees as many as ``budget_tokens`` allows."""
+
+    k: int = 8
+    mode: str = "hybrid"
+    policy: GovernancePolicy = field(default_factory=GovernancePolicy)
+    refuse_below: float = REFUSE_BELOW
+    min_coverage: float = MIN_COVERAGE
+    budget_tokens: int = 3000
+    order: Order = "rank"
+    max_tokens: int = 700
+    regenerate: bool = True
+
+
+class _Usage:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.prompt = 0
+        self.completion = 0
+
+    def add(self, c: Completion) -> None:
+        self.calls += 1
+        self.prompt += c.usage.prompt_tokens
+        self.completion += c.usage.completion_tokens
+
+
+def _visible_metadata(kb: KnowledgeBase, principal: Principal) -> list[dict[str, Any]]:
+    return [m for m in kb.snapshot().doc_metadata if principal.may_read(m)]
+
+
+def _merge(*lists: Sequence[Hit]) -> list[Hit]:
+    """Interleave result lists, first occurrence of each chunk wins."""
+    out: dict[str, Hit] = {}
+    for i in range(max((len(x) for x in lists), default=0)):
+        for hits in lists:
+            if i < len(hits) and hits[i].chunk_id not in out:
+                out[hits[i].chunk_id] = hits[i]
+    return list(out.values())
+
+
+def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | None = None,
+                    filters: FilterLike = None, where: str | None = None, context: Sequence[str] = (),
+                    llm: LLM | None = None, options: AnswerOptions | None = None,
+                    on_token: Callable[[str], None] | None = None) -> Answer:
+    """Answer ``question`` as ``principal`` from ``kb``; see :class:`beleg.answer.types.Answer`."""
+    opts = options or AnswerOptions()
+    principal = principal or ANONYMOUS
+    t0 = time.perf_counter()
+    expr = combine(filters, where)
+    visible = _visible_metadata(kb, principal)
+    versions = {str(m["version"]) for m in visible if m.get("version") is not None}
+    products = {str(m["product"]) for m in visible if m.get("product")}
+    target = find_target(question, expr, context, versions, products)
+
+    query = retrieval_query(question, context)
+    queries = [query]
+    hits = kb.search(query, mode=opts.mode, k=opts.k, filters=expr, principal=principal)
+    if target.version is not None and target.origin != "filter":
+        pinned = combine(expr, {"version": target.version})
+        hits = _merge(kb.search(query, mode=opts.mode, k=opts.k, filters=pinned, principal=principal), hits)
+        queries.append(f"{query} [version = {target.version}]")
+    t_retrieve = time.perf_counter()
+
+    sources = assess(hits, target, opts.policy)
+    embedder = kb.embedder
+    scorer = SentenceScorer(kb.snapshot(), embedder.embed_queries, embedder.embed_documents, kb.sentence_vectors)
+    positions = {h.chunk_id: i for i, h in enumerate(hits)}
+    scored = scorer.score(query, candidate_sentences([s for s in sources if not s.flags]), positions)
+    coverage = scorer.coverage(query, [s for s in sources if s.eligible])
+    t_assess = time.perf_counter()
+
+    trace: dict[str, Any] = {
+        "target": {"version": target.version, "origin": target.origin, "unknown": list(target.unknown)},
+        "queries": queries,
+        "retrieval": {"mode": opts.mode, "k": opts.k, "filter": None if expr is None else repr(expr),
+                      "hits": len(hits)},
+        "flagged": [{"label": s.label, "source": s.hit.source, "flags": list(s.flags)} for s in sources if s.flags],
+        "evidence_coverage": round(coverage, 4),
+        "best_eligible_score": next((round(s.score, 4) for s in scored if s.source.eligible), None),
+        "sentences": [{"label": s.source.label, "score": round(s.score, 4), "lexical": round(s.lexical, 4),
+                       "dense": round(s.dense, 4), "type": s.type_match, "text": s.text[:160]} for s in scored[:5]],
+    }
+    if llm is None:
+        result = _extractive(kb, question, sources, scored, target, coverage, opts, trace)
+    else:
+        result = _generate(kb, question, sources, scored, target, context, llm, opts, trace, on_token)
+    t_end = time.perf_counter()
+    trace["latency_ms"] = {"retrieve": round(1000 * (t_retrieve - t0), 1),
+                           "assess": round(1000 * (t_assess - t_retrieve), 1),
+                           "answer": round(1000 * (t_end - t_assess), 1), "total": round(1000 * (t_end - t0), 1)}
+    return result
+
+
+def _document_text(kb: KnowledgeBase) -> Callable[[str], str | None]:
+    cache: dict[str, str | None] = {}
+
+    def text(doc_id: str) -> str | None:
+        if doc_id not in cache:
+            doc = kb.catalog.document(doc_id)
+            cache[doc_id] = doc.text if doc else None
+        return cache[doc_id]
+
+    return text
+
+
+def _extractive(kb: KnowledgeBase, question: str, sources: list[Source], scored: list[Any], target: Target,
+                coverage: float, opts: AnswerOptions, trace: dict[str, Any]) -> Answer:
+    ex = extract_answer(question, scored, target, coverage, opts.refuse_below, opts.min_coverage)
+    trace["decision"] = ex.reason
+    trace["llm"] = {"backend": None, "calls": 0, "tokens": 0}
+    check = verify_quotes(ex.citations, sources, _document_text(kb))
+    return Answer(question, ex.answer, ex.refused, check.citations, ex.conflicts, tuple(sources), check.ok,
+                  check.problems, "extractive", trace)
+
+
+def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: list[Any], target: Target,
+              context: Sequence[str], llm: LLM, opts: AnswerOptions, trace: dict[str, Any],
+              on_token: Callable[[str], None] | None) -> Answer:
+    usage = _Usage()
+    if target.unknown:  # no source covers the version asked about: nothing to send
+        trace["decision"] = f"no source covers version {', '.join(target.unknown)}"
+        trace["llm"] = {"backend": llm.name, "calls": 0, "tokens": 0}
+        return Answer(question, REFUSAL, True, (), (), tuple(sources), True, (), llm.name, trace)
+    prompt = build_prompt(question, sources, context=context, budget_tokens=opts.budget_tokens, order=opts.order,
+                          withhold_flagged=opts.policy.injection == "withhold")
+    shown = [s for s in sources if s.label in prompt.included]
+    completion = llm.complete(prompt.messages, max_tokens=opts.max_tokens, on_token=on_token)
+    usage.add(completion)
+    text = completion.text.strip()
+    check = verify_answer(text, shown)
+    regenerated = False
+    if not check.ok and opts.regenerate:
+        messages: list[Message] = [*prompt.messages, Message("assistant", text), regenerate_message(check.problems)]
+        completion = llm.complete(messages, max_tokens=opts.max_tokens)
+        usage.add(completion)
+        text, regenerated = completion.text.strip(), True
+        check = verify_answer(text, shown)
+    refused = is_refusal(text)
+    conflicts: tuple[Any, ...] = ()
+    governing = choose(scored, opts.refuse_below)
+    if governing is not None and not refused:
+        conflicts, _ = detect_conflicts(question, governing, scored, opts.refuse_below)
+    trace["decision"] = "refused by the model" if refused else ("verified" if check.ok else "unverified")
+    trace["prompt"] = {"included": list(prompt.included), "dropped": list(prompt.dropped),
+                       "withheld": list(prompt.withheld), "tokens_estimated": prompt.tokens_estimated,
+                       "order": opts.order}
+    trace["llm"] = {"backend": llm.name, "calls": usage.calls, "prompt_tokens": usage.prompt,
+                    "completion_tokens": usage.completion, "tokens": usage.prompt + usage.completion,
+                    "regenerated": regenerated}
+    return Answer(question, text, refused, check.citations, conflicts, tuple(sources), check.ok, check.problems,
+                  llm.name, trace)

@@ -1,0 +1,174 @@
+"""Citation verification, in code, for answers from every backend.
+
+An answer is a sequence of sentences; a sentence cites sources with labels like ``[S1]``
+or ``[S1, S3]`` and may quote them (``"exact words" [S1]``). For each citation we check:
+
+* the label names a source that was given to the answerer;
+* an explicit quote occurs in the cited chunk (after normalising whitespace, quotes and
+  case); its offsets are then exact offsets into the document;
+* without an explicit quote, the claim must be *supported*: every number in the sentence
+  appears in the cited chunks, and most of its content terms do. The quote recorded is
+  then the chunk sentence that supports it best.
+
+A sentence that makes a claim without any label is reported as uncited.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from beleg.answer.sentences import split_sentences
+from beleg.answer.types import REFUSAL, Citation, Source
+from beleg.index.analyzer import analyze
+
+_LABELS = re.compile(r"\[((?:S\d+)(?:\s*[,;]\s*S\d+)*)\]")
+_QUOTE = re.compile(r"[\"“„«]([^\"“”„«»]{8,}?)[\"”“»]")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+#: Share of a claim's content terms that must occur in the cited chunks.
+SUPPORT_SHARE = 0.5
+_NOT_CLAIMS = re.compile(r"^(?:sources?|quellen?|note|hinweis|answer|antwort)\b.{0,40}:?$", re.IGNORECASE)
+REFUSALS = (REFUSAL, "Die Quellen beantworten das nicht.")
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    citations: tuple[Citation, ...]
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _norm(text: str) -> tuple[str, list[int]]:
+    """Casefolded text with whitespace runs collapsed and quotes/dashes unified, plus a map
+    from each normalised character back to its index in the original."""
+    out, idx = [], []
+    prev_space = False
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if prev_space:
+                continue
+            ch, prev_space = " ", True
+        else:
+            prev_space = False
+            ch = {"“": '"', "”": '"', "„": '"', "’": "'", "‘": "'", "–": "-", "—": "-", "\u00a0": " "}.get(ch, ch)
+        out.append(ch.casefold())
+        idx.append(i)
+    return "".join(out), idx
+
+
+def locate(quote: str, text: str) -> tuple[int, int] | None:
+    """Offsets of ``quote`` in ``text`` (tolerant of whitespace, quote style and case)."""
+    q, _ = _norm(quote.strip())
+    t, idx = _norm(text)
+    pos = t.find(q)
+    if not q or pos < 0:
+        return None
+    return idx[pos], idx[pos + len(q) - 1] + 1
+
+
+def is_refusal(answer: str) -> bool:
+    a = answer.strip().casefold()
+    return any(a.startswith(r.casefold().rstrip(".")) for r in REFUSALS)
+
+
+def _support(claim: str, sources: Sequence[Source]) -> tuple[Source, int, int, str] | None:
+    """The cited chunk sentence that best supports an unquoted claim, or None when unsupported."""
+    claim_text = _LABELS.sub("", claim)
+    numbers = set(_NUMBER.findall(claim_text))
+    chunk_numbers = {n.replace(",", ".") for s in sources for n in _NUMBER.findall(s.hit.text)}
+    if any(n.replace(",", ".") not in chunk_numbers for n in numbers):
+        return None
+    best: tuple[float, Source, int, int, str] | None = None
+    for src in sources:
+        lang = str(src.hit.metadata.get("language") or "en")
+        terms = set(analyze(claim_text, lang))
+        share = len(terms & set(analyze(src.hit.text, lang))) / len(terms) if terms else 0.0
+        spans = split_sentences(src.hit.text)
+        if not spans or (best is not None and share <= best[0]):
+            continue
+        top = max(spans, key=lambda sp: len(terms & set(analyze(sp.text, lang))))
+        best = (share, src, src.hit.start + top.start, src.hit.start + top.end, top.text)
+    if best is None or best[0] < SUPPORT_SHARE:
+        return None
+    return best[1], best[2], best[3], best[4]
+
+
+def verify_answer(answer: str, sources: Sequence[Source]) -> Verification:
+    """Resolve and check every citation in ``answer`` against ``sources`` (by label)."""
+    if is_refusal(answer):
+        return Verification((), ())
+    by_label = {s.label: s for s in sources}
+    citations: list[Citation] = []
+    problems: list[str] = []
+    for span in split_sentences(answer):
+        sentence = span.text
+        groups = list(_LABELS.finditer(sentence))
+        if not groups:
+            if span.kind in ("sentence", "list-item") and not _NOT_CLAIMS.match(sentence) and len(sentence.split()) > 3:
+                problems.append(f"uncited claim: {sentence[:120]}")
+            continue
+        labels = [lab.strip() for g in groups for lab in re.split(r"[,;]", g.group(1))]
+        cited = [by_label[lab] for lab in labels if lab in by_label]
+        for lab in labels:
+            if lab not in by_label:
+                citations.append(Citation(lab, None, None, None, "", None, None, False, "no source has this label"))
+                problems.append(f"[{lab}] names no source")
+        if not cited:
+            continue
+        quotes = _QUOTE.findall(sentence)
+        if quotes:
+            for quote in quotes:
+                found = next(((s, locate(quote, s.hit.text)) for s in cited if locate(quote, s.hit.text)), None)
+                if found is None:
+                    src = cited[0]
+                    citations.append(Citation(src.label, src.hit.chunk_id, src.hit.doc_id, src.hit.source, quote,
+                                              None, None, False, "quote not found in the cited source"))
+                    problems.append(f"quote not in [{src.label}]: {quote[:80]}")
+                    continue
+                src, (a, b) = found[0], found[1]  # type: ignore[misc]
+                citations.append(Citation(src.label, src.hit.chunk_id, src.hit.doc_id, src.hit.source,
+                                          src.hit.text[a:b], src.hit.start + a, src.hit.start + b, True))
+            continue
+        support = _support(sentence, cited)
+        if support is None:
+            src = cited[0]
+            citations.append(Citation(src.label, src.hit.chunk_id, src.hit.doc_id, src.hit.source, "", None, None,
+                                      False, "the cited source does not support this sentence"))
+            problems.append(f"unsupported by [{', '.join(s.label for s in cited)}]: {sentence[:100]}")
+            continue
+        src, a, b, text = support
+        citations.append(Citation(src.label, src.hit.chunk_id, src.hit.doc_id, src.hit.source, text, a, b, True))
+    return Verification(tuple(citations), tuple(problems))
+
+
+def verify_quotes(citations: Sequence[Citation], sources: Sequence[Source],
+                  document_text: Callable[[str], str | None]) -> Verification:
+    """Check citations that carry their own quote and offsets (the extractive answerer's):
+    the label exists, the quote lies inside the cited chunk, and the document's text at
+    the offsets is the quote."""
+    by_label = {s.label: s for s in sources}
+    checked, problems = [], []
+    for c in citations:
+        src = by_label.get(c.label)
+        problem = None
+        if src is None or src.hit.chunk_id != c.chunk_id:
+            problem = "no source has this label"
+        elif c.start is None or c.end is None or not (src.hit.start <= c.start <= c.end <= src.hit.end):
+            problem = "quote lies outside the cited chunk"
+        elif not check_offsets(c, document_text(src.hit.doc_id) or ""):
+            problem = "the document's text at these offsets is not the quote"
+        if problem:
+            problems.append(f"[{c.label}] {problem}: {c.quote[:80]}")
+        checked.append(replace(c, verified=problem is None, problem=problem))
+    return Verification(tuple(checked), tuple(problems))
+
+
+def check_offsets(citation: Citation, document_text: str) -> bool:
+    """True when the citation's offsets select exactly its quote in the document."""
+    if citation.start is None or citation.end is None:
+        return False
+    return document_text[citation.start:citation.end] == citation.quote

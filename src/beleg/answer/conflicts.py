@@ -1,0 +1,75 @@
+"""Detect sources that state different values for the fact a question asks about.
+
+A conflict needs three things, all checked in code: the governing sentence holds a typed
+value (a duration, size, percentage, amount, date or count), another source's sentence
+is nearly as good an answer to the same question, and that sentence's value of the same
+kind differs. Sentences holding several values of the kind ("grew from 12 to 24 hours")
+are skipped as ambiguous, except the governing one, whose first value is taken: a missed
+conflict is better than an invented one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from beleg.answer.evidence import is_flagged
+from beleg.answer.scoring import Sentence
+from beleg.answer.types import Conflict, ConflictValue
+from beleg.answer.values import Value, expected_kind, same_value
+
+#: A competing sentence must score within this of the governing one to be "about the same fact".
+CONFLICT_MARGIN = 0.2
+
+_NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
+
+
+def fact_name(sentence: Sentence, question: str) -> str:
+    """Name the fact by the governing sentence's section heading, else by the question."""
+    path = sentence.source.hit.heading_path
+    if len(path) > 1:
+        return _NUMBERING.sub("", path[-1]).strip() or question
+    return question
+
+
+def _value(s: Sentence, kind: str, first: bool) -> Value | None:
+    vals = [v for v in s.values if v.kind == kind]
+    if not vals or (len(vals) > 1 and not first):
+        return None
+    return vals[0]
+
+
+def _entry(s: Sentence, v: Value, governs: bool) -> ConflictValue:
+    src = s.source
+    return ConflictValue(v.raw, src.hit.source, src.hit.chunk_id, src.label, src.version, src.status, src.authority,
+                         governs, s.text)
+
+
+def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Sentence],
+                     floor: float) -> tuple[tuple[Conflict, ...], list[Sentence]]:
+    """Conflicts with the governing sentence, and the sentences that state the other values."""
+    kind = expected_kind(question)
+    if kind is None:
+        kind = governing.values[0].kind if governing.values else None
+    if kind is None:
+        return (), []
+    gv = _value(governing, kind, first=True)
+    if gv is None:
+        return (), []
+    threshold = max(floor, governing.score - CONFLICT_MARGIN)
+    seen = {governing.source.hit.doc_id}
+    others: list[tuple[Sentence, Value]] = []
+    for s in scored:  # best first, so each document contributes its best statement
+        doc = s.source.hit.doc_id
+        if s.score < threshold or doc in seen or is_flagged(s.source.hit):
+            continue
+        v = _value(s, kind, first=False)
+        if v is None:
+            continue
+        seen.add(doc)
+        if not same_value(v, gv):
+            others.append((s, v))
+    if not others:
+        return (), []
+    values = (_entry(governing, gv, True), *(_entry(s, v, False) for s, v in others))
+    return (Conflict(fact_name(governing, question), values),), [s for s, _ in others]

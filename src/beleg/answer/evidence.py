@@ -1,0 +1,195 @@
+"""Evidence assessment: which retrieved source may carry the answer, and which governs.
+
+Relevance is not validity. A historical contract, an imported wiki note and the current
+contract can all match a question; the answer must rest on the source that governs for
+the product version asked about. This module decides that in code, from metadata, so
+every backend (extractive or LLM) gets the same ranking and the same reasons:
+
+1. **Version match** – the version asked about (from a filter, the question, or the
+   conversation) beats an unversioned source, which beats another version.
+2. **Status** – current beats unknown beats historical beats draft (configurable).
+3. **Authority** – a configurable hierarchy, contract first and community last.
+
+Sources with instruction-like text (flagged at ingest) are never eligible: they may be
+shown, but they do not carry answers and are withheld from LLM prompts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from beleg.answer.types import Source
+from beleg.errors import ConfigError
+from beleg.index.filters import And, Cmp, Expr
+from beleg.types import Hit
+
+INSTRUCTION_FLAG = "instruction-like"
+
+
+@dataclass(frozen=True, slots=True)
+class GovernancePolicy:
+    """How sources are ranked when they disagree. Earlier in a list ranks higher.
+
+    Values not listed rank at the position of ``"unknown"``.
+    """
+
+    authority_order: tuple[str, ...] = (
+        "contract", "reference", "guide", "release-notes", "unknown", "imported-note", "community",
+    )
+    status_order: tuple[str, ...] = ("current", "unknown", "historical", "deprecated", "draft")
+    #: Without a version in the question, sources with these statuses may be shown but not answer.
+    ineligible_statuses: tuple[str, ...] = ("historical", "deprecated", "draft")
+    #: Withhold instruction-like chunks from answering and from prompts ("withhold"), or
+    #: keep them, marked, in the prompt ("mark"; for experiments, not for production).
+    injection: str = "withhold"
+
+    @staticmethod
+    def _rank(order: tuple[str, ...], value: str) -> int:
+        value = value.casefold()
+        if value in order:
+            return order.index(value)
+        return order.index("unknown") if "unknown" in order else len(order)
+
+    def authority_rank(self, authority: str) -> int:
+        return self._rank(self.authority_order, authority)
+
+    def status_rank(self, status: str) -> int:
+        return self._rank(self.status_order, status)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GovernancePolicy:
+        """From a config mapping (``{"authority_order": [...], ...}``); absent keys keep the defaults."""
+        default = cls()
+
+        def words(key: str) -> tuple[str, ...]:
+            value = data.get(key, getattr(default, key))
+            if isinstance(value, str) or not isinstance(value, (list, tuple)):
+                raise ConfigError(f"governance {key} must be a list of names, got {value!r}")
+            return tuple(str(v).casefold() for v in value)
+
+        injection = str(data.get("injection", default.injection))
+        if injection not in ("withhold", "mark"):
+            raise ConfigError(f"governance injection must be 'withhold' or 'mark', got {injection!r}")
+        return cls(words("authority_order"), words("status_order"), words("ineligible_statuses"), injection)
+
+
+# ---------------------------------------------------------------------- versions
+_VERSION = re.compile(r"(?<![\w.,])v?(\d{1,2}\.\d{1,2})(?![\d.,]*\d)(?!\s*(?:%|percent|prozent|[kmg]i?b\b|€|eur))",
+                      re.IGNORECASE)
+_CUE = re.compile(r"(?:^|\b(?:version|versions|versionen|release|releases|in|ab|seit|für|fuer|bei|from|to|unter|"
+                  r"mit|with|of|von|and|und|vs|auf|on))\W*$", re.IGNORECASE)
+
+
+def version_mentions(text: str, products: Iterable[str] = ()) -> list[str]:
+    """Version numbers the text asks about: ``"What was the limit in Ferrolink 2.4?"`` → ``["2.4"]``.
+
+    A bare decimal is a version only after a cue (a product name, "version", "in", "ab",
+    ...), so "99.95" or "1.5 MB" are not taken for versions.
+    """
+    names = [re.escape(p) for p in products if p]
+    product_cue = re.compile(rf"\b(?:{'|'.join(names)})\W*$", re.IGNORECASE) if names else None
+    out: list[str] = []
+    for m in _VERSION.finditer(text):
+        before = text[max(0, m.start() - 30): m.start()]
+        if _CUE.search(before) or (product_cue is not None and product_cue.search(before)):
+            out.append(m.group(1))
+    return list(dict.fromkeys(out))
+
+
+def version_from_filter(expr: Expr | None) -> str | None:
+    """The version an equality filter pins (``version = 2.4``), if any."""
+    if isinstance(expr, Cmp) and expr.key == "version" and expr.op in ("=", "==") and not isinstance(expr.value, tuple):
+        return str(expr.value)
+    if isinstance(expr, And):
+        for part in expr.items:
+            found = version_from_filter(part)
+            if found:
+                return found
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the question is about: a version (or None = the current state) and where that came from."""
+
+    version: str | None
+    origin: str  # "filter" | "question" | "conversation" | "none"
+    #: Versions mentioned that no visible source has (the question cannot be answered).
+    unknown: tuple[str, ...] = ()
+
+
+def find_target(question: str, expr: Expr | None, context: Sequence[str], known_versions: set[str],
+                products: Iterable[str]) -> Target:
+    """Decide the version a question is about; a filter wins over the question, the question over context."""
+    pinned = version_from_filter(expr)
+    if pinned:
+        return Target(pinned, "filter")
+    mentioned = version_mentions(question, products)
+    if known_versions:
+        unknown = tuple(v for v in mentioned if v not in known_versions)
+        known = [v for v in mentioned if v in known_versions]
+        if known:
+            return Target(known[0], "question")
+        if unknown:
+            return Target(None, "question", unknown)
+    for turn in reversed(context):
+        found = [v for v in version_mentions(turn, products) if v in known_versions]
+        if found:
+            return Target(found[0], "conversation")
+    return Target(None, "none")
+
+
+# ---------------------------------------------------------------------- ranking
+def is_flagged(hit: Hit) -> bool:
+    return any(f.startswith(INSTRUCTION_FLAG) for f in hit.flags)
+
+
+def _version(hit: Hit) -> str | None:
+    v = hit.metadata.get("version")
+    return None if v is None else str(v)
+
+
+def assess(hits: Sequence[Hit], target: Target, policy: GovernancePolicy) -> list[Source]:
+    """Label and rank hits as sources. ``S1`` is the highest-ranked eligible source.
+
+    The sort key is (eligible, version match, status, authority, retrieval rank): among
+    sources of equal standing, the retriever's order is kept.
+    """
+    keyed = []
+    for pos, hit in enumerate(hits):
+        version, status = _version(hit), str(hit.metadata.get("status") or "unknown").casefold()
+        authority = str(hit.metadata.get("authority") or "unknown").casefold()
+        reasons: list[str] = []
+        eligible = True
+        if target.version is not None:
+            vm = 0 if version == target.version else (1 if version is None else 2)
+            if vm == 2:
+                eligible = False
+                reasons.append(f"version {version}, not {target.version}")
+            elif vm == 0:
+                reasons.append(f"version {version} matches")
+        else:
+            vm = 0
+            if status in policy.ineligible_statuses:
+                eligible = False
+                reasons.append(f"status {status} (no version asked for)")
+        reasons.append(f"status {status}")
+        reasons.append(f"authority {authority}")
+        if is_flagged(hit):
+            eligible = False
+            reasons.append("instruction-like text (possible prompt injection)")
+        key = (not eligible, vm, policy.status_rank(status), policy.authority_rank(authority), pos)
+        keyed.append((key, hit, eligible, tuple(reasons)))
+    keyed.sort(key=lambda item: item[0])
+    return [
+        Source(f"S{i}", hit, i, eligible, reasons, tuple(hit.flags))
+        for i, (_, hit, eligible, reasons) in enumerate(keyed, start=1)
+    ]
+
+
+def governance_order(sources: Sequence[Source]) -> dict[str, int]:
+    """Label → rank (1 governs), for choosing among equally relevant statements."""
+    return {s.label: s.rank for s in sources}

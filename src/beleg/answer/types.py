@@ -1,0 +1,187 @@
+"""What an answer is made of: labelled sources, verified citations, conflicts.
+
+Every value is frozen, so what a trace shows is what produced the answer. ``to_json``
+methods give the ``beleg ask --json`` contract.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from beleg.types import Hit
+
+REFUSAL = "The sources do not answer this."
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One piece of evidence shown to the reader (and to an LLM) under a label like ``S1``.
+
+    ``rank`` is its place after evidence assessment (1 = governs); ``reasons`` say why it
+    ranked there ("version 3.0 matches", "status historical", "authority contract").
+    ``eligible`` is False for sources that may be shown but must not carry the answer
+    (another version than the one asked about, a draft). ``flags`` carries ingest-time
+    findings such as ``"instruction-like"`` (possible prompt injection).
+    """
+
+    label: str
+    hit: Hit
+    rank: int
+    eligible: bool = True
+    reasons: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+
+    @property
+    def version(self) -> str | None:
+        v = self.hit.metadata.get("version")
+        return None if v is None else str(v)
+
+    @property
+    def status(self) -> str:
+        return str(self.hit.metadata.get("status") or "unknown")
+
+    @property
+    def authority(self) -> str:
+        return str(self.hit.metadata.get("authority") or "unknown")
+
+    @property
+    def date(self) -> str | None:
+        d = self.hit.metadata.get("date")
+        return None if d is None else str(d)
+
+    def to_json(self) -> dict[str, Any]:
+        h = self.hit
+        return {
+            "label": self.label,
+            "chunk_id": h.chunk_id,
+            "doc_id": h.doc_id,
+            "source": h.source,
+            "title": h.title,
+            "heading_path": " > ".join(h.heading_path),
+            "version": self.version,
+            "status": self.status,
+            "authority": self.authority,
+            "date": self.date,
+            "language": h.metadata.get("language"),
+            "rank": self.rank,
+            "eligible": self.eligible,
+            "reasons": list(self.reasons),
+            "flags": list(self.flags),
+            "start": h.start,
+            "end": h.end,
+            "score": h.score,
+            "text": h.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A label in the answer, resolved to the chunk it names and checked in code.
+
+    ``quote`` is the exact text the claim rests on; ``start``/``end`` index into the
+    cited *document's* text, so ``document.text[start:end] == quote`` when verified.
+    ``problem`` says why verification failed (unknown label, quote not in chunk, ...).
+    """
+
+    label: str
+    chunk_id: str | None
+    doc_id: str | None
+    source: str | None
+    quote: str
+    start: int | None
+    end: int | None
+    verified: bool
+    problem: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "label": self.label,
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "source": self.source,
+            "quote": self.quote,
+            "start": self.start,
+            "end": self.end,
+            "verified": self.verified,
+        }
+        if self.problem:
+            out["problem"] = self.problem
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictValue:
+    value: str
+    source: str
+    chunk_id: str
+    label: str
+    version: str | None
+    status: str
+    authority: str
+    governs: bool
+    quote: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "source": self.source,
+            "chunk_id": self.chunk_id,
+            "label": self.label,
+            "version": self.version,
+            "status": self.status,
+            "authority": self.authority,
+            "governs": self.governs,
+            "quote": self.quote,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Sources that state different values for the same fact; exactly one value governs."""
+
+    fact: str
+    values: tuple[ConflictValue, ...]
+
+    @property
+    def governing(self) -> ConflictValue | None:
+        return next((v for v in self.values if v.governs), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fact": self.fact, "values": [v.to_json() for v in self.values]}
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An answer a person can check.
+
+    ``verified`` is True when every citation verified and no claim sentence lacks a
+    citation; ``problems`` lists what failed otherwise. A refusal has no citations and
+    ``verified`` True (there is nothing to check). ``trace`` records how it was made:
+    queries, retrieval, assessment, prompts' sizes, LLM calls, regenerations.
+    """
+
+    question: str
+    answer: str
+    refused: bool
+    citations: tuple[Citation, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
+    sources: tuple[Source, ...] = ()
+    verified: bool = True
+    problems: tuple[str, ...] = ()
+    backend: str = "extractive"
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "refused": self.refused,
+            "verified": self.verified,
+            "problems": list(self.problems),
+            "backend": self.backend,
+            "citations": [c.to_json() for c in self.citations],
+            "conflicts": [c.to_json() for c in self.conflicts],
+            "sources": [s.to_json() for s in self.sources],
+            "trace": self.trace,
+        }

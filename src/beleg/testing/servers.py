@@ -1,0 +1,390 @@
+"""Fake OpenAI and Anthropic servers on localhost, for testing over real HTTP.
+
+They answer their provider's chat endpoint from a script (a :class:`ScriptedLLM`), stream
+server-sent events when asked, and can be told to misbehave (error statuses, slow
+answers, invalid JSON, dropped connections), so the whole client path (serialisation,
+headers, retries, error messages) is exercised without a network or an API bill.
+
+Example:
+    >>> from beleg.backends.llms import Message, load_llm
+    >>> with FakeOpenAIServer(["Hello."]) as server:
+    ...     server.fail(status(503))
+    ...     llm = load_llm("openai-compatible:m", base_url=server.base_url, backoff_base_s=0)
+    ...     llm.complete([Message("user", "hi")]).attempts
+    2
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import uuid
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, ClassVar, Literal, Self
+
+from beleg.backends.llms.base import Completion, Message, Role
+from beleg.errors import LLMError
+from beleg.testing.scripted import Responder, ScriptedLLM, count_words, split_words
+
+logger = logging.getLogger(__name__)
+
+FailureKind = Literal["status", "delay", "garbage", "disconnect"]
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One scripted misbehaviour; build it with :func:`status`, :func:`delay`,
+    :func:`garbage` or :func:`disconnect`."""
+
+    kind: FailureKind
+    status: int = 0
+    retry_after: float | None = None
+    message: str | None = None
+    seconds: float = 0.0
+
+
+def status(code: int, *, retry_after: float | None = None, message: str | None = None) -> Failure:
+    """Answer with HTTP ``code`` and the provider's error body (``message`` inside it),
+    plus a ``Retry-After: retry_after`` header when given."""
+    return Failure("status", status=code, retry_after=retry_after, message=message)
+
+
+def delay(seconds: float) -> Failure:
+    """Wait ``seconds`` before answering normally (to trigger client timeouts). The reply
+    is taken from the script even if the client has given up by then."""
+    return Failure("delay", seconds=seconds)
+
+
+def garbage() -> Failure:
+    """Answer HTTP 200 with a body (or stream event) that is not valid JSON."""
+    return Failure("garbage")
+
+
+def disconnect() -> Failure:
+    """Close the connection without sending any response."""
+    return Failure("disconnect")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """A request the server received. Header names are lower-case; ``json`` is ``None``
+    when the body was not JSON."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    # Closing must not wait for a handler sleeping in delay(): the test is already done.
+    block_on_close = False
+    fake: _FakeChatServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _HTTPServer
+
+    def do_POST(self) -> None:
+        self.server.fake._handle(self)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s: " + format, self.server.fake.base_url, *args)
+
+
+class _FakeChatServer:
+    """What both fakes share; subclasses supply the provider's wire format."""
+
+    chat_path: ClassVar[str]
+    base_path: ClassVar[str]
+
+    def __init__(self, replies: Sequence[str | Responder] | None = None, responder: Responder | None = None, *,
+                 failures: Iterable[Failure] = (), api_key: str | None = None) -> None:
+        #: Produces the answers; inspect ``llm.calls`` for the messages it was given.
+        self.llm = ScriptedLLM(replies, responder, name="fake")
+        #: Every request received, in order, including failed and rejected ones.
+        self.requests: list[RecordedRequest] = []
+        self.api_key = api_key
+        self._failures: deque[Failure] = deque(failures)
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.fake = self
+        self.port = int(self._httpd.server_address[1])
+        self.base_url = f"http://127.0.0.1:{self.port}{self.base_path}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
+                                        name=f"{type(self).__name__}:{self.port}", daemon=True)
+        self._thread.start()
+
+    def fail(self, *failures: Failure) -> None:
+        """Queue failures; each request to the chat endpoint takes the next one, if any."""
+        with self._lock:
+            self._failures.extend(failures)
+
+    def close(self) -> None:
+        """Stop serving and free the port."""
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- request handling ----------------------------------------------------------------
+
+    def _handle(self, handler: _Handler) -> None:
+        raw = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        headers = {key.lower(): value for key, value in handler.headers.items()}
+        with self._lock:
+            self.requests.append(RecordedRequest("POST", handler.path, headers, body))
+            failure = self._failures.popleft() if handler.path == self.chat_path and self._failures else None
+        try:
+            self._answer(handler, headers, body, failure)
+        except (BrokenPipeError, ConnectionResetError):
+            logger.debug("%s: client went away before the answer was sent", self.base_url)
+
+    def _answer(self, handler: _Handler, headers: dict[str, str], body: Any, failure: Failure | None) -> None:
+        if handler.path != self.chat_path:
+            self._send_error(handler, 404, f"no route for POST {handler.path}; the chat endpoint is {self.chat_path}")
+            return
+        stream = isinstance(body, dict) and body.get("stream") is True
+        if failure is not None and failure.kind != "delay":
+            self._misbehave(handler, failure, stream)
+            return
+        if failure is not None and self._stopping.wait(failure.seconds):
+            return
+        problem = "invalid api key" if self.api_key is not None and not self._authorized(headers) else None
+        if problem is not None:
+            self._send_error(handler, 401, problem)
+            return
+        problem = self._invalid(body)
+        if problem is not None:
+            self._send_error(handler, 400, problem)
+            return
+        try:
+            messages = self._messages(body)
+            completion = self.llm.complete(messages, max_tokens=int(body.get("max_tokens") or 1024))
+        except LLMError as exc:
+            self._send_error(handler, 500, str(exc))
+            return
+        model = str(body.get("model") or "fake")
+        if stream:
+            events = self._stream_events(completion, model, messages, body)
+            self._send(handler, 200, b"".join(events), "text/event-stream")
+        else:
+            self._send(handler, 200, json.dumps(self._completion_body(completion, model)).encode(),
+                       "application/json")
+
+    def _misbehave(self, handler: _Handler, failure: Failure, stream: bool) -> None:
+        if failure.kind == "status":
+            message = failure.message or f"fake failure: HTTP {failure.status}"
+            self._send_error(handler, failure.status, message, failure.retry_after)
+        elif failure.kind == "garbage":
+            self._send(handler, 200, b"data: {not json\n\n" if stream else b"{not json",
+                       "text/event-stream" if stream else "application/json")
+        else:  # disconnect: answer nothing; the handler closes the socket
+            handler.close_connection = True
+
+    def _send(self, handler: _Handler, code: int, payload: bytes, content_type: str,
+              extra_headers: dict[str, str] | None = None) -> None:
+        handler.send_response(code)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(payload)))
+        for key, value in (extra_headers or {}).items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        handler.wfile.write(payload)
+        handler.wfile.flush()
+
+    def _send_error(self, handler: _Handler, code: int, message: str, retry_after: float | None = None) -> None:
+        extra = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
+        self._send(handler, code, json.dumps(self._error_body(code, message)).encode(), "application/json", extra)
+
+    # -- provider specifics ----------------------------------------------------------------
+
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        raise NotImplementedError
+
+    def _invalid(self, body: Any) -> str | None:
+        if not isinstance(body, dict):
+            return "request body must be a JSON object"
+        if not isinstance(body.get("messages"), list):
+            return "messages: field required (a list)"
+        if not isinstance(body.get("model"), str):
+            return "model: field required (a string)"
+        return None
+
+    def _messages(self, body: dict[str, Any]) -> list[Message]:
+        return [Message(_role(m.get("role")), _text(m.get("content"))) for m in body["messages"]]
+
+    def _completion_body(self, completion: Completion, model: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _stream_events(self, completion: Completion, model: str, messages: list[Message],
+                       body: dict[str, Any]) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def _error_body(self, code: int, message: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class FakeOpenAIServer(_FakeChatServer):
+    """Speaks ``POST /v1/chat/completions``; ``base_url`` ends in ``/v1`` like OpenAI's.
+
+    Args:
+        replies, responder: As for :class:`ScriptedLLM`.
+        failures: Failures for the first requests (more with :meth:`fail`).
+        api_key: When set, requests without ``Authorization: Bearer <api_key>`` get 401.
+    """
+
+    chat_path = "/v1/chat/completions"
+    base_path = "/v1"
+
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        return headers.get("authorization") == f"Bearer {self.api_key}"
+
+    def _completion_body(self, completion: Completion, model: str) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": completion.text},
+                         "finish_reason": completion.finish_reason}],
+            "usage": {"prompt_tokens": completion.usage.prompt_tokens,
+                      "completion_tokens": completion.usage.completion_tokens,
+                      "total_tokens": completion.usage.total_tokens},
+        }
+
+    def _stream_events(self, completion: Completion, model: str, messages: list[Message],
+                       body: dict[str, Any]) -> Iterator[bytes]:
+        base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion.chunk", "model": model}
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            data = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return _sse(data)
+
+        yield chunk({"role": "assistant", "content": ""})
+        for piece in split_words(completion.text):
+            yield chunk({"content": piece})
+        yield chunk({}, completion.finish_reason)
+        if (body.get("stream_options") or {}).get("include_usage"):
+            usage = {"prompt_tokens": completion.usage.prompt_tokens,
+                     "completion_tokens": completion.usage.completion_tokens,
+                     "total_tokens": completion.usage.total_tokens}
+            yield _sse({**base, "choices": [], "usage": usage})
+        yield b"data: [DONE]\n\n"
+
+    def _error_body(self, code: int, message: str) -> dict[str, Any]:
+        kinds = {400: "invalid_request_error", 401: "invalid_api_key", 404: "model_not_found",
+                 429: "rate_limit_exceeded"}
+        return {"error": {"message": message, "type": kinds.get(code, "server_error"), "code": code}}
+
+
+class FakeAnthropicServer(_FakeChatServer):
+    """Speaks ``POST /v1/messages``; ``base_url`` is the bare host like Anthropic's.
+
+    Args:
+        replies, responder: As for :class:`ScriptedLLM`; the ``system`` field reaches them
+            as a leading system message.
+        failures: Failures for the first requests (more with :meth:`fail`).
+        api_key: When set, requests without ``x-api-key: <api_key>`` get 401.
+    """
+
+    chat_path = "/v1/messages"
+    base_path = ""
+
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        return headers.get("x-api-key") == self.api_key
+
+    def _invalid(self, body: Any) -> str | None:
+        problem = super()._invalid(body)
+        if problem is None and not isinstance(body.get("max_tokens"), int):
+            return "max_tokens: field required"
+        if problem is None and any(m.get("role") == "system" for m in body["messages"]):
+            return "messages: role 'system' is not allowed; use the top-level system field"
+        return problem
+
+    def _messages(self, body: dict[str, Any]) -> list[Message]:
+        system = _text(body.get("system"))
+        return ([Message("system", system)] if system else []) + super()._messages(body)
+
+    def _completion_body(self, completion: Completion, model: str) -> dict[str, Any]:
+        return {
+            "id": f"msg_{uuid.uuid4().hex[:12]}", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": completion.text}],
+            "stop_reason": _stop_reason(completion), "stop_sequence": None,
+            "usage": {"input_tokens": completion.usage.prompt_tokens,
+                      "output_tokens": completion.usage.completion_tokens},
+        }
+
+    def _stream_events(self, completion: Completion, model: str, messages: list[Message],
+                       body: dict[str, Any]) -> Iterator[bytes]:
+        start = self._completion_body(completion, model)
+        start.update(content=[], stop_reason=None, usage={"input_tokens": completion.usage.prompt_tokens,
+                                                         "output_tokens": 1})
+        yield _sse({"type": "message_start", "message": start}, "message_start")
+        yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                   "content_block_start")
+        yield _sse({"type": "ping"}, "ping")
+        for piece in split_words(completion.text):
+            yield _sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+                       "content_block_delta")
+        yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+        yield _sse({"type": "message_delta", "delta": {"stop_reason": _stop_reason(completion),
+                                                        "stop_sequence": None},
+                    "usage": {"output_tokens": count_words(completion.text)}}, "message_delta")
+        yield _sse({"type": "message_stop"}, "message_stop")
+
+    def _error_body(self, code: int, message: str) -> dict[str, Any]:
+        kinds = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                 404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}
+        return {"type": "error", "error": {"type": kinds.get(code, "api_error"), "message": message}}
+
+
+def _sse(data: dict[str, Any], event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data)}\n\n".encode()
+
+
+def _role(value: Any) -> Role:
+    if value in ("system", "developer"):
+        return "system"
+    return "assistant" if value == "assistant" else "user"
+
+
+def _text(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a content-block list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def _stop_reason(completion: Completion) -> str:
+    return "max_tokens" if completion.finish_reason == "length" else "end_turn"
+
+
+__all__ = [
+    "Failure",
+    "FakeAnthropicServer",
+    "FakeOpenAIServer",
+    "RecordedRequest",
+    "delay",
+    "disconnect",
+    "garbage",
+    "status",
+]
