@@ -27,7 +27,7 @@ from beleg.index.snapshot import Snapshot
 from beleg.ingest.metadata import MetadataRule
 from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor, TextSource
 from beleg.retrieve.retriever import SearchOptions, search
-from beleg.types import ANONYMOUS, Document, Hit, Principal
+from beleg.types import ANONYMOUS, Chunk, Document, Hit, Principal
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,8 @@ class KnowledgeBase:
     # ------------------------------------------------------------------ ingest
     def ingest(self, paths: str | Path | Sequence[str | Path], *, rules: Sequence[MetadataRule] = (),
                metadata: dict[str, Any] | None = None, encoding: str | None = None,
-               max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: bool | None = None) -> IngestReport:
+               max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: bool | None = None,
+               sync: bool = False) -> IngestReport:
         """Ingest files, folders and globs. Returns a per-file report; bad files are reported, not raised.
 
         Args:
@@ -155,12 +156,13 @@ class KnowledgeBase:
             encoding: Text encoding of txt/md files when not UTF-8.
             max_file_mb: Files larger than this are rejected with a clear reason.
             progress: Show a progress bar on stderr (None: only on a terminal).
+            sync: Afterwards delete documents ingested from these paths whose files are gone.
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
         all_rules = ([MetadataRule("*", metadata)] if metadata else []) + list(rules)
         ingestor = self._ingestor(rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress)
-        return ingestor.run([str(p) for p in paths])
+        return ingestor.run([str(p) for p in paths], sync=sync)
 
     def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | None = None) -> IngestReport:
         """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``)."""
@@ -170,6 +172,41 @@ class KnowledgeBase:
         # The embedder is looked up per call, so an ingest of unchanged files never loads it.
         return Ingestor(self.catalog, self.config.chunking, lambda texts: self.embedder.embed_documents(texts),
                         **options)
+
+    # ------------------------------------------------------------------ deletion
+    def delete(self, doc_ids: Sequence[str] = (), *, where: FilterLike = None) -> dict[str, Any]:
+        """Erase documents by id and/or by a metadata filter, leaving nothing of them behind.
+
+        Chunks, BM25 postings, vectors no other chunk shares and vocabulary terms no other
+        document uses are deleted in one transaction; SQLite overwrites the freed pages
+        (``secure_delete``) and the write-ahead log is checkpointed and truncated, so the
+        text is gone from every file of the index directory. In-memory caches are keyed by
+        the index generation and drop the erased content on the next call. Returns counts
+        and ``"checkpoint": False`` if a concurrent reader kept old pages in the WAL (rerun
+        ``beleg delete`` or ``beleg gc`` when it has finished).
+        """
+        expr = combine(where, None)
+        if not doc_ids and expr is None:
+            raise ConfigError("name documents to delete: doc ids, or a filter (--where)")
+        from beleg.index.filters import matches
+
+        targets = {d for d in doc_ids}
+        known = {doc_id for doc_id, _, _ in self.catalog.documents_meta()}
+        missing = sorted(targets - known)
+        if expr is not None:
+            targets |= {doc_id for doc_id, _, meta in self.catalog.documents_meta() if matches(expr, meta)}
+        totals = {"documents": 0, "chunks": 0, "vectors": 0, "terms": 0}
+        deleted: list[str] = []
+        with self.catalog.transaction():
+            for doc_id in sorted(targets & known):
+                removed = self.catalog.delete_document(doc_id)
+                for key, n in removed.items():
+                    totals[key] += n
+                deleted.append(doc_id)
+            totals["terms"] = self.catalog.drop_orphan_terms()
+        self._snapshot = None
+        checkpointed = self.catalog.checkpoint()
+        return {**totals, "deleted": deleted, "not_found": missing, "checkpoint": checkpointed}
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10, filters: FilterLike = None,
@@ -235,6 +272,19 @@ class KnowledgeBase:
         if doc is None or not (principal or ANONYMOUS).may_read(doc.metadata):
             return None
         return doc
+
+    def chunk(self, chunk_id: str, principal: Principal | None = None) -> Chunk | None:
+        """A stored chunk by id, or None when it does not exist or ``principal`` may not read its document.
+
+        "Not found" and "not yours" look the same, so an id cannot be probed for existence.
+        """
+        chunk = self.catalog.chunk_by_id(chunk_id)
+        if chunk is None:
+            return None
+        state = self.catalog.document_state(chunk.doc_id)
+        if state is None or not (principal or ANONYMOUS).may_read(state[1]):
+            return None
+        return chunk
 
     def status(self) -> dict[str, Any]:
         counts = self.catalog.counts()

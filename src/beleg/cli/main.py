@@ -76,7 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--encoding", help="encoding of text files that are not UTF-8 (e.g. latin-1)")
     p.add_argument("--max-file-mb", type=float, default=50.0, help="reject files larger than this")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--sync", action="store_true",
+                   help="also delete documents ingested from these paths whose files no longer exist")
     p.add_argument("--json", action="store_true", help="print counts and failures as JSON")
+
+    p = sub.add_parser("delete", help="erase documents (chunks, vectors, postings, terms) from the index")
+    _index_arg(p)
+    p.add_argument("--doc", action="append", default=[], metavar="DOC_ID", help="document id (repeatable)")
+    p.add_argument("--where", metavar="EXPR", help="delete every document matching this filter")
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("search", help="search the index")
     p.add_argument("query", metavar="QUERY")
@@ -164,7 +172,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     meta = parse_assignments(args.meta) if args.meta else None
     with _open(args, create=True) as kb:
         report = kb.ingest(args.paths, rules=rules, metadata=meta, encoding=args.encoding,
-                           max_file_mb=args.max_file_mb, progress=False if args.no_progress else None)
+                           max_file_mb=args.max_file_mb, progress=False if args.no_progress else None,
+                           sync=args.sync)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -192,6 +201,20 @@ def cmd_search(args: argparse.Namespace) -> int:
     else:
         print(render_hits(hits, args.query, Style(sys.stdout.isatty())))
     return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    with _open(args) as kb:
+        result = kb.delete(args.doc, where=args.where)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        print(f"deleted {result['documents']} document(s): {result['chunks']} chunks, {result['vectors']} vectors, "
+              f"{result['terms']} terms" + (f"; not found: {', '.join(result['not_found'])}" if result["not_found"] else ""))
+        if not result["checkpoint"]:
+            print("warning: a reader kept the write-ahead log busy; run the command again to truncate it",
+                  file=sys.stderr)
+    return EXIT_ERROR if result["not_found"] else 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -346,7 +369,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "chat": cmd_chat,
+COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "delete": cmd_delete, "search": cmd_search, "ask": cmd_ask, "chat": cmd_chat,
             "eval": cmd_eval, "status": cmd_status}
 
 

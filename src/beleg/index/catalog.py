@@ -60,9 +60,13 @@ class Catalog:
         self.path = path
         # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in `transaction`).
         self.db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        self._orphan_term_candidates: set[int] = set()
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
+        # Deleted content is overwritten with zeros, not left in free pages: an erased
+        # document must not be recoverable from the file (see `erase`).
+        self.db.execute("PRAGMA secure_delete=ON")
         self.db.executescript(_SCHEMA)
         columns = {r[1] for r in self.db.execute("PRAGMA table_info(chunks)")}
         if "flags" not in columns:  # catalogs written before chunk flags existed
@@ -156,11 +160,40 @@ class Catalog:
             (json.dumps(metadata, ensure_ascii=False, sort_keys=True), source, doc_id),
         )
 
-    def delete_document(self, doc_id: str) -> None:
+    def delete_document(self, doc_id: str) -> dict[str, int]:
+        """Remove a document with its chunks, postings and the vectors no other chunk uses
+        (call inside :meth:`transaction`). Returns what was removed, by kind."""
         old_hashes = self._embed_hashes(doc_id)
-        self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
-        self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+        term_ids: set[int] = set()
+        for (blob,) in self.db.execute("SELECT term_ids FROM chunks WHERE doc_id = ?", (doc_id,)):
+            term_ids.update(np.frombuffer(blob, dtype=np.int32).tolist())
+        chunks = self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,)).rowcount
+        documents = self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,)).rowcount
+        before = self.db.total_changes
         self._drop_orphan_vectors(old_hashes)
+        vectors = self.db.total_changes - before
+        self._orphan_term_candidates.update(term_ids)
+        return {"documents": documents, "chunks": chunks, "vectors": vectors}
+
+    def drop_orphan_terms(self) -> int:
+        """Delete vocabulary entries no chunk uses any more, among the terms of documents deleted
+        through this connection (call inside :meth:`transaction`). A name that occurred only
+        in an erased document must not survive in the term table."""
+        candidates, self._orphan_term_candidates = self._orphan_term_candidates, set()
+        if not candidates:
+            return 0
+        used: set[int] = set()
+        for (blob,) in self.db.execute("SELECT term_ids FROM chunks"):
+            used.update(np.frombuffer(blob, dtype=np.int32).tolist())
+        orphans = sorted(candidates - used)
+        self.db.executemany("DELETE FROM terms WHERE term_id = ?", [(t,) for t in orphans])
+        return len(orphans)
+
+    def checkpoint(self) -> bool:
+        """Fold the write-ahead log into the database and truncate it, so old page images
+        (which may hold deleted text) leave the WAL file. False when readers kept it busy."""
+        busy, _, _ = self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return busy == 0
 
     # ------------------------------------------------------------------ terms
     def term_ids(self, terms: Sequence[str], create: bool) -> dict[str, int]:

@@ -9,6 +9,7 @@ a crash loses at most the batch in flight and the index stays readable.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import logging
 from dataclasses import dataclass, field, replace
@@ -82,6 +83,20 @@ class IngestReport:
         }
 
 
+def in_scope(source: str, paths: Sequence[str]) -> bool:
+    """Whether a stored source lies under one of the ingest arguments (folder, file or glob)."""
+    for arg in paths:
+        arg = str(arg)
+        if any(ch in arg for ch in "*?["):
+            if fnmatch.fnmatch(source, arg) or fnmatch.fnmatch(Path(source).as_posix(), arg):
+                return True
+            continue
+        root, here = Path(arg).resolve(), Path(source).resolve()
+        if here == root or here.is_relative_to(root):
+            return True
+    return False
+
+
 def index_text(title: str, chunk: Chunk) -> str:
     """What both retrieval legs see of a chunk: its heading path, then its text."""
     path = " > ".join(chunk.heading_path) if chunk.heading_path else title
@@ -122,8 +137,9 @@ class Ingestor:
         self._pending: list[_Pending] = []
         self.report = IngestReport()
 
-    def run(self, paths: Sequence[str]) -> IngestReport:
-        """Ingest files, folders and globs."""
+    def run(self, paths: Sequence[str], *, sync: bool = False) -> IngestReport:
+        """Ingest files, folders and globs. With ``sync``, documents that were ingested from
+        these folders/files/globs and whose file no longer exists are deleted afterwards."""
 
         def handle(cand: Candidate, result: FileResult) -> None:
             if cand.problem:
@@ -131,7 +147,25 @@ class Ingestor:
             self._one(cand.path, cand.source, result)
 
         candidates = discover(list(paths), SUPPORTED_SUFFIXES)
-        return self._drive(candidates, [c.source for c in candidates], handle, "file")
+        self._drive(candidates, [c.source for c in candidates], handle, "file")
+        if sync:
+            self._remove_vanished(paths)
+        return self.report
+
+    def _remove_vanished(self, paths: Sequence[str]) -> None:
+        """Delete stored documents in the scope of ``paths`` whose source file is gone."""
+        stale = [(doc_id, source) for doc_id, source in self.catalog.sources().items()
+                 if in_scope(source, paths) and not Path(source).exists()]
+        if not stale:
+            return
+        with self.catalog.transaction():
+            for doc_id, _ in stale:
+                self.catalog.delete_document(doc_id)
+            self.catalog.drop_orphan_terms()
+        self.catalog.checkpoint()  # deleted text must not linger in the write-ahead log
+        for doc_id, source in sorted(stale, key=lambda d: d[1]):
+            self.report.files.append(FileResult(source, "deleted", doc_id))
+        self.report.deleted += len(stale)
 
     def run_texts(self, items: Sequence[TextSource]) -> IngestReport:
         """Ingest documents given as text (one ``TextSource`` each), with the same report."""
