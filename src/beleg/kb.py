@@ -19,9 +19,10 @@ import numpy as np
 
 from beleg.backends.embedders import Embedder, load_embedder
 from beleg.backends.rerankers.base import Reranker
-from beleg.errors import ConfigError, IndexStateError, IndexVersionError
+from beleg.errors import BelegError, ConfigError, IndexStateError, IndexVersionError
 from beleg.index.catalog import Catalog
 from beleg.index.config import IndexConfig
+from beleg.index import versions
 from beleg.index.filters import FilterLike, combine
 from beleg.index.snapshot import Snapshot
 from beleg.ingest.metadata import MetadataRule
@@ -44,8 +45,11 @@ class KnowledgeBase:
     """An index directory opened for ingesting and searching."""
 
     def __init__(self, path: str | Path, config: IndexConfig | None = None, *, create: bool = True,
-                 embedder: Embedder | None = None) -> None:
-        self.path = Path(path)
+                 embedder: Embedder | None = None, version: str | None = None) -> None:
+        #: The index directory; ``path`` is the folder of the version opened (see beleg.index.versions).
+        self.root = Path(path)
+        self.path = versions.version_dir(self.root, version) if version else (
+            versions.live_dir(self.root) if self.root.exists() else self.root)
         cfg_file = self.path / CONFIG_FILE
         if cfg_file.exists():
             try:
@@ -56,7 +60,7 @@ class KnowledgeBase:
                 raise IndexVersionError(
                     f"index {self.path} was built with {stored.versioned()} (version {stored.index_version}), "
                     f"not {config.versioned()} (version {config.index_version}); open it without a config, "
-                    "or build the new configuration into another directory"
+                    f"or build the new configuration beside it with 'beleg reindex --index {self.root}'"
                 )
             self.config = stored
         elif create:
@@ -172,6 +176,35 @@ class KnowledgeBase:
         # The embedder is looked up per call, so an ingest of unchanged files never loads it.
         return Ingestor(self.catalog, self.config.chunking, lambda texts: self.embedder.embed_documents(texts),
                         **options)
+
+    # ------------------------------------------------------------------ versions
+    def reindex(self, config: IndexConfig, *, progress: bool | None = None,
+                embedder: Embedder | None = None) -> dict[str, Any]:
+        """Build ``config`` as a new version beside this one from the stored documents (blue/green).
+
+        Nothing changes for readers until :func:`beleg.index.versions.switch`. With the same
+        embedder, vectors of unchanged chunk texts are copied instead of recomputed. An
+        interrupted reindex resumes where it stopped when run again.
+        """
+        version = config.index_version
+        if version == self.config.index_version:
+            raise ConfigError(f"version {version} is this index's live configuration already; nothing to build")
+        folder = versions.new_version_dir(self.root, version)
+        same_model = config.embedder == self.config.embedder
+        target = KnowledgeBase(folder, config, embedder=embedder or (self._embedder if same_model else None))
+        try:
+            if same_model:
+                target.catalog.copy_vectors_from(self.catalog)
+            items = [(doc, headings or _reread_headings(doc)) for doc, headings in self.catalog.documents_with_headings()]
+            report = target._ingestor(progress=progress).run_documents(items)
+            with target.catalog.transaction():
+                pruned = target.catalog.drop_unused_vectors()
+            status = target.status()
+        finally:
+            target.close()
+        return {"version": version, "path": str(folder), "live": self.config.index_version,
+                "documents": status["documents"], "chunks": status["chunks"], "embedded": report.embedded,
+                "copied_vectors_unused": pruned, "failed": report.to_json()["failures"]}
 
     # ------------------------------------------------------------------ deletion
     def delete(self, doc_ids: Sequence[str] = (), *, where: FilterLike = None) -> dict[str, Any]:
@@ -294,7 +327,9 @@ class KnowledgeBase:
                 value = str(meta.get(key, "-"))
                 by.setdefault(key, {})[value] = by.setdefault(key, {}).get(value, 0) + 1
         return {
-            "index": str(self.path),
+            "index": str(self.root),
+            "version_path": str(self.path),
+            "versions": [v.to_json() for v in versions.list_versions(self.root)],
             "index_version": self.config.index_version,
             "config": self.config.versioned(),
             "embedder_fingerprint": self.catalog.get_meta("embedder_fingerprint"),
@@ -304,7 +339,22 @@ class KnowledgeBase:
         }
 
 
+def _reread_headings(doc: Document) -> tuple[Any, ...]:
+    """Headings of a document stored before headings were kept: re-read its file if unchanged."""
+    from beleg.ingest.readers import reader_for
+
+    path = Path(doc.source)
+    try:
+        parsed = reader_for(path).read(path.read_bytes(), path, None)
+    except (OSError, BelegError):
+        return ()
+    return tuple(parsed.headings) if parsed.text == doc.text else ()
+
+
 def open(path: str | Path | None = None, config: IndexConfig | None = None, *, create: bool = True,  # noqa: A001
-         embedder: Embedder | None = None) -> KnowledgeBase:
-    """Open (or create) the index at ``path`` (default: ``$BELEG_INDEX`` or ``./.beleg``)."""
-    return KnowledgeBase(path if path is not None else default_index_dir(), config, create=create, embedder=embedder)
+         embedder: Embedder | None = None, version: str | None = None) -> KnowledgeBase:
+    """Open (or create) the index at ``path`` (default: ``$BELEG_INDEX`` or ``./.beleg``).
+
+    ``version`` opens a version other than the live one (see :mod:`beleg.index.versions`)."""
+    return KnowledgeBase(path if path is not None else default_index_dir(), config, create=create, embedder=embedder,
+                         version=version)

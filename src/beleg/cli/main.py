@@ -80,6 +80,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also delete documents ingested from these paths whose files no longer exist")
     p.add_argument("--json", action="store_true", help="print counts and failures as JSON")
 
+    p = sub.add_parser("reindex", help="build a new chunking/embedding configuration beside the live one")
+    _index_arg(p)
+    p.add_argument("--embedder", default=None, help="embedding model spec (default: the live version's)")
+    p.add_argument("--chunking", choices=("structure", "window"), default=None)
+    p.add_argument("--max-tokens", type=int, default=None, help="chunk size in words")
+    p.add_argument("--overlap", type=int, default=None, help="overlap in words (window chunking)")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("switch", help="make an index version live (atomic)")
+    p.add_argument("version", metavar="VERSION")
+    _index_arg(p)
+
+    p = sub.add_parser("gc", help="delete index versions that are not live")
+    _index_arg(p)
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("delete", help="erase documents (chunks, vectors, postings, terms) from the index")
     _index_arg(p)
     p.add_argument("--doc", action="append", default=[], metavar="DOC_ID", help="document id (repeatable)")
@@ -117,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", type=Path, metavar="FILE.html", help="write a self-contained HTML report")
     p.add_argument("--per-query", action="store_true", help="include per-query metrics in --json output")
     p.add_argument("--cache-dir", type=Path, help="where dataset indexes are cached (default ~/.cache/beleg)")
+    p.add_argument("--index", type=Path, default=None,
+                   help="evaluate on this existing index (holding the gold set's corpus) instead of a cached one")
+    p.add_argument("--versions", metavar="V1,V2", help="with --index: compare these index versions side by side")
     p.add_argument("--answers", action="store_true",
                    help="evaluate answers (gold strings, refusals, citations, conflicts) instead of retrieval")
     p.add_argument("--llm", metavar="PROVIDER:MODEL", help="--answers: answer with this LLM (default: extractive)")
@@ -203,6 +223,48 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from beleg.ingest.chunking import ChunkingConfig
+
+    with _open(args) as kb:
+        live = kb.config
+        c = live.chunking
+        chunking = ChunkingConfig(args.chunking or c.method, args.max_tokens or c.max_tokens,
+                                  args.overlap if args.overlap is not None else c.overlap)
+        config = replace(live, chunking=chunking, embedder=args.embedder or live.embedder)
+        result = kb.reindex(config, progress=False if args.no_progress else None)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        print(f"built version {result['version']} beside live {result['live']}: {result['documents']} documents, "
+              f"{result['chunks']} chunks, {result['embedded']} embedded\n"
+              f"compare: beleg eval --gold FILE --index {args.index or default_index_dir()} "
+              f"--versions {result['live']},{result['version']}\n"
+              f"go live: beleg switch {result['version']} --index {args.index or default_index_dir()}")
+    return EXIT_ERROR if result["failed"] else 0
+
+
+def cmd_switch(args: argparse.Namespace) -> int:
+    from beleg.index.versions import switch
+
+    info = switch(args.index or default_index_dir(), args.version)
+    print(f"version {info.version} is live")
+    return 0
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from beleg.index.versions import gc
+
+    removed = gc(args.index or default_index_dir())
+    if args.json:
+        print(json.dumps({"removed": [v.to_json() for v in removed]}, indent=2))
+    else:
+        print(f"removed {len(removed)} version(s)" + "".join(f"\n  {v.version}  {v.path}" for v in removed))
+    return 0
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
     with _open(args) as kb:
         result = kb.delete(args.doc, where=args.where)
@@ -242,7 +304,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         beir=args.beir, split=args.split, squad=args.squad, queries_from=args.queries_from, gold=args.gold,
         modes=args.modes, k=args.k, limit=args.limit, reranker=args.reranker, cache_dir=args.cache_dir,
         progress=False if args.no_progress else None, llm=_load_llm_flag(args.llm, args.llm_base_url),
-        judge=_load_llm_flag(args.judge, args.judge_base_url),
+        judge=_load_llm_flag(args.judge, args.judge_base_url), index=args.index,
+        versions=[v.strip() for v in args.versions.split(",") if v.strip()] if args.versions else None,
     )
     if args.answers:
         return _eval_answers(args, evaluate_answers(request))
@@ -369,7 +432,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "delete": cmd_delete, "search": cmd_search, "ask": cmd_ask, "chat": cmd_chat,
+COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "delete": cmd_delete, "reindex": cmd_reindex,
+            "switch": cmd_switch, "gc": cmd_gc, "search": cmd_search, "ask": cmd_ask, "chat": cmd_chat,
             "eval": cmd_eval, "status": cmd_status}
 
 

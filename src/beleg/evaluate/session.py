@@ -34,6 +34,10 @@ class EvalRequest:
     #: Answer evaluation (``eval --answers``): the answering LLM (None: extractive) and an optional judge.
     llm: Any = None
     judge: Any = None
+    #: Evaluate on this existing index (its documents must be the gold set's corpus) instead
+    #: of a cached dataset index; ``versions`` compares index versions side by side.
+    index: Path | None = None
+    versions: list[str] | None = None
 
 
 def load_dataset(req: EvalRequest) -> Dataset:
@@ -69,16 +73,40 @@ def evaluate(req: EvalRequest) -> EvalReport:
     if not configs:
         raise ConfigError("no configuration to evaluate")
     dataset = load_dataset(req)
-    kb = prepare_index(dataset, req.cache_dir, progress=req.progress)
-    try:
-        report = run_eval(kb, dataset, configs, k=req.k, limit=req.limit, progress=req.progress)
-    finally:
-        kb.close()
+    if req.index is not None:
+        report = _eval_versions(req, dataset, configs)
+    else:
+        kb = prepare_index(dataset, req.cache_dir, progress=req.progress)
+        try:
+            report = run_eval(kb, dataset, configs, k=req.k, limit=req.limit, progress=req.progress)
+        finally:
+            kb.close()
     if req.limit and req.limit < len(dataset.queries):
         notes.append(f"limited to the first {req.limit} of {len(dataset.queries)} queries (--limit): not comparable "
                      "with full runs")
     report.notes.extend(notes)
     return report
+
+
+def _eval_versions(req: EvalRequest, dataset: Dataset, configs: list[EvalConfig]) -> EvalReport:
+    """Run the configurations on each requested version of an existing index; results are
+    named ``config@version`` so blue and green sit side by side in one report."""
+    from dataclasses import replace
+
+    from beleg.kb import KnowledgeBase
+
+    assert req.index is not None
+    merged: EvalReport | None = None
+    for version in req.versions or ["live"]:
+        with KnowledgeBase(req.index, create=False, version=version) as kb:
+            named = [replace(c, name=f"{c.name}@{kb.config.index_version}") for c in configs]
+            report = run_eval(kb, dataset, named, k=req.k, limit=req.limit, progress=req.progress)
+        if merged is None:
+            merged = report
+        else:
+            merged.results.update(report.results)
+    assert merged is not None
+    return merged
 
 
 def evaluate_answers(req: EvalRequest) -> Any:

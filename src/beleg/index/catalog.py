@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from beleg.types import Chunk, Document
+from beleg.types import Chunk, Document, Heading
 
 SCHEMA_VERSION = 1
 
@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS documents (
     content_hash TEXT NOT NULL,
     metadata TEXT NOT NULL,
     text TEXT NOT NULL,
+    headings TEXT NOT NULL DEFAULT '[]',
     ingested_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
 );
 CREATE INDEX IF NOT EXISTS documents_source ON documents(source);
@@ -68,9 +69,10 @@ class Catalog:
         # document must not be recoverable from the file (see `erase`).
         self.db.execute("PRAGMA secure_delete=ON")
         self.db.executescript(_SCHEMA)
-        columns = {r[1] for r in self.db.execute("PRAGMA table_info(chunks)")}
-        if "flags" not in columns:  # catalogs written before chunk flags existed
-            self.db.execute("ALTER TABLE chunks ADD COLUMN flags TEXT NOT NULL DEFAULT '[]'")
+        # Catalogs written before these columns existed get them (empty) on open.
+        for table, column in (("chunks", "flags"), ("documents", "headings")):
+            if column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
+                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT NOT NULL DEFAULT '[]'")
 
     def close(self) -> None:
         self.db.close()
@@ -116,6 +118,14 @@ class Catalog:
         ).fetchone()
         return Document(row[0], row[1], row[2], json.loads(row[3]), row[4]) if row else None
 
+    def documents_with_headings(self) -> Iterator[tuple[Document, tuple[Heading, ...]]]:
+        """Every stored document with the headings its reader found (for ``reindex``)."""
+        rows = self.db.execute(
+            "SELECT doc_id, source, text, metadata, content_hash, headings FROM documents ORDER BY doc_id").fetchall()
+        for r in rows:
+            yield (Document(r[0], r[1], r[2], json.loads(r[3]), r[4]),
+                   tuple(Heading(int(h[0]), str(h[1]), int(h[2])) for h in json.loads(r[5])))
+
     def documents_meta(self) -> list[tuple[str, str, dict[str, Any]]]:
         """``(doc_id, source, metadata)`` of every document, in a stable order."""
         rows = self.db.execute("SELECT doc_id, source, metadata FROM documents ORDER BY doc_id").fetchall()
@@ -125,13 +135,19 @@ class Catalog:
         return dict(self.db.execute("SELECT doc_id, source FROM documents").fetchall())
 
     def upsert_document(self, doc: Document, chunks: Sequence[Chunk], embed_hashes: Sequence[str],
-                        postings: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
-        """Replace a document and all its chunks (call inside :meth:`transaction`)."""
+                        postings: Sequence[tuple[np.ndarray, np.ndarray]],
+                        headings: Sequence[Heading] = ()) -> None:
+        """Replace a document and all its chunks (call inside :meth:`transaction`).
+
+        The reader's headings are kept so a later ``reindex`` can re-chunk by structure
+        from the catalog alone, without the source files."""
         old_hashes = self._embed_hashes(doc.doc_id)
         self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc.doc_id,))
         self.db.execute(
-            "INSERT OR REPLACE INTO documents(doc_id, source, content_hash, metadata, text) VALUES(?,?,?,?,?)",
-            (doc.doc_id, doc.source, doc.content_hash, json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True), doc.text),
+            "INSERT OR REPLACE INTO documents(doc_id, source, content_hash, metadata, text, headings) "
+            "VALUES(?,?,?,?,?,?)",
+            (doc.doc_id, doc.source, doc.content_hash, json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True),
+             doc.text, json.dumps([[h.level, h.title, h.start] for h in headings], ensure_ascii=False)),
         )
         self.db.executemany(
             'INSERT INTO chunks(chunk_id, doc_id, ordinal, start, "end", heading_path, text, embed_hash, term_ids, '
@@ -188,6 +204,23 @@ class Catalog:
         orphans = sorted(candidates - used)
         self.db.executemany("DELETE FROM terms WHERE term_id = ?", [(t,) for t in orphans])
         return len(orphans)
+
+    def copy_vectors_from(self, other: "Catalog") -> None:
+        """Copy every vector (and the model fingerprint) of another catalog built with the same
+        embedder, so re-chunking only embeds texts that are new."""
+        self.db.execute("ATTACH DATABASE ? AS other", (str(other.path),))
+        try:
+            with self.transaction():
+                self.db.execute("INSERT OR IGNORE INTO embeddings SELECT embed_hash, vector FROM other.embeddings")
+                self.db.execute("INSERT OR IGNORE INTO meta SELECT key, value FROM other.meta "
+                                "WHERE key = 'embedder_fingerprint'")
+        finally:
+            self.db.execute("DETACH DATABASE other")
+
+    def drop_unused_vectors(self) -> int:
+        """Delete vectors no chunk refers to (call inside :meth:`transaction`)."""
+        return self.db.execute(
+            "DELETE FROM embeddings WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)").rowcount
 
     def checkpoint(self) -> bool:
         """Fold the write-ahead log into the database and truncate it, so old page images

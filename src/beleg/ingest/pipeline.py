@@ -28,7 +28,7 @@ from beleg.ingest.injection import chunk_flags
 from beleg.ingest.metadata import MetadataRule, resolve
 from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
 from beleg.ingest.readers.base import normalize_newlines
-from beleg.types import Chunk, Document, ParsedDocument
+from beleg.types import Chunk, Document, Heading, ParsedDocument
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -119,6 +119,7 @@ class _Pending:
     doc: Document
     chunks: list[Chunk]
     result: FileResult
+    headings: tuple[Heading, ...] = ()
 
 
 class Ingestor:
@@ -180,6 +181,16 @@ class Ingestor:
 
         return self._drive(list(items), [i.source for i in items], handle, "doc")
 
+    def run_documents(self, items: Sequence[tuple[Document, tuple[Heading, ...]]]) -> IngestReport:
+        """Re-chunk stored documents (``reindex``): same ids, sources, metadata and content hashes."""
+
+        def handle(item: tuple[Document, tuple[Heading, ...]], result: FileResult) -> None:
+            doc, headings = item
+            parsed = ParsedDocument(doc.text, headings, dict(doc.metadata), doc.metadata.get("title"))
+            self._add(parsed, doc.source, doc.text.encode(), doc.doc_id, result, content_hash=doc.content_hash)
+
+        return self._drive(list(items), [d.source for d, _ in items], handle, "doc")
+
     def _drive(self, items: Sequence[T], sources: Sequence[str], handle: Callable[[T, FileResult], None],
                unit: str) -> IngestReport:
         """Handle each item into its own result; flush batches of chunks as they fill up."""
@@ -218,13 +229,14 @@ class Ingestor:
             raise BelegError("no text content after parsing")
         self._add(parsed, source, data, hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16], result)
 
-    def _add(self, parsed: ParsedDocument, source: str, data: bytes, fallback_id: str, result: FileResult) -> None:
+    def _add(self, parsed: ParsedDocument, source: str, data: bytes, fallback_id: str, result: FileResult,
+             content_hash: str | None = None) -> None:
         """Decide added/updated/unchanged for one parsed document and queue its chunks."""
         meta = resolve(source, parsed.metadata, parsed.text, parsed.title, self.rules)
         doc_id = str(meta.pop("id", None) or fallback_id)
         # The hash covers the content only, so a metadata-only change (an ACL edit) is
         # recognised below and never re-embeds.
-        content_hash = hashlib.sha256(data).hexdigest()
+        content_hash = content_hash or hashlib.sha256(data).hexdigest()
         result.doc_id = doc_id
         stored = self.catalog.document_state(doc_id)
         if stored and stored[0] == content_hash:
@@ -244,7 +256,7 @@ class Ingestor:
         result.flagged = sum(bool(c.flags) for c in chunks)
         result.status = "updated" if stored else "added"
         result.chunks = len(chunks)
-        self._pending.append(_Pending(doc, chunks, result))
+        self._pending.append(_Pending(doc, chunks, result, parsed.headings))
 
     def _flush(self) -> None:
         if not self._pending:
@@ -272,7 +284,7 @@ class Ingestor:
                 for terms in analysed[i : i + len(p.chunks)]:
                     ids, tfs = np.unique(np.array([vocab[t] for t in terms], dtype=np.int64), return_counts=True)
                     postings.append((ids, tfs))
-                self.catalog.upsert_document(p.doc, p.chunks, hashes[i : i + len(p.chunks)], postings)
+                self.catalog.upsert_document(p.doc, p.chunks, hashes[i : i + len(p.chunks)], postings, p.headings)
                 i += len(p.chunks)
         self.report.embedded += len(fresh)
         log.debug("committed %d documents, embedded %d chunks", len(pending), len(fresh))

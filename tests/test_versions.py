@@ -1,0 +1,98 @@
+"""Blue/green index versions: reindex beside the live version, switch atomically, gc the old one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import beleg
+from beleg.cli.main import main
+from beleg.errors import ConfigError, IndexVersionError
+from beleg.index.config import IndexConfig
+from beleg.ingest.chunking import ChunkingConfig
+
+DOC = "# Retries\n\n" + " ".join(f"Sentence {i} about webhook retries and queues." for i in range(60)) + "\n"
+
+
+@pytest.fixture()
+def index(tmp_path: Path, embedder) -> Path:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "retries.md").write_text(DOC, encoding="utf-8")
+    (tmp_path / "docs" / "other.md").write_text("# Other\n\nDead-letter queues keep failed messages.\n",
+                                                encoding="utf-8")
+    with beleg.open(tmp_path / "kb", embedder=embedder) as kb:
+        kb.ingest([str(tmp_path / "docs")], progress=False)
+    return tmp_path / "kb"
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_reindex_builds_beside_switch_and_gc(index: Path, embedder, capsys) -> None:
+    with beleg.open(index, embedder=embedder) as kb:
+        old_version, old_chunks = kb.config.index_version, kb.status()["chunks"]
+        result = kb.reindex(IndexConfig(ChunkingConfig("window", 60, 10)), progress=False)
+    assert result["live"] == old_version and result["documents"] == 2 and result["chunks"] > old_chunks
+    new = result["version"]
+    # Nothing changed for readers yet.
+    with beleg.open(index, embedder=embedder) as kb:
+        assert kb.config.index_version == old_version
+        assert {v["version"] for v in kb.status()["versions"]} == {old_version, new}
+    code, out, err = _run(capsys, "switch", new, "--index", str(index))
+    assert code == 0 and new in out, err
+    with beleg.open(index, embedder=embedder) as kb:
+        assert kb.config.index_version == new and kb.status()["chunks"] == result["chunks"]
+        assert kb.search("webhook retries", k=3)[0].source.endswith("retries.md")
+    # The old version stays until gc, and can still be opened by version.
+    with beleg.open(index, embedder=embedder, version=old_version) as kb:
+        assert kb.status()["chunks"] == old_chunks
+    code, out, _ = _run(capsys, "gc", "--index", str(index), "--json")
+    assert code == 0 and [v["version"] for v in json.loads(out)["removed"]] == [old_version]
+    assert not (index / "catalog.sqlite").exists()
+    with beleg.open(index, embedder=embedder) as kb:
+        assert kb.config.index_version == new and len(kb.status()["versions"]) == 1
+        # Incremental ingest keeps working on the new live version, embedding nothing new.
+        assert kb.ingest([str(index.parent / "docs")], progress=False).embedded == 0
+
+
+def test_reindex_with_same_embedder_reuses_vectors(index: Path, embedder) -> None:
+    with beleg.open(index, embedder=embedder) as kb:
+        result = kb.reindex(IndexConfig(ChunkingConfig("structure", 400, 40)), progress=False)
+    # The short document's only chunk is unchanged text: its vector is copied, not recomputed.
+    assert result["embedded"] < result["chunks"]
+
+
+def test_switch_to_unknown_version_and_reindex_to_live_config_fail(index: Path, embedder, capsys) -> None:
+    code, _, err = _run(capsys, "switch", "deadbeef0000", "--index", str(index))
+    assert code == 1 and "no version" in err
+    with beleg.open(index, embedder=embedder) as kb, pytest.raises(ConfigError):
+        kb.reindex(kb.config)
+
+
+def test_opening_with_another_config_points_to_reindex(index: Path, embedder) -> None:
+    with pytest.raises(IndexVersionError, match="beleg reindex"):
+        beleg.open(index, IndexConfig(ChunkingConfig("window", 50, 5)), embedder=embedder)
+
+
+def test_cli_reindex_then_eval_compares_versions(index: Path, tmp_path: Path, capsys) -> None:
+    code, out, err = _run(capsys, "reindex", "--index", str(index), "--chunking", "window", "--max-tokens", "50",
+                          "--overlap", "10", "--json", "--no-progress")
+    assert code == 0, err
+    new = json.loads(out)["version"]
+    live = json.loads(out)["live"]
+    gold = tmp_path / "gold.yaml"
+    gold.write_text("version: 1\ncorpus: docs\nquestions:\n"
+                    "  - {id: g1, question: 'Where do failed messages go?', relevant: [{doc: other.md, grade: 2}]}\n"
+                    "  - {id: g2, question: 'Sentence 42 webhook retries', relevant: [{doc: retries.md, grade: 2}]}\n",
+                    encoding="utf-8")
+    code, out, err = _run(capsys, "eval", "--gold", str(gold), "--index", str(index), "--versions", f"{live},{new}",
+                          "--modes", "hybrid", "--json", "--no-progress")
+    assert code == 0, err
+    results = json.loads(out)["results"]
+    assert set(results) == {f"hybrid@{live}", f"hybrid@{new}"}
+    assert all(r["hit@1"] == 1.0 for r in results.values())
