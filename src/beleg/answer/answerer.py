@@ -22,6 +22,7 @@ from beleg.answer.prompt import Order, build_prompt, regenerate_message
 from beleg.answer.scoring import SentenceScorer, candidate_sentences
 from beleg.answer.types import REFUSAL, Answer, Source
 from beleg.backends.llms.base import LLM, Completion, Message
+from beleg.index.analyzer import detect_language
 from beleg.index.filters import FilterLike, combine
 from beleg.types import ANONYMOUS, Hit, Principal
 
@@ -98,7 +99,10 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     scorer = SentenceScorer(kb.snapshot(), embedder.embed_queries, embedder.embed_documents, kb.sentence_vectors)
     positions = {h.chunk_id: i for i, h in enumerate(hits)}
     scored = scorer.score(query, candidate_sentences([s for s in sources if not s.flags]), positions)
-    coverage = scorer.coverage(query, [s for s in sources if s.eligible])
+    eligible = [s for s in sources if s.eligible]
+    coverage: float | None = scorer.coverage(query, eligible)
+    if not _same_language(query, eligible):
+        coverage = None  # terms cannot match across languages; the sentence score decides alone
     t_assess = time.perf_counter()
 
     trace: dict[str, Any] = {
@@ -107,7 +111,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         "retrieval": {"mode": opts.mode, "k": opts.k, "filter": None if expr is None else repr(expr),
                       "hits": len(hits)},
         "flagged": [{"label": s.label, "source": s.hit.source, "flags": list(s.flags)} for s in sources if s.flags],
-        "evidence_coverage": round(coverage, 4),
+        "evidence_coverage": None if coverage is None else round(coverage, 4),
         "best_eligible_score": next((round(s.score, 4) for s in scored if s.source.eligible), None),
         "sentences": [{"label": s.source.label, "score": round(s.score, 4), "lexical": round(s.lexical, 4),
                        "dense": round(s.dense, 4), "type": s.type_match, "text": s.text[:160]} for s in scored[:5]],
@@ -123,6 +127,15 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     return result
 
 
+def _same_language(question: str, sources: Sequence[Source]) -> bool:
+    """Whether the question is in the language of most eligible sources (unknown counts as same)."""
+    lang = detect_language(question, default="?")
+    langs = [str(s.hit.metadata.get("language") or "?") for s in sources]
+    if lang == "?" or not langs:
+        return True
+    return max(set(langs), key=langs.count) in (lang, "?")
+
+
 def _document_text(kb: KnowledgeBase) -> Callable[[str], str | None]:
     cache: dict[str, str | None] = {}
 
@@ -136,8 +149,9 @@ def _document_text(kb: KnowledgeBase) -> Callable[[str], str | None]:
 
 
 def _extractive(kb: KnowledgeBase, question: str, sources: list[Source], scored: list[Any], target: Target,
-                coverage: float, opts: AnswerOptions, trace: dict[str, Any]) -> Answer:
-    ex = extract_answer(question, scored, target, coverage, opts.refuse_below, opts.min_coverage)
+                coverage: float | None, opts: AnswerOptions, trace: dict[str, Any]) -> Answer:
+    ex = extract_answer(question, scored, target, 1.0 if coverage is None else coverage, opts.refuse_below,
+                        opts.min_coverage)
     trace["decision"] = ex.reason
     trace["llm"] = {"backend": None, "calls": 0, "tokens": 0}
     check = verify_quotes(ex.citations, sources, _document_text(kb))

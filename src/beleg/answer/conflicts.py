@@ -32,11 +32,23 @@ def fact_name(sentence: Sentence, question: str) -> str:
     return question
 
 
+_BOLD = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
+
+
 def _value(s: Sentence, kind: str, first: bool) -> Value | None:
-    vals = [v for v in s.values if v.kind == kind]
-    if not vals or (len(vals) > 1 and not first):
-        return None
-    return vals[0]
+    """The sentence's value of ``kind``. With several, the one the author emphasised wins
+    ("the default is **10**; the maximum is 50"); without emphasis the sentence is
+    ambiguous (unless ``first``: the governing sentence's first value is taken)."""
+    # Number words ("for one message") are counts in prose far more often than stated facts.
+    vals = [v for v in s.values if v.kind == kind and any(ch.isdigit() for ch in v.raw)]
+    if len(vals) > 1:
+        bold = [m.span() for m in _BOLD.finditer(s.text)]
+        emphasised = [v for v in vals if any(a <= v.start and v.end <= b for a, b in bold)]
+        if len(emphasised) == 1:
+            return emphasised[0]
+        if not first:
+            return None
+    return vals[0] if vals else None
 
 
 def _entry(s: Sentence, v: Value, governs: bool) -> ConflictValue:
@@ -50,7 +62,7 @@ def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Senten
     """Conflicts with the governing sentence, and the sentences that state the other values."""
     kind = expected_kind(question)
     if kind is None:
-        kind = governing.values[0].kind if governing.values else None
+        kind = next((v.kind for v in governing.values if any(ch.isdigit() for ch in v.raw)), None)
     if kind is None:
         return (), []
     gv = _value(governing, kind, first=True)
