@@ -41,21 +41,31 @@ class Snapshot:
 
     @classmethod
     def load(cls, catalog: Catalog, dim: int, k1: float = 1.5, b: float = 0.75) -> "Snapshot":
-        generation = catalog.generation
-        docs = catalog.documents_meta()
-        doc_pos = {doc_id: i for i, (doc_id, _, _) in enumerate(docs)}
-        rows, chunk_doc, term_ids, term_tfs, vectors = [], [], [], [], []
-        for row, doc_id, ids, tfs, vector in catalog.chunk_rows():
-            rows.append(row)
-            chunk_doc.append(doc_pos[doc_id])
-            term_ids.append(np.frombuffer(ids, dtype=np.int32))
-            term_tfs.append(np.frombuffer(tfs, dtype=np.int32))
-            vectors.append(np.frombuffer(vector, dtype=np.float32) if vector is not None else np.zeros(0, np.float32))
+        # One read transaction for every read: in autocommit mode each SELECT may see a
+        # later commit (WAL), pairing chunks with documents or terms of another generation.
+        own = not catalog.db.in_transaction
+        if own:
+            catalog.db.execute("BEGIN")
+        try:
+            generation = catalog.generation
+            docs = catalog.documents_meta()
+            doc_pos = {doc_id: i for i, (doc_id, _, _) in enumerate(docs)}
+            rows, chunk_doc, term_ids, term_tfs, vectors = [], [], [], [], []
+            for row, doc_id, ids, tfs, vector in catalog.chunk_rows():
+                rows.append(row)
+                chunk_doc.append(doc_pos[doc_id])
+                term_ids.append(np.frombuffer(ids, dtype=np.int32))
+                term_tfs.append(np.frombuffer(tfs, dtype=np.int32))
+                vectors.append(np.frombuffer(vector, dtype=np.float32) if vector is not None
+                               else np.zeros(0, np.float32))
+            vocab = catalog.all_terms()
+        finally:
+            if own and catalog.db.in_transaction:
+                catalog.db.execute("ROLLBACK")  # read-only: nothing to commit
         if vectors:
             dim = len(vectors[0])
             # Rows without a stored vector (none should exist) must not break the stack.
             vectors = [v if len(v) == dim else np.zeros(dim, dtype=np.float32) for v in vectors]
-        vocab = catalog.all_terms()
         n_terms = (max(vocab.values()) + 1) if vocab else 0
         matrix = np.vstack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
         return cls(

@@ -286,5 +286,8 @@ class Ingestor:
                     postings.append((ids, tfs))
                 self.catalog.upsert_document(p.doc, p.chunks, hashes[i : i + len(p.chunks)], postings, p.headings)
                 i += len(p.chunks)
+            # An upsert above may have dropped a vector as unused that a later document of this
+            # batch reuses (a paragraph moving between documents): put such vectors back.
+            self.catalog.put_vectors(cached)
         self.report.embedded += len(fresh)
         log.debug("committed %d documents, embedded %d chunks", len(pending), len(fresh))
