@@ -110,8 +110,12 @@ class SentenceScorer:
     """Scores sentences against a question using the index's IDF and the index's embedder."""
 
     def __init__(self, snapshot: Snapshot, embed_queries: Callable[[list[str]], np.ndarray] | None,
-                 embed_passages: Callable[[list[str]], np.ndarray] | None, cache: VectorCache | None = None) -> None:
+                 embed_passages: Callable[[list[str]], np.ndarray] | None, cache: VectorCache | None = None,
+                 mask: np.ndarray | None = None) -> None:
         self.snapshot = snapshot
+        #: Chunks the asker may read: a term seen only elsewhere counts as unknown, so
+        #: scores (which the trace shows) reveal nothing about documents they cannot read.
+        self.mask = mask
         self.embed_queries = embed_queries
         self.embed_passages = embed_passages
         self.cache = cache
@@ -120,7 +124,7 @@ class SentenceScorer:
 
     def idf(self, term: str) -> float:
         tid = self.snapshot.vocab.get(term)
-        if tid is None or tid >= len(self.snapshot.bm25.idf):
+        if tid is None or tid >= len(self.snapshot.bm25.idf) or not self.snapshot.bm25.occurs_in(tid, self.mask):
             return self.max_idf
         return float(self.snapshot.bm25.idf[tid])
 

@@ -54,6 +54,13 @@ class BM25Index:
         self._weights = weights[order].astype(np.float32)
         self._indptr = np.concatenate([[0], np.cumsum(df.astype(np.int64))])
 
+    def occurs_in(self, term_id: int, mask: np.ndarray | None) -> bool:
+        """Whether the term occurs in any row the mask allows (any row at all without a mask)."""
+        if term_id < 0 or term_id + 1 >= len(self._indptr):
+            return False
+        rows = self._rows[self._indptr[term_id]: self._indptr[term_id + 1]]
+        return bool(len(rows)) if mask is None else bool(mask[rows].any())
+
     def scores(self, query_term_ids: Sequence[int]) -> np.ndarray:
         """BM25 score of every row for a query given as term ids (duplicates count once)."""
         out = np.zeros(self.n_rows, dtype=np.float64)

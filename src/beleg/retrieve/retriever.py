@@ -86,7 +86,14 @@ def search(snapshot: Snapshot, catalog: Catalog, query: str, options: SearchOpti
     if options.mode == "hybrid":
         bm25_idx, bm25_scores = legs["bm25"]
         dense_idx, dense_scores = legs["dense"]
-        weights = (options.weights[0] * bm25_weight(terms, snapshot.vocab, options.coverage_power), options.weights[1])
+        # Coverage counts only terms of chunks this principal may read under this filter:
+        # counting the whole vocabulary would tell anyone whether a word occurs in
+        # documents they cannot see (found by the leak suite, beleg.evaluate.leaks).
+        def known(term: str) -> bool:
+            tid = snapshot.vocab.get(term)
+            return tid is not None and snapshot.bm25.occurs_in(tid, mask)
+
+        weights = (options.weights[0] * bm25_weight(terms, known, options.coverage_power), options.weights[1])
         for i in per_leg:
             per_leg[i]["bm25_weight"] = weights[0]
         if options.fusion == "rrf":
@@ -110,10 +117,11 @@ def search(snapshot: Snapshot, catalog: Catalog, query: str, options: SearchOpti
     return _hydrate(snapshot, catalog, fused, per_leg)
 
 
-def bm25_weight(terms: list[str], vocab: dict[str, int], power: float | None) -> float:
+def bm25_weight(terms: list[str], known: Callable[[str], bool], power: float | None) -> float:
     """How much to trust the BM25 leg for this query: ``coverage ** power``.
 
-    ``coverage`` is the share of the query's terms that occur anywhere in the index. A
+    ``coverage`` is the share of the query's terms that ``known`` accepts: terms that
+    occur in a chunk the asker may read under the active filter. A
     German question over English documents shares few words with them, so its BM25 hits
     are mostly accidental (names, numbers) and should count less against the
     multilingual dense leg; a same-language question keeps (nearly) full weight.
@@ -123,7 +131,7 @@ def bm25_weight(terms: list[str], vocab: dict[str, int], power: float | None) ->
     """
     if power is None or not terms:
         return 1.0
-    coverage = sum(t in vocab for t in terms) / len(terms)
+    coverage = sum(known(t) for t in terms) / len(terms)
     return float(coverage**power)
 
 
