@@ -117,6 +117,16 @@ def load_squad(corpus_files: list[str | Path], queries_file: str | Path | None =
                 docs.append(TextSource(source=doc_id, text=para["context"], title=title or None, doc_id=doc_id))
                 by_position.setdefault((a, p), []).append(doc_id)
     qfile = Path(queries_file) if queries_file else files[0]
+    # Parallel files share question ids: an answer taken from a paragraph is correct in the
+    # paragraph's language too (German question, English paragraph: "1821" or "Juli 1821").
+    corpus_answers: dict[str, list[str]] = {}
+    for f in files:
+        if f == qfile:
+            continue
+        for article in _squad_articles(f):
+            for para in article["paragraphs"]:
+                for qa in para["qas"]:
+                    corpus_answers.setdefault(str(qa["id"]), []).extend(x["text"] for x in qa.get("answers", []))
     queries, qrels = [], {}
     for a, article in enumerate(_squad_articles(qfile)):
         for p, para in enumerate(article["paragraphs"]):
@@ -125,6 +135,7 @@ def load_squad(corpus_files: list[str | Path], queries_file: str | Path | None =
                 if not relevant:
                     raise ConfigError(f"{qfile} has a question for article {a}, paragraph {p}, which no corpus file has")
                 answers = [x["text"] for x in qa.get("answers", [])]
+                answers += [x for x in corpus_answers.get(str(qa["id"]), []) if x not in answers]
                 queries.append(Query(str(qa["id"]), qa["question"], {"answers": answers}))
                 qrels[str(qa["id"])] = {d: 1 for d in relevant}
     name = "squad:" + "+".join(f.stem for f in files) + (f"<-{qfile.stem}" if qfile not in files[:1] else "")

@@ -27,9 +27,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, ClassVar, Literal, Self
 
-from beleg.backends.llms.base import Completion, Message, Role
+from beleg.backends.llms.base import Completion, Message, Role, ToolCall, ToolCompletion
 from beleg.errors import LLMError
-from beleg.testing.scripted import Responder, ScriptedLLM, count_words, split_words
+from beleg.testing.scripted import (
+    Reply,
+    Responder,
+    ScriptedLLM,
+    count_words,
+    split_words,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +110,7 @@ class _FakeChatServer:
     chat_path: ClassVar[str]
     base_path: ClassVar[str]
 
-    def __init__(self, replies: Sequence[str | Responder] | None = None, responder: Responder | None = None, *,
+    def __init__(self, replies: Sequence[Reply | Responder] | None = None, responder: Responder | None = None, *,
                  failures: Iterable[Failure] = (), api_key: str | None = None) -> None:
         #: Produces the answers; inspect ``llm.calls`` for the messages it was given.
         self.llm = ScriptedLLM(replies, responder, name="fake")
@@ -178,12 +184,15 @@ class _FakeChatServer:
             return
         try:
             messages = self._messages(body)
-            completion = self.llm.complete(messages, max_tokens=int(body.get("max_tokens") or 1024))
+            completion = self._complete(messages, body)
         except LLMError as exc:
             self._send_error(handler, 500, str(exc))
             return
         model = str(body.get("model") or "fake")
-        if stream:
+        if isinstance(completion, ToolCompletion):
+            self._send(handler, 200, json.dumps(self._tool_completion_body(completion, model)).encode(),
+                       "application/json")
+        elif stream:
             events = self._stream_events(completion, model, messages, body)
             self._send(handler, 200, b"".join(events), "text/event-stream")
         else:
@@ -232,7 +241,13 @@ class _FakeChatServer:
     def _messages(self, body: dict[str, Any]) -> list[Message]:
         return [Message(_role(m.get("role")), _text(m.get("content"))) for m in body["messages"]]
 
+    def _complete(self, messages: list[Message], body: dict[str, Any]) -> Completion | ToolCompletion:
+        return self.llm.complete(messages, max_tokens=int(body.get("max_tokens") or 1024))
+
     def _completion_body(self, completion: Completion, model: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _tool_completion_body(self, completion: ToolCompletion, model: str) -> dict[str, Any]:
         raise NotImplementedError
 
     def _stream_events(self, completion: Completion, model: str, messages: list[Message],
@@ -246,6 +261,15 @@ class _FakeChatServer:
 class FakeOpenAIServer(_FakeChatServer):
     """Speaks ``POST /v1/chat/completions``; ``base_url`` ends in ``/v1`` like OpenAI's.
 
+    Tool calling: a request with ``tools`` is answered by
+    :meth:`ScriptedLLM.complete_with_tools`, so a scripted :class:`ToolCallReply` comes
+    back as ``choices[0].message.tool_calls`` (arguments as a JSON string,
+    ``finish_reason: "tool_calls"``). Requests are checked the way OpenAI checks them
+    (400 otherwise): tool specs are ``{"type": "function", "function": {"name"}}``, an
+    assistant's ``tool_calls`` carry string arguments, every ``tool`` message answers a
+    call of the assistant message before it, and every such call is answered. Streaming
+    with tools is not supported (400).
+
     Args:
         replies, responder: As for :class:`ScriptedLLM`.
         failures: Failures for the first requests (more with :meth:`fail`).
@@ -257,6 +281,59 @@ class FakeOpenAIServer(_FakeChatServer):
 
     def _authorized(self, headers: dict[str, str]) -> bool:
         return headers.get("authorization") == f"Bearer {self.api_key}"
+
+    def _invalid(self, body: Any) -> str | None:
+        problem = super()._invalid(body)
+        if problem is not None:
+            return problem
+        tools = body.get("tools")
+        if tools is not None:
+            if not isinstance(tools, list) or not tools:
+                return "tools: must be a non-empty list"
+            for i, tool in enumerate(tools):
+                function = tool.get("function") if isinstance(tool, dict) else None
+                if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(function, dict) \
+                        or not isinstance(function.get("name"), str):
+                    return f"tools[{i}]: expected {{'type': 'function', 'function': {{'name': ...}}}}"
+            if body.get("stream") is True:
+                return "the fake server does not stream tool calls; send tools without stream"
+        return _tool_messages_problem(body["messages"])
+
+    def _messages(self, body: dict[str, Any]) -> list[Message]:
+        out = []
+        for m in body["messages"]:
+            if not isinstance(m, dict):
+                continue
+            if m.get("role") == "tool":
+                out.append(Message("tool", _text(m.get("content")), tool_call_id=str(m.get("tool_call_id"))))
+                continue
+            calls = tuple(ToolCall(str(c["id"]), str(c["function"]["name"]), _decode_arguments(c))
+                          for c in m.get("tool_calls") or [])
+            out.append(Message(_role(m.get("role")), _text(m.get("content")), tool_calls=calls))
+        return out
+
+    def _complete(self, messages: list[Message], body: dict[str, Any]) -> Completion | ToolCompletion:
+        if body.get("tools"):
+            max_tokens = body.get("max_tokens")
+            return self.llm.complete_with_tools(messages, body["tools"],
+                                                max_tokens=int(max_tokens) if max_tokens else None)
+        return super()._complete(messages, body)
+
+    def _tool_completion_body(self, completion: ToolCompletion, model: str) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": completion.text or None}
+        if completion.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": c.invalid_arguments if c.invalid_arguments is not None
+                              else json.dumps(c.arguments)}}
+                for c in completion.tool_calls]
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": completion.finish_reason}],
+            "usage": {"prompt_tokens": completion.usage.prompt_tokens,
+                      "completion_tokens": completion.usage.completion_tokens,
+                      "total_tokens": completion.usage.total_tokens},
+        }
 
     def _completion_body(self, completion: Completion, model: str) -> dict[str, Any]:
         return {
@@ -357,6 +434,49 @@ class FakeAnthropicServer(_FakeChatServer):
 def _sse(data: dict[str, Any], event: str | None = None) -> bytes:
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {json.dumps(data)}\n\n".encode()
+
+
+def _tool_messages_problem(messages: list[Any]) -> str | None:
+    """What OpenAI would reject about the tool-call messages of a conversation, or None."""
+    open_calls: set[str] = set()
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            return f"messages[{i}]: must be an object"
+        role = m.get("role")
+        if role == "tool":
+            call_id = m.get("tool_call_id")
+            if not isinstance(call_id, str) or call_id not in open_calls:
+                return (f"messages[{i}]: a message with role 'tool' must be a response to a preceding message "
+                        f"with 'tool_calls' (tool_call_id {call_id!r} not found)")
+            if not isinstance(m.get("content"), str):
+                return f"messages[{i}].content: a tool result must be a string"
+            open_calls.discard(call_id)
+            continue
+        if open_calls:
+            return (f"messages[{i}]: an assistant message with 'tool_calls' must be followed by tool messages "
+                    f"responding to each 'tool_call_id'; missing: {', '.join(sorted(open_calls))}")
+        calls = m.get("tool_calls")
+        if calls is None:
+            continue
+        if role != "assistant" or not isinstance(calls, list):
+            return f"messages[{i}].tool_calls: only assistant messages carry a list of tool calls"
+        for j, call in enumerate(calls):
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(call, dict) or not isinstance(call.get("id"), str) or call.get("type") != "function" \
+                    or not isinstance(function, dict) or not isinstance(function.get("name"), str) \
+                    or not isinstance(function.get("arguments"), str):
+                return (f"messages[{i}].tool_calls[{j}]: expected {{'id': str, 'type': 'function', "
+                        "'function': {'name': str, 'arguments': JSON string}}")
+            open_calls.add(call["id"])
+    return None
+
+
+def _decode_arguments(call: dict[str, Any]) -> dict[str, Any]:
+    try:
+        decoded = json.loads(call["function"]["arguments"])
+    except ValueError:
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
 
 
 def _role(value: Any) -> Role:

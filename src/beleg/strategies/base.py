@@ -1,0 +1,201 @@
+"""The strategy interface: retrieval plans that may search several times and call an LLM.
+
+A strategy turns a question into hits through a :class:`StrategyContext`, which is the only
+way it can reach the index or the LLM. The context
+
+* applies the principal and the caller's filters to **every** search (a strategy can
+  narrow them with ``extra`` filters, never widen them);
+* enforces the :class:`Budget` (LLM calls, retrieval rounds, wall time) by raising
+  :class:`BudgetExhausted`, which :func:`run_strategy` turns into a partial result with a
+  note, never an error;
+* records a :class:`Trace`: every query issued, hits per step, LLM calls and tokens, latency.
+
+Strategies without an honest offline method raise :class:`beleg.errors.NeedsLLMError`
+when no LLM is configured; none silently falls back to plain search.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+from beleg.backends.llms.base import LLM, Message
+from beleg.errors import BelegError, NeedsLLMError
+from beleg.index.filters import Expr, FilterLike, combine
+from beleg.retrieve.fusion import rrf
+from beleg.types import ANONYMOUS, Hit, Principal
+
+if TYPE_CHECKING:
+    from beleg.kb import KnowledgeBase
+
+
+class BudgetExhausted(BelegError):
+    """A strategy hit its budget; the run ends with what it has (see :func:`run_strategy`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Limits per strategy run. Adaptive effort: strategies stop early when they can."""
+
+    max_llm_calls: int = 6
+    max_rounds: int = 4
+    max_seconds: float = 60.0
+
+
+@dataclass(slots=True)
+class Step:
+    name: str
+    query: str | None
+    hits: list[str]  # chunk ids, in rank order
+    ms: float
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "query": self.query, "hits": self.hits, "ms": round(self.ms, 1)}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(slots=True)
+class Trace:
+    strategy: str
+    queries: list[str] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    rounds: int = 0
+    notes: list[str] = field(default_factory=list)
+    latency_ms: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "queries": self.queries,
+            "steps": [s.to_json() for s in self.steps],
+            "llm": {"calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
+                    "completion_tokens": self.completion_tokens,
+                    "tokens": self.prompt_tokens + self.completion_tokens},
+            "rounds": self.rounds,
+            "notes": self.notes,
+            "latency_ms": round(self.latency_ms, 1),
+        }
+
+
+@dataclass(slots=True)
+class StrategyResult:
+    """Hits in final order, the trace, and for decomposition the hits of each sub-question
+    kept apart (``groups``: sub-question → hits)."""
+
+    hits: list[Hit]
+    trace: Trace
+    groups: dict[str, list[Hit]] | None = None
+
+
+class StrategyContext:
+    """What a strategy may use: permission-bound search, a budgeted LLM, the conversation."""
+
+    def __init__(self, kb: KnowledgeBase, *, principal: Principal | None = None, filters: FilterLike = None,
+                 where: str | None = None, k: int = 10, mode: str = "hybrid", llm: LLM | None = None,
+                 budget: Budget | None = None, context: Sequence[str] = (), strategy: str = "hybrid") -> None:
+        self.kb = kb
+        self.principal = principal or ANONYMOUS
+        self.filter: Expr | None = combine(filters, where)
+        self.k = k
+        self.mode = mode
+        self.llm = llm
+        self.budget = budget or Budget()
+        self.context = list(context)
+        self.trace = Trace(strategy)
+        self._t0 = time.perf_counter()
+        #: Every hit list fetched so far, for a partial result when the budget runs out.
+        self.fetched: list[list[Hit]] = []
+
+    # ------------------------------------------------------------------ budget
+    def elapsed(self) -> float:
+        return time.perf_counter() - self._t0
+
+    def _check_time(self) -> None:
+        if self.elapsed() > self.budget.max_seconds:
+            raise BudgetExhausted(f"time budget of {self.budget.max_seconds:g} s spent")
+
+    @property
+    def rounds_left(self) -> int:
+        return self.budget.max_rounds - self.trace.rounds
+
+    @property
+    def llm_calls_left(self) -> int:
+        return self.budget.max_llm_calls - self.trace.llm_calls
+
+    # ------------------------------------------------------------------ tools
+    def search(self, query: str, *, step: str = "search", k: int | None = None, extra: FilterLike = None,
+               mode: str | None = None) -> list[Hit]:
+        """One retrieval round as the principal, within the caller's filters (``extra`` only narrows)."""
+        self._check_time()
+        if self.trace.rounds >= self.budget.max_rounds:
+            raise BudgetExhausted(f"retrieval budget of {self.budget.max_rounds} rounds spent")
+        t0 = time.perf_counter()
+        hits = self.kb.search(query, mode=mode or self.mode, k=k or self.k,
+                              filters=_and(self.filter, combine(extra, None)), principal=self.principal)
+        self.trace.rounds += 1
+        self.trace.queries.append(query)
+        self.trace.steps.append(Step(step, query, [h.chunk_id for h in hits], 1000 * (time.perf_counter() - t0)))
+        self.fetched.append(hits)
+        return hits
+
+    def complete(self, messages: Sequence[Message], *, step: str, max_tokens: int = 400) -> str:
+        """One LLM call, counted against the budget and recorded in the trace."""
+        if self.llm is None:
+            raise NeedsLLMError(f"strategy {self.trace.strategy!r} needs an LLM for {step}; configure one with --llm")
+        self._check_time()
+        if self.trace.llm_calls >= self.budget.max_llm_calls:
+            raise BudgetExhausted(f"LLM budget of {self.budget.max_llm_calls} calls spent")
+        t0 = time.perf_counter()
+        completion = self.llm.complete(messages, max_tokens=max_tokens)
+        self.trace.llm_calls += 1
+        self.trace.prompt_tokens += completion.usage.prompt_tokens
+        self.trace.completion_tokens += completion.usage.completion_tokens
+        self.trace.steps.append(Step(step, None, [], 1000 * (time.perf_counter() - t0),
+                                     f"LLM call ({completion.usage.total_tokens} tokens)"))
+        return completion.text
+
+    def note(self, text: str) -> None:
+        self.trace.notes.append(text)
+
+
+def _and(a: Expr | None, b: Expr | None) -> Expr | None:
+    from beleg.index.filters import And
+
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return And((a, b))
+
+
+def fuse(lists: Sequence[Sequence[Hit]], k: int) -> list[Hit]:
+    """Reciprocal rank fusion of several hit lists (k=60). Each hit's ``score`` becomes its
+    fused score and ``scores`` merges every list's scores (plus ``rrf``), so the scores of
+    one result list are comparable."""
+    by_id: dict[str, Hit] = {}
+    scores: dict[str, dict[str, float]] = {}
+    rankings = []
+    for hits in lists:
+        rankings.append([h.chunk_id for h in hits])
+        for h in hits:
+            by_id.setdefault(h.chunk_id, h)
+            bucket = scores.setdefault(h.chunk_id, {})
+            for key, value in h.scores.items():
+                bucket.setdefault(key, value)
+    return [replace(by_id[cid], score=score, scores={**scores[cid], "rrf": score}) for cid, score in rrf(rankings)[:k]]
+
+
+class Strategy(Protocol):
+    """A retrieval plan. ``offline`` says whether it has a method without an LLM."""
+
+    name: str
+    offline: bool
+
+    def run(self, question: str, ctx: StrategyContext) -> StrategyResult: ...
