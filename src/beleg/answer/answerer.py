@@ -36,6 +36,9 @@ class AnswerOptions:
 
     k: int = 8
     mode: str = "hybrid"
+    #: Retrieval strategy (see :mod:`beleg.strategies`); "hybrid" is one search (plus a
+    #: version-pinned one when the question names a version).
+    strategy: str = "hybrid"
     policy: GovernancePolicy = field(default_factory=GovernancePolicy)
     refuse_below: float = REFUSE_BELOW
     min_coverage: float = MIN_COVERAGE
@@ -87,16 +90,31 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
 
     query = retrieval_query(question, context)
     queries = [query]
-    hits = kb.search(query, mode=opts.mode, k=opts.k, filters=expr, principal=principal)
-    if target.version is not None and target.origin != "filter":
-        pinned = combine(expr, {"version": target.version})
-        hits = _merge(kb.search(query, mode=opts.mode, k=opts.k, filters=pinned, principal=principal), hits)
-        queries.append(f"{query} [version = {target.version}]")
+    strategy_trace: dict[str, Any] | None = None
+    groups: dict[str, list[Hit]] | None = None
+    if opts.strategy != "hybrid":
+        from beleg.strategies import run_strategy
+
+        planned = run_strategy(kb, opts.strategy, question, principal=principal, filters=expr, k=opts.k,
+                               mode=opts.mode, llm=llm, context=context)
+        hits, strategy_trace, queries = planned.hits[:opts.k], planned.trace.to_json(), list(planned.trace.queries)
+        if planned.groups and len(planned.groups) > 1:
+            # Each sub-question keeps its own evidence; every group's best hits are sources.
+            groups = {q: g[:opts.k] for q, g in planned.groups.items()}
+            hits = _merge(*groups.values())[: 2 * opts.k]
+    else:
+        hits = kb.search(query, mode=opts.mode, k=opts.k, filters=expr, principal=principal)
+        if target.version is not None and target.origin != "filter":
+            pinned = combine(expr, {"version": target.version})
+            hits = _merge(kb.search(query, mode=opts.mode, k=opts.k, filters=pinned, principal=principal), hits)
+            queries.append(f"{query} [version = {target.version}]")
     t_retrieve = time.perf_counter()
 
     sources = assess(hits, target, opts.policy)
     embedder = kb.embedder
-    scorer = SentenceScorer(kb.snapshot(), embedder.embed_queries, embedder.embed_documents, kb.sentence_vectors)
+    snapshot = kb.snapshot()
+    scorer = SentenceScorer(snapshot, embedder.embed_queries, embedder.embed_documents, kb.sentence_vectors,
+                            snapshot.chunk_mask(None, principal))
     positions = {h.chunk_id: i for i, h in enumerate(hits)}
     scored = scorer.score(query, candidate_sentences([s for s in sources if not s.flags]), positions)
     eligible = [s for s in sources if s.eligible]
@@ -116,11 +134,18 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         "sentences": [{"label": s.source.label, "score": round(s.score, 4), "lexical": round(s.lexical, 4),
                        "dense": round(s.dense, 4), "type": s.type_match, "text": s.text[:160]} for s in scored[:5]],
     }
-    if llm is None:
+    if llm is None and groups:
+        result = _extractive_parts(kb, question, sources, groups, scorer, target, opts, trace)
+    elif llm is None:
         result = _extractive(kb, question, sources, scored, target, coverage, opts, trace)
     else:
         result = _generate(kb, question, sources, scored, target, context, llm, opts, trace, on_token)
     t_end = time.perf_counter()
+    if strategy_trace is not None:
+        trace["strategy"] = strategy_trace
+        llm_trace = trace.setdefault("llm", {})
+        llm_trace["calls"] = llm_trace.get("calls", 0) + strategy_trace["llm"]["calls"]
+        llm_trace["tokens"] = llm_trace.get("tokens", 0) + strategy_trace["llm"]["tokens"]
     trace["latency_ms"] = {"retrieve": round(1000 * (t_retrieve - t0), 1),
                            "assess": round(1000 * (t_assess - t_retrieve), 1),
                            "answer": round(1000 * (t_end - t_assess), 1), "total": round(1000 * (t_end - t0), 1)}
@@ -157,6 +182,30 @@ def _extractive(kb: KnowledgeBase, question: str, sources: list[Source], scored:
     check = verify_quotes(ex.citations, sources, _document_text(kb))
     return Answer(question, ex.answer, ex.refused, check.citations, ex.conflicts, tuple(sources), check.ok,
                   check.problems, "extractive", trace)
+
+
+def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], groups: dict[str, list[Hit]],
+                      scorer: SentenceScorer, target: Target, opts: AnswerOptions, trace: dict[str, Any]) -> Answer:
+    """A decomposed question: one extractive answer per sub-question, from that sub-question's evidence."""
+    parts, citations, conflicts, decisions = [], [], [], {}
+    for sub, group in groups.items():
+        ids = {h.chunk_id for h in group}
+        mine = [s for s in sources if s.hit.chunk_id in ids]
+        scored = scorer.score(sub, candidate_sentences([s for s in mine if not s.flags]))
+        eligible = [s for s in mine if s.eligible]
+        coverage = scorer.coverage(sub, eligible) if _same_language(sub, eligible) else 1.0
+        ex = extract_answer(sub, scored, target, coverage, opts.refuse_below, opts.min_coverage)
+        decisions[sub] = ex.reason
+        parts.append(f"{sub}\n{ex.answer}")
+        citations.extend(ex.citations)
+        conflicts.extend(ex.conflicts)
+    refused = all(reason != "answered" for reason in decisions.values())
+    trace["decision"] = decisions
+    trace["llm"] = {"backend": None, "calls": 0, "tokens": 0}
+    check = verify_quotes(citations, sources, _document_text(kb))
+    answer = REFUSAL if refused else "\n\n".join(parts)
+    return Answer(question, answer, refused, () if refused else check.citations, tuple(conflicts), tuple(sources),
+                  check.ok, check.problems, "extractive", trace)
 
 
 def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: list[Any], target: Target,
