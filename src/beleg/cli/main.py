@@ -37,18 +37,38 @@ def _principal(args: argparse.Namespace) -> Any:
     return Principal(args.user, args.tenant, tuple(args.group))
 
 
-def _answer_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--strategy", choices=("hybrid", "dense", "bm25"), default="hybrid",
-                   help="retrieval strategy (default hybrid)")
-    p.add_argument("-k", type=int, default=8, help="sources to retrieve (default 8)")
-    p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE", help="metadata equality (repeatable)")
-    p.add_argument("--where", metavar="EXPR", help="filter expression, e.g. \"version = 2.4\"")
-    g = p.add_argument_group("LLM (without one, answers are extractive: quoted sentences, offline)")
+def _strategy_arg(p: argparse.ArgumentParser) -> None:
+    from beleg.strategies import STRATEGIES
+
+    p.add_argument("--strategy", default="hybrid", metavar="NAME",
+                   help="retrieval strategy: " + ", ".join(STRATEGIES) + " (default hybrid; see docs/strategies.md)")
+
+
+def _llm_args(p: argparse.ArgumentParser, title: str) -> None:
+    g = p.add_argument_group(title)
     g.add_argument("--llm", metavar="PROVIDER:MODEL",
                    help="e.g. ollama:llama3.1, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5 (env BELEG_LLM)")
     g.add_argument("--llm-base-url", metavar="URL", help="OpenAI-compatible endpoint (env BELEG_LLM_BASE_URL)")
     g.add_argument("--llm-timeout", type=float, metavar="SECONDS", help="per-request timeout")
     g.add_argument("--config", type=Path, metavar="FILE", help="TOML config with an [llm] table (env BELEG_CONFIG)")
+
+
+def _resolve_llm(args: argparse.Namespace) -> Any:
+    from beleg.backends.llms import load_llm, resolve_llm_config
+
+    cli = {"spec": args.llm, "base_url": args.llm_base_url, "timeout_s": args.llm_timeout}
+    config = resolve_llm_config({k: v for k, v in cli.items() if v is not None}, config_file=args.config)
+    return load_llm(config) if config is not None else None
+
+
+def _answer_args(p: argparse.ArgumentParser) -> None:
+    _strategy_arg(p)
+    p.add_argument("--mode", choices=("dense", "bm25", "hybrid"), default="hybrid", help="retriever (default hybrid)")
+    p.add_argument("-k", type=int, default=8, help="sources to retrieve (default 8)")
+    p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE", help="metadata equality (repeatable)")
+    p.add_argument("--where", metavar="EXPR", help="filter expression, e.g. \"version = 2.4\"")
+    _llm_args(p, "LLM (without one, answers are extractive: quoted sentences, offline)")
+    g = p.add_argument_group("prompt")
     g.add_argument("--order", choices=("rank", "edges"), default="rank",
                    help="source order in the prompt; 'edges' puts the best at both ends (lost in the middle)")
     g.add_argument("--budget", type=int, default=3000, metavar="TOKENS", help="prompt token budget (estimated)")
@@ -114,8 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rrf-k", type=int, default=60)
     p.add_argument("--weights", default="1,1", metavar="BM25,DENSE", help="fusion weights (default 1,1)")
     p.add_argument("--mmr", type=float, default=None, metavar="LAMBDA", help="diversify with MMR (0..1)")
+    _strategy_arg(p)
+    _llm_args(p, "LLM for strategies that use one (rewrite, multi-query, hyde, decompose, agent, ...)")
     _principal_args(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print hits and the trace (queries issued, steps) as JSON")
 
     p = sub.add_parser("eval", help="evaluate retrieval configurations on a gold set, side by side")
     src = p.add_mutually_exclusive_group(required=True)
@@ -127,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries-from", type=Path, metavar="FILE",
                    help="SQuAD file whose questions to ask (default: the first --squad file); e.g. German questions over English paragraphs")
     p.add_argument("--modes", default="dense,bm25,hybrid", help="configurations to compare (comma-separated)")
+    p.add_argument("--strategies", metavar="NAMES",
+                   help="compare retrieval strategies instead of --modes, e.g. hybrid,multi-query,decompose,multi-hop "
+                        "(with LLM-call and latency columns; --llm gives them an LLM)")
     p.add_argument("-k", type=int, default=10, help="metric cut-off (default 10)")
     p.add_argument("--limit", type=int, help="evaluate only the first N queries")
     p.add_argument("--reranker", metavar="SPEC", help="cross-encoder (local directory) for the 'rerank' configuration")
@@ -162,6 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="describe an index")
     _index_arg(p)
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("leaks", help="probe every retriever and answer path for permission leaks (exit 1 on a leak)")
+    _index_arg(p)
+    p.add_argument("--max-identifiers", type=int, default=5, metavar="N",
+                   help="identifiers asked about per restricted document (default 5)")
+    p.add_argument("--kinds", metavar="K,K", help="probe kinds (default all: search,filter,read-by-id,ask,chat,oracle)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
     return parser
 
 
@@ -212,12 +245,28 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise ConfigError(f"--weights expects two numbers like 1,0.5, got {args.weights!r}") from None
     if len(weights) != 2:
         raise ConfigError(f"--weights expects two numbers (bm25,dense), got {args.weights!r}")
+    from beleg.strategies import load_strategy, run_strategy
+
+    load_strategy(args.strategy)  # an unknown name fails before any work
     with _open(args) as kb:
-        hits = kb.search(args.query, mode=args.mode, k=args.k, filters=from_assignments(args.filter), where=args.where,
-                         fusion=args.fusion, rrf_k=args.rrf_k, weights=weights, mmr_lambda=args.mmr,
-                         principal=_principal(args))
+        if args.strategy == "hybrid":
+            import time
+
+            t0 = time.perf_counter()
+            hits = kb.search(args.query, mode=args.mode, k=args.k, filters=from_assignments(args.filter),
+                             where=args.where, fusion=args.fusion, rrf_k=args.rrf_k, weights=weights,
+                             mmr_lambda=args.mmr, principal=_principal(args))
+            trace = {"strategy": "hybrid", "mode": args.mode, "queries": [args.query], "steps": [],
+                     "llm": {"calls": 0, "tokens": 0}, "latency_ms": round(1000 * (time.perf_counter() - t0), 1)}
+        else:
+            result = run_strategy(kb, args.strategy, args.query, principal=_principal(args),
+                                  filters=from_assignments(args.filter), where=args.where, k=args.k, mode=args.mode,
+                                  llm=_resolve_llm(args))
+            hits, trace = result.hits, result.trace.to_json()
+            if result.groups:
+                trace["groups"] = {q: [h.chunk_id for h in g] for q, g in result.groups.items()}
     if args.json:
-        print(json.dumps({"hits": [h.to_json() for h in hits]}, indent=2, ensure_ascii=False))
+        print(json.dumps({"hits": [h.to_json() for h in hits], "trace": trace}, indent=2, ensure_ascii=False))
     else:
         print(render_hits(hits, args.query, Style(sys.stdout.isatty())))
     return 0
@@ -279,6 +328,30 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return EXIT_ERROR if result["not_found"] else 0
 
 
+def cmd_leaks(args: argparse.Namespace) -> int:
+    """Run the permission-leak suite on an index; exit 1 when anything leaked or a probe failed."""
+    from beleg.evaluate.leaks import KINDS, run_leak_suite
+
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else KINDS
+    bar = None
+    if not args.no_progress and sys.stderr.isatty():
+        from tqdm import tqdm  # type: ignore[import-untyped]
+
+        bar = tqdm(desc="probes", unit="probe", file=sys.stderr, leave=False)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+    with _open(args) as kb:
+        report = run_leak_suite(kb, max_identifiers=args.max_identifiers, kinds=kinds, progress=progress)
+    if bar is not None:
+        bar.close()
+    print(json.dumps(report.to_json(), indent=2, ensure_ascii=False) if args.json else report.render_text())
+    return 0 if report.ok else EXIT_ERROR
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from beleg.cli.render import render_status
 
@@ -306,10 +379,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         progress=False if args.no_progress else None, llm=_load_llm_flag(args.llm, args.llm_base_url),
         judge=_load_llm_flag(args.judge, args.judge_base_url), index=args.index,
         versions=[v.strip() for v in args.versions.split(",") if v.strip()] if args.versions else None,
+        strategies=args.strategies,
     )
     if args.answers:
         return _eval_answers(args, evaluate_answers(request))
-    if args.llm or args.judge:
+    if args.judge or (args.llm and not args.strategies):
         from beleg.errors import ConfigError
 
         raise ConfigError("--llm and --judge apply to answer evaluation; add --answers")
@@ -352,17 +426,16 @@ def _eval_answers(args: argparse.Namespace, report: Any) -> int:
 
 def _answer_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from beleg.answer.answerer import AnswerOptions
-    from beleg.backends.llms import load_llm, resolve_llm_config
-    from beleg.index.filters import from_assignments
-
-    cli = {"spec": args.llm, "base_url": args.llm_base_url, "timeout_s": args.llm_timeout}
-    config = resolve_llm_config({k: v for k, v in cli.items() if v is not None}, config_file=args.config)
-    llm = load_llm(config) if config is not None else None
     from beleg.answer.evidence import GovernancePolicy
     from beleg.backends.llms.config import read_config_table
+    from beleg.index.filters import from_assignments
+    from beleg.strategies import load_strategy
 
+    load_strategy(args.strategy)  # an unknown name fails before any work
+    llm = _resolve_llm(args)
     policy = GovernancePolicy.from_json(read_config_table("governance", args.config))
-    options = AnswerOptions(k=args.k, mode=args.strategy, policy=policy, budget_tokens=args.budget, order=args.order)
+    options = AnswerOptions(k=args.k, mode=args.mode, strategy=args.strategy, policy=policy,
+                            budget_tokens=args.budget, order=args.order)
     return llm, options, from_assignments(args.filter)
 
 
@@ -434,7 +507,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "delete": cmd_delete, "reindex": cmd_reindex,
             "switch": cmd_switch, "gc": cmd_gc, "search": cmd_search, "ask": cmd_ask, "chat": cmd_chat,
-            "eval": cmd_eval, "status": cmd_status}
+            "eval": cmd_eval, "status": cmd_status, "leaks": cmd_leaks}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,9 +15,12 @@ from beleg.evaluate.metrics import has_relevant
 from beleg.evaluate.runner import EvalReport
 
 #: Columns where a smaller value is better; every other column is better when larger.
-LOWER_IS_BETTER = frozenset({"latency_ms_p50", "latency_ms_p95"})
+LOWER_IS_BETTER = frozenset({"latency_ms_p50", "latency_ms_p95", "llm_calls_mean", "rounds_mean"})
 #: Display names of the latency columns (the metric columns are shown under their own keys).
-COLUMN_LABELS = {"latency_ms_p50": "p50 ms", "latency_ms_p95": "p95 ms"}
+COLUMN_LABELS = {"latency_ms_p50": "p50 ms", "latency_ms_p95": "p95 ms", "llm_calls_mean": "LLM calls",
+                 "rounds_mean": "rounds"}
+#: Cost columns shown when a result carries them (strategy evaluation: per-question means).
+COST_COLUMNS = ("llm_calls_mean", "rounds_mean")
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 _TIE = 1e-9
@@ -43,6 +46,8 @@ def headline_columns(report: EvalReport) -> list[Column]:
     keys = ["hit@1", f"hit@{min(5, k)}", f"precision@{min(5, k)}", f"recall@{k}", f"mrr@{k}", f"ndcg@{k}"]
     cols = [Column(key, key, False) for key in dict.fromkeys(keys)]
     cols += [Column(key, COLUMN_LABELS[key], True) for key in ("latency_ms_p50", "latency_ms_p95")]
+    cols += [Column(key, COLUMN_LABELS[key], True) for key in COST_COLUMNS
+             if any(hasattr(r, key) for r in report.results.values())]
     return cols
 
 
@@ -57,6 +62,9 @@ def column_values(report: EvalReport) -> dict[str, dict[str, float | None]]:
         row: dict[str, float | None] = {c.key: result.means.get(c.key) for c in headline_columns(report)}
         row["latency_ms_p50"] = result.latency_ms_p50
         row["latency_ms_p95"] = result.latency_ms_p95
+        for key in COST_COLUMNS:
+            if key in row:
+                row[key] = getattr(result, key, None)
         out[name] = row
     return out
 
@@ -108,6 +116,8 @@ def format_value(key: str, value: float | None) -> str:
     """Metrics with 3 decimals; latency in milliseconds with 1 (sub-millisecond digits are noise)."""
     if value is None:
         return "n/a"
+    if key in COST_COLUMNS:
+        return f"{value:.2f}"
     return f"{value:.1f}" if key in LOWER_IS_BETTER else f"{value:.3f}"
 
 

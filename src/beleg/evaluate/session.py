@@ -38,6 +38,9 @@ class EvalRequest:
     #: of a cached dataset index; ``versions`` compares index versions side by side.
     index: Path | None = None
     versions: list[str] | None = None
+    #: Compare retrieval strategies (``eval --strategies hybrid,multi-hop``) instead of ``modes``;
+    #: ``llm`` is then the strategies' LLM (None: offline methods; LLM-only strategies are skipped).
+    strategies: str | None = None
 
 
 def load_dataset(req: EvalRequest) -> Dataset:
@@ -54,6 +57,8 @@ def evaluate(req: EvalRequest) -> EvalReport:
     """Run the requested evaluation; the report's notes say what could not be evaluated and why."""
     if req.k < 1:
         raise ConfigError(f"-k must be at least 1, got {req.k}")
+    if req.strategies:
+        return _eval_strategies(req)
     names = [n.strip() for n in req.modes.split(",") if n.strip()]
     notes: list[str] = []
     plain = [n for n in names if n != "rerank"]
@@ -85,6 +90,27 @@ def evaluate(req: EvalRequest) -> EvalReport:
         notes.append(f"limited to the first {req.limit} of {len(dataset.queries)} queries (--limit): not comparable "
                      "with full runs")
     report.notes.extend(notes)
+    return report
+
+
+def _eval_strategies(req: EvalRequest) -> EvalReport:
+    """``eval --strategies``: each strategy run per question as its gold principal (see
+    :mod:`beleg.evaluate.strategies`), on the cached dataset index or ``req.index``."""
+    from beleg.evaluate.strategies import parse_strategies, run_strategy_eval
+    from beleg.kb import KnowledgeBase
+
+    assert req.strategies is not None
+    names = parse_strategies(req.strategies)  # unknown names fail before any indexing
+    dataset = load_dataset(req)
+    kb = (KnowledgeBase(req.index, create=False) if req.index is not None
+          else prepare_index(dataset, req.cache_dir, progress=req.progress))
+    try:
+        report = run_strategy_eval(kb, dataset, names, k=req.k, limit=req.limit, llm=req.llm, progress=req.progress)
+    finally:
+        kb.close()
+    if req.limit and req.limit < len(dataset.queries):
+        report.notes.append(f"limited to the first {req.limit} of {len(dataset.queries)} queries (--limit): not "
+                            "comparable with full runs")
     return report
 
 

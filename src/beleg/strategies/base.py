@@ -161,6 +161,10 @@ class StrategyContext:
                                      f"LLM call ({completion.usage.total_tokens} tokens)"))
         return completion.text
 
+    def visible_mask(self) -> Any:
+        """Chunks this principal may read under the caller's filter (for statistics over evidence)."""
+        return self.kb.snapshot().chunk_mask(self.filter, self.principal)
+
     def note(self, text: str) -> None:
         self.trace.notes.append(text)
 

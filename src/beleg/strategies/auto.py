@@ -1,0 +1,170 @@
+"""Adaptive routing: pick the cheapest plan a question needs, by rules.
+
+Routes, tried in this order; the trace notes the route and why:
+
+1. **no retrieval**: greetings, thanks and questions about the assistant itself ("hi",
+   "danke", "what can you do"): no search, no hits.
+2. **decomposed**: a multi-part question (several question marks, two coordinated
+   questions, or two identifiers joined by "and"/"und"). The shared detector of the
+   ``decompose`` strategy is used when that module provides one, else the rule here;
+   the question is then run by the ``decompose`` strategy (loaded at run time). When it
+   is not installed or cannot run, the iterative plan takes over, which measures each
+   sub-part's coverage.
+3. **multi-hop**: a clause names a fact that must be found first ("the version that
+   reached end of life on 30 June 2024"): the ``multi-hop`` strategy runs.
+4. **iterative**: a first single search whose top hits leave the question's content
+   terms covered below a threshold (IDF-weighted, see :mod:`beleg.strategies.iterative`)
+   goes on searching for the gap, starting from that first search.
+5. **single**: otherwise the first search is the result.
+
+The router itself never calls an LLM, even when one is configured: rules cost nothing and
+keep simple questions at one search. A configured LLM is still used by the plan chosen
+(decompose, iterative), within the same budget.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from beleg.answer.conversation import retrieval_query
+from beleg.errors import ConfigError, NeedsLLMError
+from beleg.index.analyzer import detect_language
+from beleg.strategies.base import StrategyContext, StrategyResult
+from beleg.strategies.iterative import (
+    EVIDENCE_DEPTH,
+    IterativeStrategy,
+    TermCoverage,
+    evidence_terms,
+    visible_products,
+)
+
+#: Below this coverage of the first search's top hits the iterative plan runs.
+ROUTE_THRESHOLD = 0.6
+
+_SMALL_TALK = re.compile(
+    r"^\W*(?:(?:hi|hello|hey|hallo|moin|servus|grüß gott|gruess gott|guten (?:morgen|tag|abend)|good (?:morning|"
+    r"afternoon|evening)|danke(?: schön| sehr)?|vielen dank|dankeschön|thanks?(?: you)?(?: (?:so|very) much)?|"
+    r"thx|cheers|ok(?:ay)?|bye|goodbye|tschüss|tschüs|ciao|bis bald)(?:[\s,!.]+(?:there|again|everyone|"
+    r"beleg|bot))?|"
+    r"(?:what|which things?) (?:can|could) you (?:do|help(?: me)? with)|who are you|what are you|"
+    r"how can you help(?: me)?|help|hilfe|was kannst du(?: alles)?(?: tun| machen)?|wer bist du|"
+    r"wie kannst du (?:mir )?helfen)\W*$",
+    re.IGNORECASE,
+)
+_IDENT = r"(?:[A-Z]{1,4}-\d{3,5}|`[^`]+`|/[\w{}./-]+|\d{1,2}\.\d{1,2})"
+_IDENT_PAIR = re.compile(rf"{_IDENT}\s*(?:,\s*{_IDENT}\s*)*(?:,?\s+(?:and|und|or|oder)\s+){_IDENT}")
+_WH = (r"what|which|how|where|when|why|who|is|are|does|do|did|can|could|should|was|were|"
+       r"wie|was|welche\w*|wo|wann|warum|wer|ist|sind|gibt|kann|muss|werden|wird")
+_TWO_QUESTIONS = re.compile(rf"(?:,\s*|\s+)(?:and|und|or|oder)\s+(?:{_WH})\b", re.IGNORECASE)
+#: Names a decompose module may give its shared detector (a bool, or the sub-questions).
+_DETECTORS = ("is_multi_part", "looks_multi_part", "is_multipart", "detect_multi_part", "multi_part",
+              "split_question", "split_questions", "sub_questions")
+
+
+def is_small_talk(question: str) -> bool:
+    """Greetings, thanks, goodbyes and questions about the assistant itself."""
+    return bool(_SMALL_TALK.match(question.strip()))
+
+
+def looks_multi_part(question: str) -> bool:
+    """The rule used when ``decompose`` offers no detector: two question marks, two coordinated
+    questions ("..., and what ..."), or coordinated identifiers ("E-5040 and E-5042")."""
+    if question.count("?") >= 2:
+        return True
+    return bool(_TWO_QUESTIONS.search(question) or _IDENT_PAIR.search(question))
+
+
+def shared_detector() -> tuple[Callable[..., Any], str] | None:
+    """The ``decompose`` module's multi-part detector, if it is installed and has one."""
+    try:
+        module = importlib.import_module("beleg.strategies.decompose")
+    except ImportError:
+        return None
+    for name in _DETECTORS:
+        fn = getattr(module, name, None)
+        if callable(fn):
+            return fn, f"beleg.strategies.decompose.{name}"
+    return None
+
+
+def multi_part(question: str, products: Sequence[str] = ()) -> tuple[bool, str]:
+    """Whether the question has several parts, and which detector said so."""
+    found = shared_detector()
+    if found is not None:
+        fn, where = found
+        try:
+            takes_products = len(inspect.signature(fn).parameters) >= 2
+            verdict = fn(question, list(products)) if takes_products else fn(question)
+        except Exception:  # noqa: BLE001 - a foreign detector must not break routing
+            verdict = None
+        if isinstance(verdict, bool):
+            return verdict, where
+        if isinstance(verdict, (list, tuple)):
+            return len(verdict) >= 2, where
+    return looks_multi_part(question), "rule"
+
+
+class AutoStrategy:
+    """Route a question to no retrieval, a decomposed, an iterative or a single search (rules, no LLM)."""
+
+    name = "auto"
+    offline = True
+
+    def __init__(self, threshold: float = ROUTE_THRESHOLD) -> None:
+        self.threshold = threshold
+
+    def run(self, question: str, ctx: StrategyContext) -> StrategyResult:
+        if is_small_talk(question):
+            ctx.note("route: no retrieval (greeting, thanks or a question about the assistant)")
+            return StrategyResult([], ctx.trace)
+        several, detector = multi_part(question, sorted(visible_products(ctx)))
+        if several:
+            ctx.note(f"route: decomposed (multi-part question; detector: {detector})")
+            return self._decompose(question, ctx)
+        from beleg.strategies.multi_hop import MultiHopStrategy, find_unresolved
+
+        clause = find_unresolved(question)
+        if clause is not None:
+            ctx.note(f"route: multi-hop (a clause names a fact to find first: {clause.head} {clause.clause!r})")
+            return MultiHopStrategy().run(question, ctx)
+        query = retrieval_query(question, ctx.context)
+        first = ctx.search(query, step="search")
+        evidence = first[:EVIDENCE_DEPTH]
+        q_lang = detect_language(query, default="?")
+        if q_lang != "?" and evidence and not any(h.metadata.get("language") in (q_lang, None) for h in evidence):
+            ctx.note(f"route: single (the top hits are not in the question's language ({q_lang}); "
+                     "term coverage cannot be compared)")
+            return StrategyResult(first, ctx.trace)
+        cov = TermCoverage(ctx.kb.snapshot(), ctx.visible_mask())
+        share = cov.share(cov.weights(query), evidence_terms(evidence))
+        if share < self.threshold:
+            ctx.note(f"route: iterative (the first search covers {share:.2f} of the question's terms, "
+                     f"below {self.threshold:g})")
+            return IterativeStrategy().run_from(question, ctx, query, first)
+        ctx.note(f"route: single (the first search covers {share:.2f} of the question's terms)")
+        return StrategyResult(first, ctx.trace)
+
+    @staticmethod
+    def _decompose(question: str, ctx: StrategyContext) -> StrategyResult:
+        """Run the ``decompose`` strategy in this context; iterative search (with a note) when it cannot run."""
+        from beleg.strategies import load_strategy
+
+        try:
+            strategy = load_strategy("decompose")
+        except (ImportError, ConfigError) as exc:
+            ctx.note(f"decompose is not available ({exc.__class__.__name__}): iterative search per sub-part instead")
+            query = retrieval_query(question, ctx.context)
+            return IterativeStrategy().run_from(question, ctx, query, ctx.search(query, step="search"))
+        try:
+            return strategy.run(question, ctx)
+        except NeedsLLMError:
+            ctx.note("decompose needs an LLM here: iterative search per sub-part instead")
+            query = retrieval_query(question, ctx.context)
+            return IterativeStrategy().run_from(question, ctx, query, ctx.search(query, step="search"))
+
+
+__all__ = ["ROUTE_THRESHOLD", "AutoStrategy", "is_small_talk", "looks_multi_part", "multi_part"]
