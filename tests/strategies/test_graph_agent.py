@@ -255,7 +255,7 @@ def test_the_agent_calls_its_tools_in_order_and_keeps_what_they_returned(demo_kb
     llm = ScriptedLLM([
         ToolCallReply.of(("keyword_search", {"query": "E-4290"})),
         ToolCallReply.of(("semantic_search", {"query": "wie lange warten nach Ratenbegrenzung", "k": 3})),
-        "E-4290 is the rate-limit error; wait for Retry-After [0aca1ef686a9c49cabe0b143].",
+        "E-4290 is the rate-limit error; wait for Retry-After.",
     ])
     result = run_strategy(demo_kb, "agent", "What does E-4290 mean?", llm=llm, budget=WIDE, k=10)
     names = [s.name for s in result.trace.steps]
@@ -278,7 +278,9 @@ def test_the_agent_calls_its_tools_in_order_and_keeps_what_they_returned(demo_kb
     last = llm.calls[-1]
     assert [m.role for m in last] == ["system", "user", "assistant", "tool", "assistant", "tool"]
     assert last[3].tool_call_id == last[2].tool_calls[0].id
-    assert "0aca1ef686a9c49cabe0b143" in last[3].content  # the E-4290 section, by chunk id
+    # Chunk ids depend on where the corpus lies (document ids hash the path): look the section up.
+    section = next(h for h in demo_kb.search("E-4290", mode="bm25", k=5) if h.heading_path[-1].startswith("E-4290"))
+    assert section.chunk_id in last[3].content  # the E-4290 section, by chunk id
 
 
 def test_tool_output_is_fenced_data(demo_kb: Any) -> None:
