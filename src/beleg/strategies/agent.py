@@ -183,19 +183,10 @@ class AgentStrategy:
     def _turn(self, llm: ToolLLM, ctx: StrategyContext, messages: Sequence[Message],
               tools: list[dict[str, Any]]) -> ToolCompletion:
         """One model turn, counted against the LLM budget and recorded like ``ctx.complete``."""
-        if ctx.elapsed() > ctx.budget.max_seconds:
-            raise BudgetExhausted(f"time budget of {ctx.budget.max_seconds:g} s spent")
-        if ctx.llm_calls_left <= 0:
-            raise BudgetExhausted(f"LLM budget of {ctx.budget.max_llm_calls} calls spent")
-        t0 = time.perf_counter()
-        turn = llm.complete_with_tools(messages, tools, max_tokens=self.max_tokens)
-        ctx.trace.llm_calls += 1
-        ctx.trace.prompt_tokens += turn.usage.prompt_tokens
-        ctx.trace.completion_tokens += turn.usage.completion_tokens
-        asked = ", ".join(f"{c.name}({_args(c)})" for c in turn.tool_calls) or "final answer"
-        ctx.trace.steps.append(Step("agent:llm", None, [], 1000 * (time.perf_counter() - t0),
-                                    f"LLM call ({turn.usage.total_tokens} tokens): {asked}"))
-        return turn
+        return ctx.charge_llm(lambda: llm.complete_with_tools(messages, tools, max_tokens=self.max_tokens),
+                              step="agent:llm",
+                              describe=lambda t: ", ".join(f"{c.name}({_args(c)})" for c in t.tool_calls)
+                              or "final answer")
 
     # ------------------------------------------------------------------ tools
     def _execute(self, call: ToolCall, ctx: StrategyContext, tag: str) -> _Outcome:

@@ -17,8 +17,9 @@ when no LLM is configured; none silently falls back to plain search.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from beleg.backends.llms.base import LLM, Message
 from beleg.errors import BelegError, NeedsLLMError
@@ -28,6 +29,9 @@ from beleg.types import ANONYMOUS, Hit, Principal
 
 if TYPE_CHECKING:
     from beleg.kb import KnowledgeBase
+
+
+R = TypeVar("R")
 
 
 class BudgetExhausted(BelegError):
@@ -149,17 +153,24 @@ class StrategyContext:
         """One LLM call, counted against the budget and recorded in the trace."""
         if self.llm is None:
             raise NeedsLLMError(f"strategy {self.trace.strategy!r} needs an LLM for {step}; configure one with --llm")
+        llm = self.llm
+        return self.charge_llm(lambda: llm.complete(messages, max_tokens=max_tokens), step=step).text
+
+    def charge_llm(self, call: Callable[[], R], *, step: str, describe: Callable[[R], str] | None = None) -> R:
+        """Run one LLM call (plain or tool-calling) within the budget; count its tokens and
+        record it as a step. ``describe`` adds to the step's note (e.g. the tools asked for)."""
         self._check_time()
         if self.trace.llm_calls >= self.budget.max_llm_calls:
             raise BudgetExhausted(f"LLM budget of {self.budget.max_llm_calls} calls spent")
         t0 = time.perf_counter()
-        completion = self.llm.complete(messages, max_tokens=max_tokens)
+        result = call()
+        usage = result.usage  # type: ignore[attr-defined]
         self.trace.llm_calls += 1
-        self.trace.prompt_tokens += completion.usage.prompt_tokens
-        self.trace.completion_tokens += completion.usage.completion_tokens
-        self.trace.steps.append(Step(step, None, [], 1000 * (time.perf_counter() - t0),
-                                     f"LLM call ({completion.usage.total_tokens} tokens)"))
-        return completion.text
+        self.trace.prompt_tokens += usage.prompt_tokens
+        self.trace.completion_tokens += usage.completion_tokens
+        note = f"LLM call ({usage.total_tokens} tokens)" + (f": {describe(result)}" if describe else "")
+        self.trace.steps.append(Step(step, None, [], 1000 * (time.perf_counter() - t0), note))
+        return result
 
     def visible_mask(self) -> Any:
         """Chunks this principal may read under the caller's filter (for statistics over evidence)."""
