@@ -175,7 +175,23 @@ class KnowledgeBase:
     def _ingestor(self, **options: Any) -> Ingestor:
         # The embedder is looked up per call, so an ingest of unchanged files never loads it.
         return Ingestor(self.catalog, self.config.chunking, lambda texts: self.embedder.embed_documents(texts),
-                        **options)
+                        contextualize=self._contextualizer(), **options)
+
+    def _contextualizer(self) -> Any:
+        """The chunk-context writer the index configuration asks for (contextual retrieval)."""
+        mode = self.config.chunking.context
+        if mode == "none":
+            return None
+        from beleg.ingest import contextual
+
+        if mode == "offline":
+            return contextual.offline_contexts
+        from beleg.backends.llms import load_llm, resolve_llm_config
+
+        # The model is part of the index version; endpoint and key come from env/config.
+        config = resolve_llm_config({"spec": mode.removeprefix("llm:")})
+        assert config is not None
+        return contextual.LLMContexts(load_llm(config), self.catalog.cached_contexts, self.catalog.put_contexts)
 
     # ------------------------------------------------------------------ versions
     def reindex(self, config: IndexConfig, *, progress: bool | None = None,

@@ -86,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunking", choices=("structure", "window"), default="structure")
     p.add_argument("--max-tokens", type=int, default=220, help="chunk size in words")
     p.add_argument("--overlap", type=int, default=40, help="overlap in words (window chunking)")
+    p.add_argument("--context", default="none", metavar="none|offline|llm:PROVIDER:MODEL",
+                   help="contextual retrieval: a situating context indexed with each chunk (default none)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("ingest", help="ingest files, folders or globs (md, txt, html, pdf, docx)")
@@ -106,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunking", choices=("structure", "window"), default=None)
     p.add_argument("--max-tokens", type=int, default=None, help="chunk size in words")
     p.add_argument("--overlap", type=int, default=None, help="overlap in words (window chunking)")
+    p.add_argument("--context", default=None, metavar="none|offline|llm:PROVIDER:MODEL",
+                   help="contextual retrieval for the new version (default: the live version's)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--json", action="store_true")
 
@@ -210,7 +214,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     from beleg.kb import KnowledgeBase
 
     defaults = IndexConfig()
-    config = IndexConfig(ChunkingConfig(args.chunking, args.max_tokens, args.overlap), args.embedder or defaults.embedder)
+    config = IndexConfig(ChunkingConfig(args.chunking, args.max_tokens, args.overlap, args.context),
+                         args.embedder or defaults.embedder)
     with KnowledgeBase(args.index or default_index_dir(), config) as kb:
         status = kb.status()
     print(json.dumps(status, indent=2) if args.json else f"index ready at {status['index']} (version {status['index_version']})")
@@ -281,7 +286,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         live = kb.config
         c = live.chunking
         chunking = ChunkingConfig(args.chunking or c.method, args.max_tokens or c.max_tokens,
-                                  args.overlap if args.overlap is not None else c.overlap)
+                                  args.overlap if args.overlap is not None else c.overlap, args.context or c.context)
         config = replace(live, chunking=chunking, embedder=args.embedder or live.embedder)
         result = kb.reindex(config, progress=False if args.no_progress else None)
     if args.json:

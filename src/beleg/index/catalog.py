@@ -51,6 +51,8 @@ CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
 CREATE INDEX IF NOT EXISTS chunks_embed_hash ON chunks(embed_hash);
 CREATE TABLE IF NOT EXISTS terms (term_id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS embeddings (embed_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS chunk_contexts (key TEXT PRIMARY KEY, doc_id TEXT NOT NULL, context TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS chunk_contexts_doc ON chunk_contexts(doc_id);
 """
 
 
@@ -185,6 +187,7 @@ class Catalog:
             term_ids.update(np.frombuffer(blob, dtype=np.int32).tolist())
         chunks = self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,)).rowcount
         documents = self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,)).rowcount
+        self.db.execute("DELETE FROM chunk_contexts WHERE doc_id = ?", (doc_id,))
         before = self.db.total_changes
         self._drop_orphan_vectors(old_hashes)
         vectors = self.db.total_changes - before
@@ -204,6 +207,21 @@ class Catalog:
         orphans = sorted(candidates - used)
         self.db.executemany("DELETE FROM terms WHERE term_id = ?", [(t,) for t in orphans])
         return len(orphans)
+
+    def cached_contexts(self, keys: Sequence[str]) -> dict[str, str]:
+        """LLM-written chunk contexts by cache key (see beleg.ingest.contextual)."""
+        out: dict[str, str] = {}
+        for i in range(0, len(keys), 500):
+            part = list(keys[i : i + 500])
+            q = f"SELECT key, context FROM chunk_contexts WHERE key IN ({','.join('?' * len(part))})"
+            out.update(self.db.execute(q, part).fetchall())
+        return out
+
+    def put_contexts(self, doc_id: str, items: Sequence[tuple[str, str]]) -> None:
+        """Store LLM-written contexts; they are erased with their document."""
+        with self.transaction():
+            self.db.executemany("INSERT OR REPLACE INTO chunk_contexts(key, doc_id, context) VALUES(?,?,?)",
+                                [(k, doc_id, c) for k, c in items])
 
     def copy_vectors_from(self, other: "Catalog") -> None:
         """Copy every vector (and the model fingerprint) of another catalog built with the same

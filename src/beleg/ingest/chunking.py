@@ -36,19 +36,28 @@ class ChunkingConfig:
     method: Literal["structure", "window"] = "structure"
     max_tokens: int = 220
     overlap: int = 40
+    #: Contextual retrieval: a situating context indexed with each chunk (both legs).
+    #: "none", "offline" (title, version facts, the document's lead, the previous chunk's
+    #: tail) or "llm:PROVIDER:MODEL" (written by that model, cached in the catalog).
+    context: str = "none"
 
     def __post_init__(self) -> None:
         if self.method not in ("structure", "window"):
             raise ConfigError(f"chunking method {self.method!r} is unknown; use 'structure' or 'window'")
         if self.max_tokens < 8:
             raise ConfigError(f"max_tokens={self.max_tokens} is too small; use at least 8 words")
+        if self.context not in ("none", "offline") and not self.context.startswith("llm:"):
+            raise ConfigError(f"chunk context {self.context!r} is unknown; use 'none', 'offline' or 'llm:PROVIDER:MODEL'")
         if not 0 <= self.overlap < self.max_tokens:
             raise ConfigError(
                 f"overlap={self.overlap} must be at least 0 and below max_tokens={self.max_tokens}"
             )
 
     def to_dict(self) -> dict[str, object]:
-        return {"method": self.method, "max_tokens": self.max_tokens, "overlap": self.overlap}
+        out: dict[str, object] = {"method": self.method, "max_tokens": self.max_tokens, "overlap": self.overlap}
+        if self.context != "none":  # absent when off, so existing index versions keep their hash
+            out["context"] = self.context
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,10 +97,11 @@ def in_scope(source: str, paths: Sequence[str]) -> bool:
     return False
 
 
-def index_text(title: str, chunk: Chunk) -> str:
-    """What both retrieval legs see of a chunk: its heading path, then its text."""
+def index_text(title: str, chunk: Chunk, context: str = "") -> str:
+    """What both retrieval legs see of a chunk: its situating context (contextual
+    retrieval, when configured), its heading path, then its text."""
     path = " > ".join(chunk.heading_path) if chunk.heading_path else title
-    return f"{path}\n{chunk.text}"
+    return f"{context}\n{path}\n{chunk.text}" if context else f"{path}\n{chunk.text}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +128,11 @@ class Ingestor:
 
     def __init__(self, catalog: Catalog, chunking: ChunkingConfig, embed: Callable[[list[str]], np.ndarray],
                  *, rules: Sequence[MetadataRule] = (), encoding: str | None = None,
-                 max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: bool | None = None) -> None:
+                 max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: bool | None = None,
+                 contextualize: Callable[[Document, Sequence[Chunk]], list[str]] | None = None) -> None:
         self.catalog = catalog
+        #: Contextual retrieval (beleg.ingest.contextual): a context per chunk, or None.
+        self.contextualize = contextualize
         self.chunking = chunking
         self.embed = embed
         self.rules = list(rules)
@@ -264,8 +268,9 @@ class Ingestor:
         pending, self._pending = self._pending, []
         texts, hashes, analysed = [], [], []
         for p in pending:
-            for c in p.chunks:
-                t = index_text(p.doc.title, c)
+            contexts = self.contextualize(p.doc, p.chunks) if self.contextualize else [""] * len(p.chunks)
+            for c, context in zip(p.chunks, contexts):
+                t = index_text(p.doc.title, c, context)
                 texts.append(t)
                 hashes.append(hashlib.sha256(t.encode()).hexdigest())
                 analysed.append(analyze(t, p.doc.metadata.get("language", "en")))
