@@ -20,7 +20,7 @@ from beleg.answer.evidence import GovernancePolicy, Target, assess, find_target
 from beleg.answer.extractive import MIN_COVERAGE, REFUSE_BELOW, choose, extract_answer
 from beleg.answer.prompt import Order, build_prompt, regenerate_message
 from beleg.answer.scoring import SentenceScorer, candidate_sentences
-from beleg.answer.types import REFUSAL, Answer, Source
+from beleg.answer.types import REFUSAL, Answer, Citation, Conflict, Source
 from beleg.backends.llms.base import LLM, Completion, Message
 from beleg.index.analyzer import detect_language
 from beleg.index.filters import FilterLike, combine
@@ -187,7 +187,10 @@ def _extractive(kb: KnowledgeBase, question: str, sources: list[Source], scored:
 def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], groups: dict[str, list[Hit]],
                       scorer: SentenceScorer, target: Target, opts: AnswerOptions, trace: dict[str, Any]) -> Answer:
     """A decomposed question: one extractive answer per sub-question, from that sub-question's evidence."""
-    parts, citations, conflicts, decisions = [], [], [], {}
+    parts: list[str] = []
+    citations: list[Citation] = []
+    conflicts: list[Conflict] = []
+    decisions: dict[str, str] = {}
     for sub, group in groups.items():
         ids = {h.chunk_id for h in group}
         mine = [s for s in sources if s.hit.chunk_id in ids]

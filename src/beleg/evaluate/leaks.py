@@ -50,7 +50,10 @@ from beleg.types import ANONYMOUS, Hit, Principal
 if TYPE_CHECKING:
     from beleg.kb import KnowledgeBase
 
-KINDS = ("search", "filter", "read-by-id", "ask", "chat", "oracle")
+KINDS = ("search", "filter", "read-by-id", "ask", "chat", "strategy", "oracle")
+#: Strategies probed as whole plans (hits and traces); hyde runs with the suite's echo LLM.
+STRATEGY_PROBES = ("rewrite", "multi-query", "hyde", "decompose", "multi-hop", "iterative", "auto", "graph")
+STRATEGY_K = 20
 SEARCH_MODES = ("dense", "bm25", "hybrid", "hybrid+mmr")
 MMR_LAMBDA = 0.5
 #: A control search must rank the insider's document within this many hits.
@@ -524,6 +527,8 @@ def _doc_probes(doc: RestrictedDoc, meta: dict[str, Any], tenants: dict[str, tup
             add("chat", "extractive", role, p, control, f"And what about {ident}?", context=(insider_question,))
             add("chat", "llm", role, p, control, f"And what about {ident}?", context=(insider_question,))
             add("chat", "context", role, p, control, "And how do I handle it?", context=(f"What is {ident}?",))
+            for name in STRATEGY_PROBES:
+                add("strategy", name, role, p, control, f"What is {ident}?")
     for term in [*(i for i in doc.identifiers if i != doc.title), *doc.words]:
         for role, p, control in roles:
             for mode in ("bm25", "hybrid"):
@@ -660,7 +665,24 @@ class _Runner:
             return self._oracle(probe)
         if probe.kind in ("ask", "chat") or probe.mode == "ask":
             return self._ask(probe)
+        if probe.kind == "strategy":
+            return self._strategy(probe)
         return self._search(probe)
+
+    def _strategy(self, probe: LeakProbe) -> tuple[bool | None, list[str]]:
+        """A whole retrieval plan as the principal: every step's hits and the trace are scanned."""
+        from beleg.strategies import run_strategy
+
+        p = probe.principal
+        result = run_strategy(self.kb, probe.mode, probe.query, principal=p, k=STRATEGY_K, llm=self.llm)
+        found = any(h.doc_id == probe.target for h in result.hits)
+        if probe.control:
+            return found, []
+        out = self._hits_leaks(p, result.hits, "hits")
+        for group in (result.groups or {}).values():
+            out += self._hits_leaks(p, group, "group")
+        out += self.scan(p, "trace", json.dumps(result.trace.to_json(), ensure_ascii=False), probe.query)
+        return found, list(dict.fromkeys(out))
 
     def _do_search(self, probe: LeakProbe, query: str, mode: str, k: int) -> list[Hit]:
         mmr = MMR_LAMBDA if mode == "hybrid+mmr" else None
