@@ -39,21 +39,16 @@ at most ``max_depth`` levels and ``max_breadth`` neighbours per entity, the chun
 the followed edges ranked by depth and support, and those fused (RRF) with the seed
 search. The trace lists the seed entities and every edge followed with its chunk ids.
 """
-
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
-import threading
 import time
-import weakref
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from typing import Any
 
 import numpy as np
 
@@ -62,298 +57,18 @@ from beleg.errors import LLMError
 from beleg.index.analyzer import analyze_query
 from beleg.index.filters import matches
 from beleg.strategies.base import Step, StrategyContext, StrategyResult, fuse
+from beleg.strategies.entity_graph import (
+    HUB_KINDS,
+    INSTRUCTION_FLAG,
+    Entity,
+    EntityGraph,
+    _only,
+    _state,
+    content_hash,
+    entity_graph,
+    extract_entities,
+)
 from beleg.types import Hit
-
-if TYPE_CHECKING:
-    from beleg.index.snapshot import Snapshot
-    from beleg.kb import KnowledgeBase
-
-INSTRUCTION_FLAG = "instruction-like"
-
-# ----------------------------------------------------------------------------- entities
-
-_URL = re.compile(r"https?://[^\s`'\"<>()\[\]]+")
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)+", re.IGNORECASE)
-_ERROR = re.compile(r"(?<![\w-])E-\d{4}(?![\w-])")
-_STATUS = re.compile(r"\bHTTP\s+([1-5]\d\d)\b")
-_PATH = re.compile(r"(?<![\w/.\-{}])/(?:api/)?v\d+(?:/[\w{}.:\-]+)*", re.IGNORECASE)
-_HEADER = re.compile(r"(?<![\w-])X-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w-])")
-_KNOWN_HEADERS = re.compile(
-    r"(?<![\w-])(?:Retry-After|Idempotency-Key|Content-Type|Content-Length|Accept-Language|User-Agent|If-Match|"
-    r"If-None-Match|Last-Modified|Cache-Control)(?![\w-])", re.IGNORECASE)
-_CODE = re.compile(r"(?<![\w-])[A-Z]{2,}(?:-[A-Z0-9]+)*-\d+(?![\w-])|(?<![\w-])[A-Z]{2,}(?:-[A-Z]{2,}){2,}(?![\w-])")
-_HOST = re.compile(r"(?<![\w.@-])(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:internal|example|local|com|de|net|org|io)"
-                   r"(?![\w-])", re.IGNORECASE)
-_SETTING = re.compile(r"(?<![\w.$-])[a-z][a-z0-9]*(?:[._][a-z0-9]+)+(?![\w-])")
-_BACKTICK = re.compile(r"`([^`\s]{3,80})`")
-_SPECIAL = re.compile(r"[_\-./:{}@=\d]|[a-z][A-Z]")
-_AUTH = re.compile(r"`Authorization`|(?<![\w-])Authorization(?=:)")
-_TRAIL = ".,:;"
-
-#: Entity kinds in the order their patterns claim text (an earlier kind wins an overlap).
-KINDS = ("host", "path", "email", "error", "status", "header", "code", "setting", "id", "version", "product")
-#: Kinds that connect too much to expand through (their own chunks are not collected).
-HUB_KINDS = frozenset({"product", "version"})
-
-
-@dataclass(frozen=True, slots=True)
-class Entity:
-    """A node: ``key`` (lower-cased name) identifies it, ``name`` is how it is written."""
-
-    key: str
-    name: str
-    kind: str
-
-
-def extract_entities(text: str, *, products: Iterable[str] = (), versions: Iterable[str] = ()) -> list[Entity]:
-    """Identifier-like entities in ``text``, in order of first occurrence, each once.
-
-    ``products`` and ``versions`` are the front-matter values of the corpus: a product
-    name counts where it stands as a word, a version where it is asked or written about
-    ("Ferrolink 2.4", "version 3.0", "v3.0") and is a known version.
-
-    Example:
-        >>> [e.name for e in extract_entities("HTTP 429 with `E-4290`: wait `Retry-After` seconds")]
-        ['E-4290', 'HTTP 429', 'Retry-After']
-    """
-    found: list[tuple[int, Entity]] = []
-    taken: list[tuple[int, int]] = []
-
-    def free(start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e in taken)
-
-    def add(start: int, end: int, name: str, kind: str, claim: bool = True) -> None:
-        name = name.rstrip(_TRAIL)
-        if len(name) < 2 or not free(start, end):
-            return
-        if claim:
-            taken.append((start, end))
-        found.append((start, Entity(_key(name, kind), name, kind)))
-
-    for m in _URL.finditer(text):
-        raw = m.group(0).rstrip(_TRAIL)
-        parts = urlsplit(raw)
-        taken.append((m.start(), m.start() + len(raw)))
-        if parts.hostname:
-            found.append((m.start(), Entity(parts.hostname.lower(), parts.hostname, "host")))
-        path = parts.path.rstrip("/")
-        if path and _PATH.fullmatch(path):
-            found.append((m.start() + 1, Entity(_key(path, "path"), path, "path")))
-    for m in _EMAIL.finditer(text):
-        add(m.start(), m.end(), m.group(0), "email")
-    for m in _ERROR.finditer(text):
-        add(m.start(), m.end(), m.group(0), "error")
-    for m in _STATUS.finditer(text):
-        add(m.start(), m.end(), f"HTTP {m.group(1)}", "status")
-    for m in _PATH.finditer(text):
-        add(m.start(), m.end(), m.group(0).rstrip("/"), "path")
-    for pattern in (_HEADER, _KNOWN_HEADERS, _AUTH):
-        for m in pattern.finditer(text):
-            add(m.start(), m.end(), m.group(0).strip("`"), "header")
-    for m in _CODE.finditer(text):
-        add(m.start(), m.end(), m.group(0), "code")
-    for m in _HOST.finditer(text):
-        add(m.start(), m.end(), m.group(0), "host")
-    for m in _SETTING.finditer(text):
-        name = m.group(0).rstrip(_TRAIL)
-        if "_" in name:
-            add(m.start(), m.end(), name, "id" if any(c.isdigit() for c in name.split(".")[-1]) else "setting")
-    for m in _BACKTICK.finditer(text):
-        inner = m.group(1).strip(_TRAIL)
-        if _SPECIAL.search(inner) and not inner.isdigit() and re.search(r"[A-Za-z]", inner):
-            add(m.start(1), m.end(1), inner, "code")
-    known_versions = {str(v) for v in versions}
-    product_list = [str(p) for p in products if p]
-    if known_versions:
-        from beleg.answer.evidence import version_mentions
-
-        for v in version_mentions(text, product_list):
-            if v in known_versions:
-                found.append((text.find(v), Entity(_key(v, "version"), v, "version")))
-    for product in product_list:
-        for m in re.finditer(rf"(?<![\w.@/-]){re.escape(product)}(?![\w@-]|\.\w)", text, re.IGNORECASE):
-            found.append((m.start(), Entity(_key(product, "product"), product, "product")))
-            break
-    out: dict[str, Entity] = {}
-    for _, entity in sorted(found, key=lambda item: item[0]):
-        out.setdefault(entity.key, entity)
-    return list(out.values())
-
-
-def _key(name: str, kind: str) -> str:
-    if kind == "version":
-        return f"version:{name.lower().lstrip('v')}"
-    if kind == "product":
-        return f"product:{name.lower()}"
-    return name.lower()
-
-
-# ----------------------------------------------------------------------------- the graph
-
-
-@dataclass(slots=True)
-class EntityGraph:
-    """The entity graph of one snapshot (positions index the snapshot's chunks).
-
-    Co-occurrence is not stored as pairs: ``mentions`` (entity → chunk positions) and
-    ``chunk_entities`` (position → entities) are the bipartite chunk–entity graph, and a
-    walk derives an entity's co-occurring neighbours from the visible chunks that mention
-    it. That keeps memory linear in mentions and every edge limited to visible support.
-    """
-
-    generation: int
-    chunk_ids: list[str]
-    positions: dict[str, int]
-    entities: dict[str, Entity]
-    mentions: dict[str, np.ndarray]
-    defines: dict[str, np.ndarray]
-    chunk_entities: list[tuple[str, ...]]
-    #: Front-matter entities (product, version) → chunk positions of their documents.
-    members: dict[str, np.ndarray]
-    #: product key → version key → chunk positions of documents with both.
-    version_of: dict[str, dict[str, np.ndarray]]
-    products: tuple[str, ...]
-    versions: tuple[str, ...]
-    content_hashes: list[str]
-    build_ms: float = 0.0
-
-    @classmethod
-    def build(cls, snapshot: Snapshot, rows: dict[int, tuple[Any, ...]]) -> EntityGraph:
-        """Build from a snapshot and its chunks (``Catalog.chunks_by_row`` of its rows)."""
-        t0 = time.perf_counter()
-        products = sorted({str(m["product"]) for m in snapshot.doc_metadata if m.get("product")})
-        versions = sorted({str(m["version"]) for m in snapshot.doc_metadata if m.get("version") is not None})
-        n = len(snapshot.rows)
-        chunk_ids: list[str] = []
-        hashes: list[str] = []
-        chunk_entities: list[tuple[str, ...]] = []
-        entities: dict[str, Entity] = {}
-        mention_lists: dict[str, list[int]] = {}
-        define_lists: dict[str, list[int]] = {}
-        for pos in range(n):
-            row = rows.get(int(snapshot.rows[pos]))
-            if row is None:  # deleted after the snapshot was taken
-                chunk_ids.append("")
-                hashes.append("")
-                chunk_entities.append(())
-                continue
-            chunk_id, _, _, _, _, heading_path, text, flags = row
-            chunk_ids.append(str(chunk_id))
-            hashes.append(content_hash(text))
-            if any(str(f).startswith(INSTRUCTION_FLAG) for f in flags):
-                chunk_entities.append(())
-                continue
-            found = extract_entities(text, products=products, versions=versions)
-            heading = heading_path[-1] if heading_path else ""
-            defined = {e.key for e in extract_entities(heading, products=products, versions=versions)}
-            for e in found:
-                entities.setdefault(e.key, e)
-                mention_lists.setdefault(e.key, []).append(pos)
-                if e.key in defined:
-                    define_lists.setdefault(e.key, []).append(pos)
-            chunk_entities.append(tuple(e.key for e in found))
-        members: dict[str, list[int]] = {}
-        pairs: dict[tuple[str, str], list[int]] = {}
-        doc_chunks: dict[int, list[int]] = {}
-        for pos, d in enumerate(snapshot.chunk_doc.tolist()):
-            doc_chunks.setdefault(int(d), []).append(pos)
-        for d, meta in enumerate(snapshot.doc_metadata):
-            chunks = doc_chunks.get(d, [])
-            product, version = meta.get("product"), meta.get("version")
-            keys = []
-            if product:
-                entity = Entity(_key(str(product), "product"), str(product), "product")
-                entities.setdefault(entity.key, entity)
-                keys.append(entity.key)
-            if version is not None:
-                entity = Entity(_key(str(version), "version"), str(version), "version")
-                entities.setdefault(entity.key, entity)
-                keys.append(entity.key)
-            for key in keys:
-                members.setdefault(key, []).extend(chunks)
-            if len(keys) == 2:
-                pairs.setdefault((keys[0], keys[1]), []).extend(chunks)
-        version_of: dict[str, dict[str, np.ndarray]] = {}
-        for (p, v), chunks in pairs.items():
-            version_of.setdefault(p, {})[v] = _arr(chunks)
-        return cls(
-            generation=snapshot.generation, chunk_ids=chunk_ids,
-            positions={cid: i for i, cid in enumerate(chunk_ids) if cid},
-            entities=entities, mentions={k: _arr(v) for k, v in mention_lists.items()},
-            defines={k: _arr(v) for k, v in define_lists.items()}, chunk_entities=chunk_entities,
-            members={k: _arr(v) for k, v in members.items()}, version_of=version_of,
-            products=tuple(products), versions=tuple(versions), content_hashes=hashes,
-            build_ms=1000 * (time.perf_counter() - t0))
-
-    def visible(self, key: str, allowed: np.ndarray | None) -> bool:
-        """Whether a chunk the caller may see mentions the entity (or, for front-matter
-        entities, belongs to a document that names it)."""
-        for table in (self.mentions, self.members):
-            pos = table.get(key)
-            if pos is not None and len(_only(pos, allowed)):
-                return True
-        return False
-
-    def find(self, names: Iterable[str], allowed: np.ndarray | None) -> list[str]:
-        """Keys of the visible entities among ``names`` (keys or spellings), in order."""
-        out: dict[str, None] = {}
-        for name in names:
-            low = name.lower()
-            for key in (low, f"version:{low.lstrip('v')}", f"product:{low}"):
-                if key in self.entities and self.visible(key, allowed):
-                    out.setdefault(key, None)
-                    break
-        return list(out)
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-def _arr(values: Sequence[int]) -> np.ndarray:
-    return np.unique(np.asarray(values, dtype=np.int64))
-
-
-def _only(positions: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
-    return positions if allowed is None else positions[allowed[positions]]
-
-
-@dataclass(slots=True)
-class _KBGraphs:
-    graph: EntityGraph | None = None
-    #: LLM triples by chunk content hash: ((subject, relation, object), ...).
-    triples: dict[str, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_GRAPHS: weakref.WeakKeyDictionary[KnowledgeBase, _KBGraphs] = weakref.WeakKeyDictionary()
-_GRAPHS_LOCK = threading.Lock()
-
-
-def _state(kb: KnowledgeBase) -> _KBGraphs:
-    with _GRAPHS_LOCK:
-        state = _GRAPHS.get(kb)
-        if state is None:
-            state = _GRAPHS[kb] = _KBGraphs()
-        return state
-
-
-def entity_graph(kb: KnowledgeBase, snapshot: Snapshot | None = None) -> EntityGraph:
-    """The entity graph of ``kb``'s current snapshot, built on first use per generation.
-
-    Kept in memory only; a new generation (ingest, delete) replaces it on the next call,
-    and LLM triples of chunks no longer in the index are dropped then as well.
-    """
-    snap = snapshot or kb.snapshot()
-    state = _state(kb)
-    with state.lock:
-        if state.graph is None or state.graph.generation != snap.generation:
-            rows = kb.catalog.chunks_by_row([int(r) for r in snap.rows.tolist()])
-            state.graph = EntityGraph.build(snap, rows)
-            live = set(state.graph.content_hashes)
-            state.triples = {h: t for h, t in state.triples.items() if h in live}
-        return state.graph
-
 
 # ----------------------------------------------------------------------------- traversal
 
