@@ -171,3 +171,29 @@ def test_searches_during_ingest_see_whole_revisions(tmp_path: Path, embedder) ->
         probe.close()
     print(f"{searches} searches during the ingest over {len(generations)} generations, "
           f"{sum(races)} commits inside a snapshot load")
+
+
+def test_a_search_that_meets_replaced_chunks_searches_the_new_state(tmp_path: Path, embedder) -> None:
+    """A commit between building the snapshot and loading the hits must not shorten the result."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    body = "\n\n".join(f"## Part {i}\n\nRelay note {i} REV-1." for i in range(3))
+    (docs / "relay.md").write_text(f"# Relay\n\n{body}\n", encoding="utf-8")
+    with beleg.open(tmp_path / "kb", embedder=embedder) as kb:
+        kb.ingest([str(docs)], progress=False)
+        stale = kb.snapshot()
+        (docs / "relay.md").write_text(f"# Relay\n\n{body.replace('REV-1', 'REV-2')}\n", encoding="utf-8")
+        with beleg.open(tmp_path / "kb", embedder=embedder) as writer:
+            assert writer.ingest([str(docs)], progress=False).count("updated") == 1
+        served = []
+        fresh = kb.snapshot
+
+        def snapshot():  # the first call hands out the snapshot from before the commit
+            served.append(1)
+            return stale if len(served) == 1 else fresh()
+
+        kb.snapshot = snapshot  # type: ignore[method-assign]
+        hits = kb.search("relay note", mode="bm25", k=10)
+        assert len(served) == 2
+        assert len(hits) == kb.status()["chunks"] and sum("REV-2" in h.text for h in hits) == 3
+        assert not any("REV-1" in h.text for h in hits)

@@ -27,7 +27,7 @@ from beleg.index.filters import FilterLike, combine
 from beleg.index.snapshot import Snapshot
 from beleg.ingest.metadata import MetadataRule
 from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor, TextSource
-from beleg.retrieve.retriever import SearchOptions, search
+from beleg.retrieve.retriever import SearchOptions, StaleSnapshot, search
 from beleg.types import ANONYMOUS, Chunk, Document, Hit, Principal
 
 log = logging.getLogger(__name__)
@@ -291,9 +291,21 @@ class KnowledgeBase:
                                 mmr_lambda=mmr_lambda, candidates=candidates, rerank_top=rerank_top,
                                 coverage_power=coverage_power)
         expr = combine(filters, where)
-        snap = self.snapshot()
-        return search(snap, self.catalog, query, options, self._embed_query, expr, reranker,
-                      principal or ANONYMOUS)
+        vectors: dict[str, np.ndarray] = {}
+
+        def embed(text: str) -> np.ndarray:  # embedded once even when the search is repeated
+            if text not in vectors:
+                vectors[text] = self._embed_query(text)
+            return vectors[text]
+
+        try:
+            return search(self.snapshot(), self.catalog, query, options, embed, expr, reranker,
+                          principal or ANONYMOUS, strict=True)
+        except StaleSnapshot:
+            # A commit replaced some of the chunks found: search the new state once more rather
+            # than return fewer hits (a second race just drops the vanished chunks).
+            return search(self.snapshot(), self.catalog, query, options, embed, expr, reranker,
+                          principal or ANONYMOUS)
 
     def ask(self, question: str, *, principal: Principal | None = None, filters: FilterLike = None,
             where: str | None = None, context: Sequence[str] = (), llm: Any = None, options: Any = None,

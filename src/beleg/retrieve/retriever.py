@@ -57,9 +57,14 @@ class SearchOptions:
         return self.candidates or max(4 * self.k, 50)
 
 
+class StaleSnapshot(Exception):
+    """Chunks of this snapshot were replaced or deleted by a commit since it was built."""
+
+
 def search(snapshot: Snapshot, catalog: Catalog, query: str, options: SearchOptions,
            embed_query: Callable[[str], np.ndarray], expr: Expr | None,
-           reranker: Reranker | None = None, principal: Principal = ANONYMOUS) -> list[Hit]:
+           reranker: Reranker | None = None, principal: Principal = ANONYMOUS,
+           strict: bool = False) -> list[Hit]:
     """Run one search and return hydrated hits, best first.
 
     With a ``reranker``, the top ``rerank_top`` fused candidates are re-scored by it (on the
@@ -114,7 +119,7 @@ def search(snapshot: Snapshot, catalog: Catalog, query: str, options: SearchOpti
         order = mmr(np.array([s for _, s in fused]), snapshot.vectors[[i for i, _ in fused]], options.k, options.mmr_lambda)
         fused = [fused[j] for j in order]
     fused = fused[: options.k]
-    return _hydrate(snapshot, catalog, fused, per_leg)
+    return _hydrate(snapshot, catalog, fused, per_leg, strict)
 
 
 def bm25_weight(terms: list[str], known: Callable[[str], bool], power: float | None) -> float:
@@ -154,12 +159,17 @@ def _rerank(snapshot: Snapshot, catalog: Catalog, query: str, fused: list[tuple[
 
 
 def _hydrate(snapshot: Snapshot, catalog: Catalog, ranked: list[tuple[int, float]],
-             per_leg: dict[int, dict[str, float]]) -> list[Hit]:
+             per_leg: dict[int, dict[str, float]], strict: bool = False) -> list[Hit]:
+    """Load the ranked chunks' display data. A chunk deleted since the snapshot was built is
+    never shown; with ``strict`` its absence raises :class:`StaleSnapshot` so the caller can
+    search a fresh snapshot instead of returning fewer hits."""
     rows = catalog.chunks_by_row([int(snapshot.rows[i]) for i, _ in ranked])
     hits = []
     for i, score in ranked:
         row = rows.get(int(snapshot.rows[i]))
         if row is None:  # deleted after this snapshot was taken; never show a ghost
+            if strict:
+                raise StaleSnapshot(f"chunk row {int(snapshot.rows[i])} is gone")
             continue
         chunk_id, doc_id, _, start, end, heading_path, text, flags = row
         d = int(snapshot.chunk_doc[i])
