@@ -107,3 +107,17 @@ def test_answer_json_contract(demo_kb) -> None:
     for c in data["citations"]:
         assert set(c) >= {"label", "chunk_id", "doc_id", "source", "quote", "start", "end", "verified"}
     assert data["trace"]["queries"]
+
+
+def test_a_sentence_introducing_a_list_is_quoted_with_its_list(demo_kb) -> None:
+    a = demo_kb.ask("What does error E-4012 mean?", filters={"language": "en"}, options=None)
+    if a.answer.split("[")[0].rstrip().endswith(":"):
+        raise AssertionError(f"a sentence ending in ':' was quoted without its list: {a.answer}")
+    assert a.verified
+
+
+def test_definition_questions_prefer_the_defining_sentence(demo_kb) -> None:
+    from beleg.answer.scoring import is_definition_question
+
+    assert is_definition_question("What is E-5031?") and is_definition_question("Was bedeutet der Fehlercode E-4012?")
+    assert not is_definition_question("What is the default number of delivery attempts?")

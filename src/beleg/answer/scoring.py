@@ -18,6 +18,7 @@ set on XQuAD dev and the demo gold set (see docs/benchmarks.md, "Answers").
 from __future__ import annotations
 
 import math
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,16 @@ TYPE_BONUS = 0.12
 HEADING_WEIGHT = 0.5
 #: Bonus for sentences of the retriever's top chunk, decaying as 1 / retrieval position.
 RETRIEVAL_PRIOR = 0.0
+#: "What is E-5031?": the first sentence of a section whose heading names the subject defines it.
+DEFINITION_BONUS = 0.1
+_DEFINITION = re.compile(r"^\s*(?:what\s+is|what's|what\s+are|what\s+does|was\s+ist|was\s+sind|was\s+bedeutet|"
+                         r"was\s+hei(?:ß|ss)t)\s+(?P<subject>.+?)(?:\s+(?:mean|stand\s+for))?\s*\??\s*$", re.IGNORECASE)
+
+
+def is_definition_question(question: str) -> bool:
+    """"What is E-5031?", "Was bedeutet der Fehlercode E-4012?": a short subject, no further clause."""
+    m = _DEFINITION.match(question)
+    return bool(m) and len(m.group("subject").split()) <= 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +170,11 @@ class SentenceScorer:
         total = sum(weights.values()) or 1.0
         kind = expected_kind(question)
         dense = self._dense(question, sentences)
+        definitional = is_definition_question(question)
+        firsts: dict[str, int] = {}
+        for s in sentences:  # the first answer-capable sentence of each chunk
+            cid = s.source.hit.chunk_id
+            firsts[cid] = min(firsts.get(cid, s.doc_start), s.doc_start)
         out = []
         for i, s in enumerate(sentences):
             lang = str(s.source.hit.metadata.get("language") or "en")
@@ -172,6 +188,10 @@ class SentenceScorer:
             if kind is not None:
                 type_match = 1 if any(v.kind == kind for v in s.values) else -1
             score = a * lexical + (1 - a) * dense[i] + TYPE_BONUS * type_match
+            path = s.source.hit.heading_path
+            if (definitional and len(path) > 1 and s.doc_start == firsts[s.source.hit.chunk_id]
+                    and set(q_terms) & heading):
+                score += DEFINITION_BONUS
             if positions is not None and s.source.hit.chunk_id in positions:
                 score += RETRIEVAL_PRIOR / (1 + positions[s.source.hit.chunk_id])
             out.append(Sentence(s.source, s.span, s.doc_start, s.doc_end, s.values, lexical, float(dense[i]),
