@@ -20,9 +20,9 @@ import numpy as np
 from beleg.backends.embedders import Embedder, load_embedder
 from beleg.backends.rerankers.base import Reranker
 from beleg.errors import BelegError, ConfigError, IndexStateError, IndexVersionError
+from beleg.index import versions
 from beleg.index.catalog import Catalog
 from beleg.index.config import IndexConfig
-from beleg.index import versions
 from beleg.index.filters import FilterLike, combine
 from beleg.index.snapshot import Snapshot
 from beleg.ingest.metadata import MetadataRule
@@ -234,16 +234,17 @@ class KnowledgeBase:
         and ``"checkpoint": False`` if a concurrent reader kept old pages in the WAL (rerun
         ``beleg delete`` or ``beleg gc`` when it has finished).
         """
-        expr = combine(where, None)
+        expr = combine(where)
         if not doc_ids and expr is None:
             raise ConfigError("name documents to delete: doc ids, or a filter (--where)")
         from beleg.index.filters import matches
 
-        targets = {d for d in doc_ids}
-        known = {doc_id for doc_id, _, _ in self.catalog.documents_meta()}
+        documents = self.catalog.documents_meta()
+        targets = set(doc_ids)
+        known = {doc_id for doc_id, _, _ in documents}
         missing = sorted(targets - known)
         if expr is not None:
-            targets |= {doc_id for doc_id, _, meta in self.catalog.documents_meta() if matches(expr, meta)}
+            targets |= {doc_id for doc_id, _, meta in documents if matches(expr, meta)}
         totals = {"documents": 0, "chunks": 0, "vectors": 0, "terms": 0}
         deleted: list[str] = []
         with self.catalog.transaction():

@@ -53,12 +53,18 @@ def _llm_args(p: argparse.ArgumentParser, title: str) -> None:
     g.add_argument("--config", type=Path, metavar="FILE", help="TOML config with an [llm] table (env BELEG_CONFIG)")
 
 
-def _resolve_llm(args: argparse.Namespace) -> Any:
+def _llm_from(spec: str | None, base_url: str | None = None, timeout_s: float | None = None,
+              config_file: Path | None = None) -> Any:
+    """The LLM these flags, the environment and the config file name; None when none is configured."""
     from beleg.backends.llms import load_llm, resolve_llm_config
 
-    cli = {"spec": args.llm, "base_url": args.llm_base_url, "timeout_s": args.llm_timeout}
-    config = resolve_llm_config({k: v for k, v in cli.items() if v is not None}, config_file=args.config)
+    cli = {"spec": spec, "base_url": base_url, "timeout_s": timeout_s}
+    config = resolve_llm_config({k: v for k, v in cli.items() if v is not None}, config_file=config_file)
     return load_llm(config) if config is not None else None
+
+
+def _resolve_llm(args: argparse.Namespace) -> Any:
+    return _llm_from(args.llm, args.llm_base_url, args.llm_timeout, args.config)
 
 
 def _answer_args(p: argparse.ArgumentParser) -> None:
@@ -366,23 +372,16 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_llm_flag(spec: str | None, base_url: str | None) -> Any:
-    if not spec:
-        return None
-    from beleg.backends.llms import load_llm, resolve_llm_config
-
-    config = resolve_llm_config({k: v for k, v in (("spec", spec), ("base_url", base_url)) if v})
-    return load_llm(config) if config is not None else None
-
-
 def cmd_eval(args: argparse.Namespace) -> int:
     from beleg.evaluate.session import EvalRequest, evaluate, evaluate_answers
 
     request = EvalRequest(
         beir=args.beir, split=args.split, squad=args.squad, queries_from=args.queries_from, gold=args.gold,
         modes=args.modes, k=args.k, limit=args.limit, reranker=args.reranker, cache_dir=args.cache_dir,
-        progress=False if args.no_progress else None, llm=_load_llm_flag(args.llm, args.llm_base_url),
-        judge=_load_llm_flag(args.judge, args.judge_base_url), index=args.index,
+        progress=False if args.no_progress else None,
+        # eval uses an LLM only when named on its command line, never one from the environment
+        llm=_llm_from(args.llm, args.llm_base_url) if args.llm else None,
+        judge=_llm_from(args.judge, args.judge_base_url) if args.judge else None, index=args.index,
         versions=[v.strip() for v in args.versions.split(",") if v.strip()] if args.versions else None,
         strategies=args.strategies,
     )

@@ -142,7 +142,7 @@ class StrategyContext:
             raise BudgetExhausted(f"retrieval budget of {self.budget.max_rounds} rounds spent")
         t0 = time.perf_counter()
         hits = self.kb.search(query, mode=mode or self.mode, k=k or self.k,
-                              filters=_and(self.filter, combine(extra, None)), principal=self.principal)
+                              filters=combine(self.filter, extra), principal=self.principal)
         self.trace.rounds += 1
         self.trace.queries.append(query)
         self.trace.steps.append(Step(step, query, [h.chunk_id for h in hits], 1000 * (time.perf_counter() - t0)))
@@ -178,16 +178,6 @@ class StrategyContext:
 
     def note(self, text: str) -> None:
         self.trace.notes.append(text)
-
-
-def _and(a: Expr | None, b: Expr | None) -> Expr | None:
-    from beleg.index.filters import And
-
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return And((a, b))
 
 
 def fuse(lists: Sequence[Sequence[Hit]], k: int) -> list[Hit]:
