@@ -70,7 +70,19 @@ _PART_SPLIT = re.compile(
 # ---------------------------------------------------------------------- coverage
 #: Question words that carry no content (interrogatives, pronouns, light verbs): what the
 #: evidence is checked for is the *subject* of the question, not how it is asked.
-_QUESTION_WORDS = ["#", "noqa:", "SIM905", "-", "a", "word", "list", "reads", "best", "as", "words", "how", "much", "many", "long", "far", "soon", "often", "quickly", "what", "which", "who", "whom", "whose", "where", "when", "why", "whether", "me", "my", "mine", "us", "our", "ours", "i", "you", "your", "yours", "we", "they", "it", "its", "there", "here", "one", "ones", "some", "any", "tell", "told", "mean", "means", "meant", "happen", "happens", "happened", "get", "gets", "got", "go", "goes", "going", "went", "gone", "give", "gives", "gave", "make", "makes", "made", "need", "needs", "want", "wants", "know", "let", "lets", "please", "also", "exactly", "such", "most", "least", "wie", "viel", "viele", "vielen", "welch", "welche", "welcher", "welches", "welchen", "wann", "wo", "warum", "wer", "wem", "wen", "wessen", "mein", "meine", "meinen", "meiner", "mir", "mich", "unser", "unsere", "uns", "euch", "ihr", "hoch", "lange", "gibt", "geht", "machen", "macht", "bedeutet", "bedeuten", "passiert", "bekomme", "bekommen", "soll", "sollen", "muss", "müssen", "darf", "dürfen", "tun", "solche", "solcher", "höchstens"]
+_QUESTION_WORDS = (
+    "how", "much", "many", "long", "far", "soon", "often", "quickly", "what", "which", "who", "whom",
+    "whose", "where", "when", "why", "whether", "me", "my", "mine", "us", "our", "ours", "i", "you",
+    "your", "yours", "we", "they", "it", "its", "there", "here", "one", "ones", "some", "any", "tell",
+    "told", "mean", "means", "meant", "happen", "happens", "happened", "get", "gets", "got", "go",
+    "goes", "going", "went", "gone", "give", "gives", "gave", "make", "makes", "made", "need", "needs",
+    "want", "wants", "know", "let", "lets", "please", "also", "exactly", "such", "most", "least",
+    "wie", "viel", "viele", "vielen", "welch", "welche", "welcher", "welches", "welchen", "wann", "wo",
+    "warum", "wer", "wem", "wen", "wessen", "mein", "meine", "meinen", "meiner", "mir", "mich",
+    "unser", "unsere", "uns", "euch", "ihr", "hoch", "lange", "gibt", "geht", "machen", "macht",
+    "bedeutet", "bedeuten", "passiert", "bekomme", "bekommen", "soll", "sollen", "muss", "müssen",
+    "darf", "dürfen", "tun", "solche", "solcher", "höchstens",
+)
 
 
 @lru_cache(maxsize=1)
