@@ -17,7 +17,6 @@ set on XQuAD dev and the demo gold set (see docs/benchmarks.md, "Answers").
 
 from __future__ import annotations
 
-import math
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -30,6 +29,7 @@ from beleg.answer.types import Source
 from beleg.answer.values import Value, expected_kind, extract_values
 from beleg.index.analyzer import analyze, analyze_query, detect_language
 from beleg.index.snapshot import Snapshot
+from beleg.retrieve.coverage import TermCoverage, evidence_terms
 
 #: Sentence kinds that can answer (headings and code blocks cannot on their own).
 _ANSWER_KINDS = ("sentence", "list-item", "table-row")
@@ -52,7 +52,7 @@ _DEFINITION = re.compile(r"^\s*(?:what\s+is|what's|what\s+are|what\s+does|was\s+
 def is_definition_question(question: str) -> bool:
     """"What is E-5031?", "Was bedeutet der Fehlercode E-4012?": a short subject, no further clause."""
     m = _DEFINITION.match(question)
-    return bool(m) and len(m.group("subject").split()) <= 4
+    return m is not None and len(m.group("subject").split()) <= 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,20 +124,15 @@ class SentenceScorer:
                  embed_passages: Callable[[list[str]], np.ndarray] | None, cache: VectorCache | None = None,
                  mask: np.ndarray | None = None) -> None:
         self.snapshot = snapshot
-        #: Chunks the asker may read: a term seen only elsewhere counts as unknown, so
-        #: scores (which the trace shows) reveal nothing about documents they cannot read.
-        self.mask = mask
+        #: IDF over the chunks the asker may read (``mask``): scores, which the trace shows,
+        #: reveal nothing about documents they cannot read.
+        self.terms = TermCoverage(snapshot, mask)
         self.embed_queries = embed_queries
         self.embed_passages = embed_passages
         self.cache = cache
-        n = max(len(snapshot), 1)
-        self.max_idf = math.log1p((n + 0.5) / 0.5)
 
     def idf(self, term: str) -> float:
-        tid = self.snapshot.vocab.get(term)
-        if tid is None or tid >= len(self.snapshot.bm25.idf) or not self.snapshot.bm25.occurs_in(tid, self.mask):
-            return self.max_idf
-        return float(self.snapshot.bm25.idf[tid])
+        return self.terms.idf(term)
 
     def coverage(self, question: str, sources: Sequence[Source]) -> float:
         """IDF-weighted share of the question's terms found anywhere in the sources (text or headings).
@@ -145,15 +140,7 @@ class SentenceScorer:
         A question whose rarest terms ("MQTT", "SAML") occur in no retrieved source is
         unlikely to be answered by them, however similar they look to an embedder.
         """
-        weights = {t: self.idf(t) for t in analyze_query(question)}
-        total = sum(weights.values())
-        if not total:
-            return 0.0
-        seen: set[str] = set()
-        for src in sources:
-            lang = str(src.hit.metadata.get("language") or "en")
-            seen.update(analyze(" ".join(src.hit.heading_path) + "\n" + src.hit.text, lang))
-        return sum(w for t, w in weights.items() if t in seen) / total
+        return self.terms.share(self.terms.weights(question), evidence_terms(s.hit for s in sources))
 
     def score(self, question: str, sentences: Sequence[Sentence],
               positions: dict[str, int] | None = None) -> list[Sentence]:

@@ -17,6 +17,7 @@ from beleg.index.analyzer import analyze_query
 from beleg.index.catalog import Catalog
 from beleg.index.filters import Expr
 from beleg.index.snapshot import Snapshot
+from beleg.retrieve.coverage import TermCoverage
 from beleg.retrieve.fusion import RRF_K, rrf, weighted
 from beleg.retrieve.mmr import mmr
 from beleg.types import ANONYMOUS, Hit, Principal
@@ -94,10 +95,7 @@ def search(snapshot: Snapshot, catalog: Catalog, query: str, options: SearchOpti
         # Coverage counts only terms of chunks this principal may read under this filter:
         # counting the whole vocabulary would tell anyone whether a word occurs in
         # documents they cannot see (found by the leak suite, beleg.evaluate.leaks).
-        def known(term: str) -> bool:
-            tid = snapshot.vocab.get(term)
-            return tid is not None and snapshot.bm25.occurs_in(tid, mask)
-
+        known = TermCoverage(snapshot, mask).known
         weights = (options.weights[0] * bm25_weight(terms, known, options.coverage_power), options.weights[1])
         for i in per_leg:
             per_leg[i]["bm25_weight"] = weights[0]

@@ -33,12 +33,12 @@ from typing import Any
 from beleg.answer.conversation import retrieval_query
 from beleg.errors import ConfigError, NeedsLLMError
 from beleg.index.analyzer import detect_language
+from beleg.retrieve.coverage import TermCoverage, evidence_terms
 from beleg.strategies.base import StrategyContext, StrategyResult
 from beleg.strategies.iterative import (
     EVIDENCE_DEPTH,
     IterativeStrategy,
-    TermCoverage,
-    evidence_terms,
+    question_noise,
     visible_products,
 )
 
@@ -140,7 +140,7 @@ class AutoStrategy:
                      "term coverage cannot be compared)")
             return StrategyResult(first, ctx.trace)
         cov = TermCoverage(ctx.kb.snapshot(), ctx.visible_mask())
-        share = cov.share(cov.weights(query), evidence_terms(evidence))
+        share = cov.share(cov.weights(query, question_noise()), evidence_terms(evidence))
         if share < self.threshold:
             ctx.note(f"route: iterative (the first search covers {share:.2f} of the question's terms, "
                      f"below {self.threshold:g})")

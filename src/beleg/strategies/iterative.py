@@ -29,24 +29,22 @@ round's other hits are no better than round 1's and do not displace them.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from beleg.answer.conversation import retrieval_query
 from beleg.answer.evidence import version_mentions
 from beleg.backends.llms.base import Message
-from beleg.index.analyzer import analyze, analyze_query, detect_language
+from beleg.index.analyzer import analyze, detect_language
+from beleg.retrieve.coverage import TermCoverage, evidence_terms
 from beleg.strategies.base import StrategyContext, StrategyResult, fuse
 from beleg.types import Hit
 
 if TYPE_CHECKING:
-    from beleg.index.snapshot import Snapshot
+    pass
 
 #: Stop when this share of the question's (IDF-weighted) terms is covered, and every sub-part too.
 COVERAGE_THRESHOLD = 0.85
@@ -93,52 +91,6 @@ def question_noise() -> frozenset[str]:
         for lang in ("en", "de"):
             terms.update(analyze(word, lang, keep_stopwords=True))
     return frozenset(terms)
-
-
-class TermCoverage:
-    """IDF-weighted coverage of a text's terms by evidence, with the index's IDF.
-
-    Terms the index has never seen weigh the most (as in
-    :class:`~beleg.answer.scoring.SentenceScorer`), and no search can find them.
-    """
-
-    def __init__(self, snapshot: Snapshot, mask: np.ndarray | None = None) -> None:
-        self.snapshot = snapshot
-        self.vocab = snapshot.vocab
-        self.idf_values = snapshot.bm25.idf
-        self.max_idf = math.log1p((max(len(snapshot), 1) + 0.5) / 0.5)
-        #: Chunks the asker may read: a term that occurs only elsewhere counts as unknown, so
-        #: routes, stop rules and trace numbers say nothing about unreadable documents.
-        self.mask = mask
-
-    def idf(self, term: str) -> float:
-        if not self.known(term):
-            return self.max_idf
-        return float(self.idf_values[self.vocab[term]])
-
-    def known(self, term: str) -> bool:
-        tid = self.vocab.get(term)
-        return tid is not None and tid < len(self.idf_values) and self.snapshot.bm25.occurs_in(tid, self.mask)
-
-    def weights(self, text: str) -> dict[str, float]:
-        """The text's content terms (question words left out) with their IDF."""
-        noise = question_noise()
-        terms = [t for t in analyze_query(text) if t not in noise]
-        return {t: self.idf(t) for t in terms or analyze_query(text)}
-
-    @staticmethod
-    def share(weights: dict[str, float], seen: set[str]) -> float:
-        total = sum(weights.values())
-        return sum(w for t, w in weights.items() if t in seen) / total if total else 0.0
-
-
-def evidence_terms(hits: Iterable[Hit]) -> set[str]:
-    """Every BM25 term of the hits' text and section headings (each in its own language)."""
-    seen: set[str] = set()
-    for hit in hits:
-        lang = str(hit.metadata.get("language") or "en")
-        seen.update(analyze(" ".join(hit.heading_path) + "\n" + hit.text, lang))
-    return seen
 
 
 # ---------------------------------------------------------------------- question parts
@@ -263,9 +215,9 @@ class IterativeStrategy:
     def run_from(self, question: str, ctx: StrategyContext, query: str, first: list[Hit]) -> StrategyResult:
         """Continue from a first round already searched (``query`` gave ``first``); used by ``auto``."""
         cov = TermCoverage(ctx.kb.snapshot(), ctx.visible_mask())
-        weights = cov.weights(query)
+        weights = cov.weights(query, question_noise())
         parts = split_parts(question)
-        part_weights = [cov.weights(p) for p in parts] if len(parts) > 1 else []
+        part_weights = [cov.weights(p, question_noise()) for p in parts] if len(parts) > 1 else []
         extra = anchors(query, visible_products(ctx))
         rounds: list[list[Hit]] = [first]
         filling: list[Hit] = []  # hits of later rounds that cover a term nothing before covered

@@ -42,11 +42,12 @@ from beleg.answer.sentences import split_sentences
 from beleg.answer.values import extract_values
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import analyze
+from beleg.retrieve.coverage import TermCoverage
 from beleg.strategies.base import StrategyContext, StrategyResult
 from beleg.strategies.iterative import (
-    TermCoverage,
     parse_json_object,
     passages,
+    question_noise,
     visible_products,
 )
 from beleg.types import Hit
@@ -219,7 +220,7 @@ class MultiHopStrategy:
         is the hop-1 evidence the consistency check uses."""
         cov = TermCoverage(ctx.kb.snapshot(), ctx.visible_mask())
         clause = part.clause if part is not None else question
-        weights = cov.weights(clause)
+        weights = cov.weights(clause, question_noise())
         kind = part.kind if part is not None else "any"
         scored: list[tuple[float, int, int, Bridge]] = []
         for rank, hit in enumerate(hop1[:BRIDGE_DEPTH]):
