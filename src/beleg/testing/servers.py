@@ -20,6 +20,7 @@ import json
 import logging
 import threading
 import uuid
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -104,7 +105,7 @@ class _Handler(BaseHTTPRequestHandler):
         logger.debug("%s: " + format, self.server.fake.base_url, *args)
 
 
-class _FakeChatServer:
+class _FakeChatServer(ABC):
     """What both fakes share; subclasses supply the provider's wire format."""
 
     chat_path: ClassVar[str]
@@ -226,8 +227,9 @@ class _FakeChatServer:
 
     # -- provider specifics ----------------------------------------------------------------
 
+    @abstractmethod
     def _authorized(self, headers: dict[str, str]) -> bool:
-        raise NotImplementedError
+        """Whether the request carries the provider's credentials (when the fake has a key)."""
 
     def _invalid(self, body: Any) -> str | None:
         if not isinstance(body, dict):
@@ -244,18 +246,22 @@ class _FakeChatServer:
     def _complete(self, messages: list[Message], body: dict[str, Any]) -> Completion | ToolCompletion:
         return self.llm.complete(messages, max_tokens=int(body.get("max_tokens") or 1024))
 
+    @abstractmethod
     def _completion_body(self, completion: Completion, model: str) -> dict[str, Any]:
-        raise NotImplementedError
+        """A complete (non-streamed) reply in the provider's JSON format."""
 
     def _tool_completion_body(self, completion: ToolCompletion, model: str) -> dict[str, Any]:
-        raise NotImplementedError
+        """A tool-call reply; only fakes whose ``_complete`` returns tool calls override this."""
+        raise TypeError(f"{type(self).__name__} does not serve tool calls")
 
+    @abstractmethod
     def _stream_events(self, completion: Completion, model: str, messages: list[Message],
                        body: dict[str, Any]) -> Iterator[bytes]:
-        raise NotImplementedError
+        """The reply as the provider's server-sent events."""
 
+    @abstractmethod
     def _error_body(self, code: int, message: str) -> dict[str, Any]:
-        raise NotImplementedError
+        """An error body in the provider's JSON format."""
 
 
 class FakeOpenAIServer(_FakeChatServer):
