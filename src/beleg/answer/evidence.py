@@ -24,9 +24,8 @@ from typing import Any
 from beleg.answer.types import Source
 from beleg.errors import ConfigError
 from beleg.index.filters import And, Cmp, Expr
+from beleg.ingest.injection import is_instruction_like
 from beleg.types import Hit
-
-INSTRUCTION_FLAG = "instruction-like"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +143,7 @@ def find_target(question: str, expr: Expr | None, context: Sequence[str], known_
 
 # ---------------------------------------------------------------------- ranking
 def is_flagged(hit: Hit) -> bool:
-    return any(f.startswith(INSTRUCTION_FLAG) for f in hit.flags)
+    return is_instruction_like(hit.flags)
 
 
 def _version(hit: Hit) -> str | None:

@@ -22,10 +22,10 @@ recomputed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "detect_instructions"]
+__all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "detect_instructions", "is_instruction_like"]
 
 DETECTOR_VERSION = "1"
 #: Chunk flags are ``f"{FLAG_PREFIX}:{kind}"``, e.g. ``"instruction-like:override"``.
@@ -238,6 +238,11 @@ def detect_instructions(text: str) -> list[Finding]:
     raw.sort(key=lambda r: (r[1], r[2], r[0]))
     return [Finding(kind, start, end, _excerpt(text, start, end))
             for kind, start, end in raw]
+
+
+def is_instruction_like(flags: Iterable[str]) -> bool:
+    """Whether a chunk's ingest flags (see :func:`chunk_flags`) mark instruction-like text."""
+    return any(str(f).startswith(FLAG_PREFIX) for f in flags)
 
 
 def chunk_flags(text: str) -> tuple[str, ...]:

@@ -41,6 +41,7 @@ from typing import Any
 from beleg.backends.llms.base import Message, ToolCall, ToolCompletion, ToolLLM
 from beleg.errors import NeedsLLMError
 from beleg.index.filters import matches
+from beleg.ingest.injection import is_instruction_like
 from beleg.strategies.base import (
     BudgetExhausted,
     Step,
@@ -49,8 +50,6 @@ from beleg.strategies.base import (
     fuse,
 )
 from beleg.types import Hit
-
-INSTRUCTION_FLAG = "instruction-like"
 
 SYSTEM_PROMPT = """You find the passages of the product documentation that answer the user's question.
 Use the tools: keyword_search for exact identifiers (error codes like E-4012, API paths, headers, \
@@ -285,7 +284,7 @@ class AgentStrategy:
 
 
 def _flagged(hit: Hit) -> bool:
-    return any(f.startswith(INSTRUCTION_FLAG) for f in hit.flags)
+    return is_instruction_like(hit.flags)
 
 
 def _fence(head: str, body: str, tag: str) -> str:

@@ -21,11 +21,11 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from beleg.ingest.injection import is_instruction_like
+
 if TYPE_CHECKING:
     from beleg.index.snapshot import Snapshot
     from beleg.kb import KnowledgeBase
-
-INSTRUCTION_FLAG = "instruction-like"
 
 
 # ----------------------------------------------------------------------------- entities
@@ -198,7 +198,7 @@ class EntityGraph:
             chunk_id, _, _, _, _, heading_path, text, flags = row
             chunk_ids.append(str(chunk_id))
             hashes.append(content_hash(text))
-            if any(str(f).startswith(INSTRUCTION_FLAG) for f in flags):
+            if is_instruction_like(flags):
                 chunk_entities.append(())
                 continue
             found = extract_entities(text, products=products, versions=versions)

@@ -56,10 +56,10 @@ from beleg.backends.llms.base import Message
 from beleg.errors import LLMError
 from beleg.index.analyzer import analyze_query
 from beleg.index.filters import matches
+from beleg.ingest.injection import is_instruction_like
 from beleg.strategies.base import Step, StrategyContext, StrategyResult, fuse
 from beleg.strategies.entity_graph import (
     HUB_KINDS,
-    INSTRUCTION_FLAG,
     Entity,
     EntityGraph,
     _only,
@@ -337,7 +337,7 @@ class GraphStrategy:
         lifetime in memory; only chunks not cached yet cost an LLM call (one for all).
         """
         state = _state(ctx.kb)
-        readable = [h for h in hits if not any(f.startswith(INSTRUCTION_FLAG) for f in h.flags)
+        readable = [h for h in hits if not is_instruction_like(h.flags)
                     and h.chunk_id in graph.positions]
         with state.lock:
             missing = [h for h in readable if content_hash(h.text) not in state.triples]
