@@ -335,6 +335,13 @@ class KnowledgeBase:
             return None
         return doc
 
+    def metadata_values(self, key: str, principal: Principal | None = None) -> set[str]:
+        """Distinct values of a metadata key (``product``, ``version``) among the documents
+        ``principal`` may read: what a question can be about, never what is hidden from it."""
+        who = principal or ANONYMOUS
+        return {str(m[key]) for m in self.snapshot().doc_metadata
+                if m.get(key) not in (None, "") and who.may_read(m)}
+
     def chunk(self, chunk_id: str, principal: Principal | None = None) -> Chunk | None:
         """A stored chunk by id, or None when it does not exist or ``principal`` may not read its document.
 

@@ -60,10 +60,6 @@ class _Usage:
         self.completion += c.usage.completion_tokens
 
 
-def _visible_metadata(kb: KnowledgeBase, principal: Principal) -> list[dict[str, Any]]:
-    return [m for m in kb.snapshot().doc_metadata if principal.may_read(m)]
-
-
 def _merge(*lists: Sequence[Hit]) -> list[Hit]:
     """Interleave result lists, first occurrence of each chunk wins."""
     out: dict[str, Hit] = {}
@@ -83,9 +79,8 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     principal = principal or ANONYMOUS
     t0 = time.perf_counter()
     expr = combine(filters, where)
-    visible = _visible_metadata(kb, principal)
-    versions = {str(m["version"]) for m in visible if m.get("version") is not None}
-    products = {str(m["product"]) for m in visible if m.get("product")}
+    versions = kb.metadata_values("version", principal)
+    products = kb.metadata_values("product", principal)
     target = find_target(question, expr, context, versions, products)
 
     query = retrieval_query(question, context)

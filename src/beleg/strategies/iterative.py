@@ -122,8 +122,7 @@ def question_words(text: str) -> list[Word]:
 
 def visible_products(ctx: StrategyContext) -> set[str]:
     """Product names of the documents the principal may read."""
-    return {str(m["product"]) for m in ctx.kb.snapshot().doc_metadata
-            if m.get("product") and ctx.principal.may_read(m)}
+    return ctx.kb.metadata_values("product", ctx.principal)
 
 
 def anchors(question: str, products: Iterable[str]) -> list[str]:

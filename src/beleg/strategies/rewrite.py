@@ -82,9 +82,7 @@ def _mentioned_loosely(term: str, text: str) -> bool:
 
 def known_products(ctx: StrategyContext) -> list[str]:
     """Product names of the documents the principal may read (``product`` metadata)."""
-    names = {str(m["product"]) for m in ctx.kb.snapshot().doc_metadata
-             if m.get("product") and ctx.principal.may_read(m)}
-    return sorted(names)
+    return sorted(ctx.kb.metadata_values("product", ctx.principal))
 
 
 @dataclass(frozen=True, slots=True)
