@@ -16,6 +16,7 @@ import yaml
 
 from beleg.backends.llms.base import Message
 from beleg.errors import NeedsLLMError
+from beleg.kb import KnowledgeBase
 from beleg.strategies import (
     Budget,
     StrategyContext,
@@ -50,6 +51,9 @@ class StubKB:
 
     def snapshot(self) -> Any:
         return self._snapshot
+
+    # The real computation over the stub's snapshot.
+    metadata_values = KnowledgeBase.metadata_values
 
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10, filters: Any = None,
                principal: Principal | None = None) -> list[Hit]:
