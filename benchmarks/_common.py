@@ -31,7 +31,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
 DEMO_CORPUS = REPO_ROOT / "demo" / "corpus"
-XQUAD_DIR = Path(os.environ.get("BELEG_XQUAD_DIR", "/work/shared/data/xquad"))
+XQUAD_DIR = Path(os.environ.get("BELEG_XQUAD_DIR", Path(__file__).resolve().parents[1] / "tests" / "data" / "xquad"))
 BASE_VECTORS = RESULTS_DIR / "base_vectors.npz"
 
 _T0 = time.perf_counter()

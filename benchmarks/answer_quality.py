@@ -27,7 +27,7 @@ from pathlib import Path
 
 from beleg.evaluate.session import EvalRequest, evaluate_answers
 
-XQUAD = Path(os.environ.get("BELEG_XQUAD_DIR", Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"))
+XQUAD = Path(os.environ.get("BELEG_XQUAD_DIR", Path(__file__).resolve().parents[1] / "tests" / "data" / "xquad"))
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("answer_contains_gold", "false_refusal_rate", "citation_validity", "answers_verified",
            "refusal_precision", "refusal_recall", "conflict_detection", "governing_accuracy", "leaks")

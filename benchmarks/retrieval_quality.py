@@ -23,7 +23,7 @@ from pathlib import Path
 
 from beleg.evaluate.session import EvalRequest, evaluate
 
-XQUAD = Path(os.environ.get("BELEG_XQUAD_DIR", Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad"))
+XQUAD = Path(os.environ.get("BELEG_XQUAD_DIR", Path(__file__).resolve().parents[1] / "tests" / "data" / "xquad"))
 ROOT = Path(__file__).resolve().parents[1]
 MODES = "dense,bm25,hybrid,hybrid-weighted,hybrid-mmr"
 

@@ -24,6 +24,11 @@ class IngestError(BelegError):
     """A single source could not be ingested (reported per file, never fatal to a run)."""
 
 
+class NoContent(IngestError):
+    """A file that is intentionally empty (zero bytes, or nothing after its front matter, as
+    in a redirect stub): the file is reported ``skipped`` with the reason, not ``failed``."""
+
+
 class UnsupportedFormatError(IngestError, ValueError):
     """No reader handles this kind of file."""
 

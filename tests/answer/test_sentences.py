@@ -9,7 +9,7 @@ from beleg.answer.sentences import Span, sentence_containing, split_sentences
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "demo" / "corpus"
-XQUAD = Path(__file__).resolve().parents[3] / "shared" / "data" / "xquad"
+XQUAD = Path(__file__).resolve().parents[1] / "data" / "xquad"
 
 
 def texts(text: str) -> list[str]:
@@ -156,7 +156,7 @@ def test_demo_contract_sentences() -> None:
 @pytest.mark.parametrize("language", ["en", "de"])
 def test_xquad_offsets_and_answer_containment(language: str) -> None:
     path = XQUAD / f"xquad.dev.{language}.json"
-    assert path.exists(), f"XQuAD dev data is expected at {path} (the shared/ folder beside the repository)"
+    assert path.exists(), f"XQuAD dev data is expected at {path} (shipped in the repository under tests/data/xquad)"
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
     inside = total = 0

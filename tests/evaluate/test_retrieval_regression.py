@@ -15,7 +15,7 @@ import pytest
 from beleg.evaluate.datasets import Dataset, load_squad
 from beleg.evaluate.runner import parse_configs, prepare_index, run_eval
 
-XQUAD = Path(__file__).resolve().parents[3] / "shared" / "data" / "xquad"
+XQUAD = Path(__file__).resolve().parents[1] / "data" / "xquad"
 
 GOLDEN = {
     "bm25": {"hit@1": 0.9805825242718447, "ndcg@10": 0.9928335874479894},
@@ -26,7 +26,7 @@ GOLDEN = {
 
 def _slice(language: str) -> Dataset:
     path = XQUAD / f"xquad.dev.{language}.json"
-    assert path.exists(), f"XQuAD dev data is expected at {path} (the shared/ folder beside the repository)"
+    assert path.exists(), f"XQuAD dev data is expected at {path} (shipped in the repository under tests/data/xquad)"
     full = load_squad([path])
     # Articles 1..5 (skipping Super Bowl, whose 74 questions would dominate): 25 paragraphs.
     keep = {d.doc_id for d in full.documents or [] if 1 <= int(d.doc_id.split(":")[1].split("-")[0]) <= 5}

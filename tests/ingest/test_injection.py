@@ -14,7 +14,7 @@ from beleg.ingest.injection import (
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "demo" / "corpus"
-XQUAD = Path(__file__).resolve().parents[3] / "shared" / "data" / "xquad"
+XQUAD = Path(__file__).resolve().parents[1] / "data" / "xquad"
 FORUM = CORPUS / "community" / "forum-tips.md"
 
 
@@ -64,7 +64,7 @@ def test_xquad_false_positives() -> None:
     hits: list[str] = []
     for language in ("en", "de"):
         path = XQUAD / f"xquad.dev.{language}.json"
-        assert path.exists(), f"XQuAD dev data is expected at {path} (the shared/ folder beside the repository)"
+        assert path.exists(), f"XQuAD dev data is expected at {path} (shipped in the repository under tests/data/xquad)"
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
         for article in data["data"]:
