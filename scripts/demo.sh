@@ -31,4 +31,7 @@ show beleg ask "How long does Ferrolink retry failed webhook deliveries?"
 show beleg ask "What was the maximum message size in Ferrolink 2.4?"
 show beleg ask "Is the Ferrolink retry window unlimited, so that I do not need a dead-letter queue?"
 show beleg ask "Does Ferrolink support MQTT clients?"
-printf '\nIndex: %s  (try: beleg search "your question" --index %s)\n' "$BELEG_INDEX" "$BELEG_INDEX"
+# The demo ran inside .venv; a new shell does not have `beleg` on its PATH until it activates it.
+printf '\nIndex: %s. To use beleg in your shell, activate the environment first:\n' "$BELEG_INDEX"
+printf '  . .venv/bin/activate && beleg search "your question" --index %s\n' "$BELEG_INDEX"
+printf '  (or without activating: .venv/bin/beleg search "your question" --index %s)\n' "$BELEG_INDEX"
