@@ -1,0 +1,185 @@
+"""The ioBroker realdocs benchmark: its corpus selection rule, its gold-set checker and its
+"verified but wrong" count, on a tiny git repository built here (no network, no model)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks" / "realdocs"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import check_gold  # noqa: E402
+import fetch_iobroker  # noqa: E402
+import realdocs_quality  # noqa: E402
+
+LONG = "Text über ioBroker. " * 20  # well over MIN_BODY_CHARS
+STUB = "# Blockly\n\n?> ***Dies ist ein Platzhalter***.\n   Hilf mit bei ioBroker und erweitere diesen Artikel.\n"
+UPSTREAM = {
+    "docs/de/README.md": f"---\ntitle: Start\n---\n# ioBroker\n\n{LONG}\n",
+    "docs/en/README.md": f"---\ntitle: Start\ntranslatedFrom: de\nhash: abc\n---\n# ioBroker\n\n{LONG}\n",
+    "docs/de/config/cli.md": f"---\ntitle: CLI\nlastChanged: 16.07.2019\n---\n# Konsole\n\n## iobroker upload\n{LONG}\n",
+    "docs/de/logic/blockly.md": f"---\ntitle: Logik\n---\n{STUB}",
+    # A long page with a placeholder box in it is kept.
+    "docs/de/install/nodejs.md": f"---\ntitle: Node\n---\n{STUB}\n## Debian\n{LONG * 3}\n",
+    "docs/de/dev2/other.md": f"---\ntitle: not a core section\n---\n# X\n{LONG}\n",
+    # Adapter written in English, machine-translated to German (bot front matter is not YAML).
+    "docs/en/adapterref/iobroker.ping/README.md": (
+        f"---\ntitle: ioBroker.ping\n---\n# PING Adapter\n{LONG}\n## Known Issues\n* install `iputils-ping`\n\n"
+        "## Changelog\n### 1.5.0\n* fixed everything\n```\n# not a heading\n```\n### 1.4.0\n* more\n\n"
+        "## License\nMIT\n"),
+    "docs/de/adapterref/iobroker.ping/README.md": f"---\ntranslatedFrom: en\ntitle: TR: ioBroker.ping\n---\n# PING\n{LONG}\n",
+    "docs/en/adapterref/iobroker.notlisted/README.md": f"---\ntitle: x\n---\n# X\n{LONG}\n",
+    "docs/en/adapterref/iobroker.ping/docs/extra.md": f"---\ntitle: x\n---\n# X\n{LONG}\n",
+}
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture()
+def upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    repo = tmp_path / "upstream"
+    for rel, text in UPSTREAM.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text, encoding="utf-8")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "docs")
+    monkeypatch.setattr(fetch_iobroker, "COMMIT", _git(repo, "rev-parse", "HEAD"))
+    return repo / ".git"
+
+
+def _front_matter(path: Path) -> dict:
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def test_selection_rule(upstream: Path, tmp_path: Path):
+    out = tmp_path / "corpus"
+    manifest = fetch_iobroker.materialise(upstream, out)
+    files = sorted(p["path"] for p in manifest["pages"])
+    assert files == ["de/README.md", "de/config/cli.md", "de/install/nodejs.md", "en/README.md",
+                     "en/adapterref/iobroker.ping/README.md"]
+    skipped = manifest["skipped"]
+    assert skipped["docs/de/logic/blockly.md"] == "placeholder page"
+    assert skipped["docs/de/adapterref/iobroker.ping/README.md"] == "machine translation from en"
+    assert manifest["commit"] == fetch_iobroker.COMMIT
+
+
+def test_front_matter_tags_language_and_keeps_the_body(upstream: Path, tmp_path: Path):
+    out = tmp_path / "corpus"
+    fetch_iobroker.materialise(upstream, out)
+    meta = _front_matter(out / "en/README.md")
+    assert meta["language"] == "en" and meta["product"] == "iobroker" and meta["translatedFrom"] == "de"
+    assert "hash" not in meta and meta["upstream_path"] == "docs/en/README.md"
+    cli = _front_matter(out / "de/config/cli.md")
+    assert cli["lastChanged"] == "16.07.2019" and cli["language"] == "de" and cli["section"] == "config"
+    body = (out / "de/config/cli.md").read_text(encoding="utf-8").split("---\n", 2)[2]
+    assert body.lstrip("\n") == UPSTREAM["docs/de/config/cli.md"].split("---\n", 2)[2]
+
+
+def test_adapter_page_loses_its_changelog_but_not_what_follows(upstream: Path, tmp_path: Path):
+    out = tmp_path / "corpus"
+    fetch_iobroker.materialise(upstream, out)
+    page = (out / "en/adapterref/iobroker.ping/README.md").read_text(encoding="utf-8")
+    assert _front_matter(out / "en/adapterref/iobroker.ping/README.md")["adapter"] == "ping"
+    assert "iputils-ping" in page and "## License\nMIT" in page
+    assert "Changelog" not in page and "fixed everything" not in page and "# not a heading" not in page
+
+
+def test_bot_front_matter_that_is_not_yaml_is_read_line_by_line():
+    meta, body = fetch_iobroker.split_front_matter("---\ntranslatedFrom: en\ntitle: TR: ioBroker.x\n---\n# X\n")
+    assert meta == {"translatedFrom": "en", "title": "TR: ioBroker.x"} and body == "# X\n"
+
+
+def test_ensure_corpus_reuses_a_folder_of_the_same_commit(upstream: Path, tmp_path: Path):
+    out = tmp_path / "corpus"
+    fetch_iobroker.ensure_corpus(out, upstream)
+    marker = out / "de/README.md"
+    marker.write_text("edited", encoding="utf-8")
+    fetch_iobroker.ensure_corpus(out, upstream)
+    assert marker.read_text(encoding="utf-8") == "edited"
+
+
+def test_a_git_dir_without_the_commit_is_one_clear_error(upstream: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(fetch_iobroker, "COMMIT", "0" * 40)
+    with pytest.raises(fetch_iobroker.FetchError, match="does not contain commit 0000"):
+        fetch_iobroker.materialise(upstream, tmp_path / "corpus")
+
+
+# ---------------------------------------------------------------------- gold checker
+def _gold(tmp_path: Path, corpus: Path, questions: list[dict]) -> Path:
+    path = tmp_path / "gold.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "corpus": str(corpus), "questions": questions},
+                                   allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def _padding(n: int) -> list[dict]:
+    return [{"id": f"u{i}", "question": f"Is there X{i}?", "language": "en" if i % 2 else "de",
+             "type": "unanswerable", "relevant": []} for i in range(n)]
+
+
+def test_gold_checker_accepts_strings_copied_from_the_page(upstream: Path, tmp_path: Path, monkeypatch):
+    corpus = tmp_path / "corpus"
+    fetch_iobroker.materialise(upstream, corpus)
+    monkeypatch.setattr(check_gold, "MIN_QUESTIONS", 2)
+    ok = {"id": "a", "question": "What to install when ping fails?", "language": "de", "type": "cross-lingual",
+          "relevant": [{"doc": "en/adapterref/iobroker.ping/README.md", "section": "Known Issues", "grade": 2}],
+          "answer": ["iputils-ping"]}
+    problems, _ = check_gold.check(_gold(tmp_path, corpus, [ok, *_padding(10)]))
+    assert problems == []
+
+
+def test_gold_checker_finds_wrong_strings_sections_and_false_cross_lingual(upstream: Path, tmp_path: Path,
+                                                                          monkeypatch):
+    corpus = tmp_path / "corpus"
+    fetch_iobroker.materialise(upstream, corpus)
+    monkeypatch.setattr(check_gold, "MIN_QUESTIONS", 2)
+    typo = {"id": "t", "question": "?", "language": "en", "type": "fact",
+            "relevant": [{"doc": "en/adapterref/iobroker.ping/README.md", "grade": 2}], "answer": ["iputil-ping"]}
+    section = {"id": "s", "question": "?", "language": "en", "type": "fact",
+               "relevant": [{"doc": "en/adapterref/iobroker.ping/README.md", "section": "Nope", "grade": 2}],
+               "answer": ["iputils-ping"]}
+    same_language = {"id": "c", "question": "?", "language": "en", "type": "cross-lingual",
+                     "relevant": [{"doc": "en/adapterref/iobroker.ping/README.md", "grade": 2}],
+                     "answer": ["iputils-ping"]}
+    answered = {"id": "u", "question": "?", "language": "en", "type": "unanswerable", "relevant": [],
+                "answer": ["x"]}
+    problems, _ = check_gold.check(_gold(tmp_path, corpus, [typo, section, same_language, answered, *_padding(3)]))
+    text = "\n".join(problems)
+    assert "question t: none of ['iputil-ping'] occurs" in text
+    assert "question s: section 'Nope' matches no heading" in text
+    assert "question c: cross-lingual, but a grade-2 document is in the question's language" in text
+    assert "question u: an unanswerable question needs relevant: [] and no answer" in text
+    assert "4 unanswerable questions; at least 10 required" in text
+
+
+# ---------------------------------------------------------------------- verified but wrong
+def _result(qid: str, *, refused=False, verified=True, expected_refusal=False, contains_gold=True):
+    return SimpleNamespace(qid=qid, refused=refused, verified=verified, expected_refusal=expected_refusal,
+                           contains_gold=contains_gold)
+
+
+def test_verified_but_wrong_counts_only_verified_answers_that_are_wrong():
+    results = [
+        _result("right"),
+        _result("no-gold", contains_gold=False),                      # wrong
+        _result("should-refuse", expected_refusal=True, contains_gold=None),  # wrong
+        _result("unverified-wrong", verified=False, contains_gold=False),
+        _result("refused", refused=True, verified=False, contains_gold=False),
+        _result("no-gold-strings", contains_gold=None),              # nothing to check: not wrong
+    ]
+    out = realdocs_quality.verified_wrong(results)
+    assert out["verified_answers"] == 4 and out["verified_wrong"] == 2
+    assert out["verified_wrong_ids"] == ["no-gold", "should-refuse"] and out["verified_wrong_rate"] == 0.5
+    assert realdocs_quality.verified_wrong([])["verified_wrong_rate"] is None
