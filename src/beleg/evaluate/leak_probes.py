@@ -36,6 +36,8 @@ Progress = Callable[[int, int], None]
 _TOKEN = re.compile(r"\w[\w.\-]*\w")
 _PHONE = re.compile(r"\+\d{1,3}(?:[ \-/]\d{2,6}){2,5}")
 _WORD = re.compile(r"[^\W\d_]{5,}")
+#: A JSON key that names a field (``score``, ``heading_path``, ``bm25_weight``), not content.
+_FIELD_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 
 
 # ---------------------------------------------------------------------------- values
@@ -113,6 +115,31 @@ class RestrictedDoc:
 # ---------------------------------------------------------------------------- markers
 
 
+def json_values(value: Any) -> str:
+    """The scalar values of a JSON-like structure, one per line; schema keys are left out.
+
+    Outputs are compared with restricted markers by their values only: a key such as
+    ``"status"``, ``"score"`` or ``"source"`` is Beleg's own vocabulary, not content, and
+    must not count as a leak of a restricted document titled "Status". A key that does not
+    look like a field name (``"What is INC-7?"``: a trace grouping hits by query) is
+    content and is kept."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, sub in reversed(list(item.items())):
+                stack.append(sub)
+                if not _FIELD_NAME.fullmatch(str(key)):
+                    stack.append(str(key))
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(reversed(list(item)))
+        elif item is not None and not isinstance(item, bool):
+            out.append(str(item))
+    return "\n".join(out)
+
+
+
 def find_markers(text: str, markers: Sequence[str]) -> list[str]:
     """The ``markers`` (lower-cased) that occur in ``text`` as whole tokens, case-insensitively.
 
@@ -172,7 +199,7 @@ class _Doc:
     @property
     def searchable(self) -> str:
         """Everything of the document a reader of it may see."""
-        return "\n".join([self.title, self.source, json.dumps(self.metadata, ensure_ascii=False), self.text])
+        return "\n".join([self.title, self.source, json_values(self.metadata), self.text])
 
 
 def _load_docs(kb: KnowledgeBase) -> list[_Doc]:

@@ -71,6 +71,7 @@ from beleg.evaluate.leak_probes import (  # noqa: F401 (re-exported: the suite's
     candidate_markers,
     find_markers,
     insider,
+    json_values,
     restricted_documents,
 )
 
@@ -335,7 +336,7 @@ class _Runner:
         out = self._hits_leaks(p, result.hits, "hits")
         for group in (result.groups or {}).values():
             out += self._hits_leaks(p, group, "group")
-        out += self.scan(p, "trace", json.dumps(result.trace.to_json(), ensure_ascii=False), probe.query)
+        out += self.scan(p, "trace", json_values(result.trace.to_json()), probe.query)
         return found, list(dict.fromkeys(out))
 
     def _do_search(self, probe: LeakProbe, query: str, mode: str, k: int) -> list[Hit]:
@@ -353,8 +354,7 @@ class _Runner:
             # A hit's metadata is its document's (one per document in a snapshot); the rest is keyed whole.
             key = (p.access_key, h.chunk_id, h.doc_id, h.title, h.source, h.heading_path, h.text)
             if key not in self._hit_scans:
-                text = "\n".join([h.title, h.source, " > ".join(h.heading_path), h.text,
-                                  json.dumps(h.metadata, ensure_ascii=False)])
+                text = "\n".join([h.title, h.source, " > ".join(h.heading_path), h.text, json_values(h.metadata)])
                 self._hit_scans[key] = tuple(self.scan(p, "", text))
             out += [f"{part}{w}" for w in self._hit_scans[key]]
         return list(dict.fromkeys(out))
@@ -388,10 +388,11 @@ class _Runner:
             return found, []
         echo = "\n".join([probe.query, *probe.context, probe.where or "", json.dumps(dict(probe.filters))])
         out = self._hits_leaks(p, [s.hit for s in answer.sources], "sources")
+        # Values only: JSON keys ("source", "status", "score") are not content (see json_values).
         parts = {"answer": answer.answer,
-                 "citations": json.dumps([c.to_json() for c in answer.citations], ensure_ascii=False),
-                 "conflicts": json.dumps([c.to_json() for c in answer.conflicts], ensure_ascii=False),
-                 "trace": json.dumps(answer.trace, ensure_ascii=False, default=str)}
+                 "citations": json_values([c.to_json() for c in answer.citations]),
+                 "conflicts": json_values([c.to_json() for c in answer.conflicts]),
+                 "trace": json_values(json.loads(json.dumps(answer.trace, ensure_ascii=False, default=str)))}
         if use_llm and isinstance(calls, list):
             parts["prompt"] = "\n\n".join(m.content for call in calls[before:] for m in call)
         for part, text in parts.items():
