@@ -15,7 +15,7 @@ DOCS = [
     TextSource("b-runbook", "Runbook: restart relay host mq-beta-03.internal, incident INC-B-2048.",
                {"language": "en", "tenant": "beta", "acl": ["ops-beta"]}, "Beta runbook", "b"),
     TextSource("alice-note", "Private note: the relay restart password rotation is on Fridays.",
-               {"language": "en", "acl": ["alice"]}, "Alice note", "alice"),
+               {"language": "en", "acl": ["user:alice"]}, "Alice note", "alice"),
 ]
 ALPHA = Principal(user="ann", tenant="alpha", groups=("ops-alpha",))
 
@@ -51,6 +51,8 @@ def test_tenant_and_acl_must_both_match(kb) -> None:
     assert _ids(kb.search("restart relay", k=50, principal=Principal(tenant="alpha"))) == {"public"}
     assert _ids(kb.search("restart relay", k=50, principal=Principal(groups=("ops-alpha",)))) == {"public"}
     assert _ids(kb.search("relay restart password", k=50, principal=Principal(user="alice"))) == {"public", "alice"}
+    # Users and groups are separate namespaces: a group called alice is not the user alice.
+    assert _ids(kb.search("relay restart password", k=50, principal=Principal(groups=("alice",)))) == {"public"}
 
 
 def test_read_by_id_respects_access(kb) -> None:

@@ -25,7 +25,7 @@ from beleg.index.catalog import Catalog
 from beleg.index.config import IndexConfig
 from beleg.index.filters import FilterLike, combine
 from beleg.index.snapshot import Snapshot
-from beleg.ingest.metadata import MetadataRule
+from beleg.ingest.metadata import MetadataRule, normalize
 from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor, TextSource
 from beleg.retrieve.retriever import SearchOptions, StaleSnapshot, search
 from beleg.types import ANONYMOUS, Chunk, Document, Hit, Principal
@@ -150,7 +150,8 @@ class KnowledgeBase:
     def ingest(self, paths: str | Path | Sequence[str | Path], *, rules: Sequence[MetadataRule] = (),
                metadata: dict[str, Any] | None = None, encoding: str | None = None,
                max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: bool | None = None,
-               sync: bool = False) -> IngestReport:
+               sync: bool = False, allow_widen: bool = False, follow_symlinks: bool = False,
+               statuses: dict[str, str] | None = None) -> IngestReport:
         """Ingest files, folders and globs. Returns a per-file report; bad files are reported, not raised.
 
         Args:
@@ -161,16 +162,24 @@ class KnowledgeBase:
             max_file_mb: Files larger than this are rejected with a clear reason.
             progress: Show a progress bar on stderr (None: only on a terminal).
             sync: Afterwards delete documents ingested from these paths whose files are gone.
+            allow_widen: Accept re-ingests that let more principals read a document (tenant or
+                ACL removed, changed or extended); without it such a file fails and keeps its access.
+            follow_symlinks: Ingest files in a folder or glob that are symlinks to outside it
+                (otherwise they are reported ``skipped``).
+            statuses: Written status → ``current``/``historical``/``draft``
+                (see :func:`beleg.ingest.metadata.status_vocabulary`; None: the defaults).
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
-        all_rules = ([MetadataRule("*", metadata)] if metadata else []) + list(rules)
-        ingestor = self._ingestor(rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress)
+        all_rules = ([MetadataRule("*", normalize(metadata))] if metadata else []) + list(rules)
+        ingestor = self._ingestor(rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress,
+                                  allow_widen=allow_widen, follow_symlinks=follow_symlinks, statuses=statuses)
         return ingestor.run([str(p) for p in paths], sync=sync)
 
-    def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | None = None) -> IngestReport:
+    def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | None = None,
+                     allow_widen: bool = False) -> IngestReport:
         """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``)."""
-        return self._ingestor(progress=progress).run_texts(list(items))
+        return self._ingestor(progress=progress, allow_widen=allow_widen).run_texts(list(items))
 
     def _ingestor(self, **options: Any) -> Ingestor:
         # The embedder is looked up per call, so an ingest of unchanged files never loads it.

@@ -119,28 +119,56 @@ class Principal:
     """Who is asking. Every search is filtered to what this principal may read.
 
     A document with a ``tenant`` is visible only to a principal of that tenant; a
-    document with an ``acl`` only to a principal whose user or one of whose groups is
-    listed. Both conditions must hold. The anonymous principal (the default) sees
-    public documents only: access fails closed.
+    document with an ``acl`` only to a principal one of whose groups is listed, or whose
+    user is listed as ``user:NAME``. Users and groups are separate namespaces: a user
+    called ``ops`` does not get the access of the group ``ops``. Both conditions must
+    hold. Tenants and names compare case-folded and stripped (:meth:`fold`), the same rule
+    ingest applies. The anonymous principal (the default) sees public documents only:
+    access fails closed.
     """
 
     user: str | None = None
     tenant: str | None = None
     groups: tuple[str, ...] = ()
 
+    @staticmethod
+    def fold(name: str) -> str:
+        """The one comparison form of tenants and ACL names: ``" ACME "`` → ``"acme"``."""
+        return name.strip().casefold()
+
+    @staticmethod
+    def acl_entry(entry: str) -> str:
+        """An ACL entry in canonical form: ``"user:NAME"`` for a user, the bare name for a group
+        (``"group:NAME"`` and ``"NAME"`` are the same group)."""
+        kind, sep, name = Principal.fold(entry).partition(":")
+        if sep and kind == "user" and name.strip():
+            return f"user:{name.strip()}"
+        if sep and kind == "group" and name.strip():
+            return name.strip()
+        return Principal.fold(entry)
+
+    def acl_names(self) -> set[str]:
+        """The ACL entries that grant this principal access."""
+        # A group spelled "user:x" must not pass for the user x.
+        names = {g for g in (self.acl_entry(g) for g in self.groups) if not g.startswith("user:")}
+        if self.user and self.user.strip():
+            names.add(f"user:{self.fold(self.user)}")
+        return names
+
     @property
     def access_key(self) -> tuple[str | None, str | None, tuple[str, ...]]:
         """What decides visibility; caches of visible sets are keyed by it."""
-        return (self.user, self.tenant, tuple(sorted(set(self.groups))))
+        fold = lambda name: None if name is None else self.fold(name)  # noqa: E731
+        return (fold(self.user), fold(self.tenant), tuple(sorted(self.acl_names())))
 
     def may_read(self, metadata: dict[str, Any]) -> bool:
         tenant = metadata.get("tenant")
-        if tenant is not None and (self.tenant is None or str(tenant) != self.tenant):
+        if tenant is not None and (self.tenant is None or self.fold(str(tenant)) != self.fold(self.tenant)):
             return False
         acl = metadata.get("acl")
         if acl is not None:
-            names = {str(a) for a in (acl if isinstance(acl, (list, tuple)) else [acl])}
-            if not ({self.user} - {None} | set(self.groups)) & names:
+            entries = {self.acl_entry(str(a)) for a in (acl if isinstance(acl, (list, tuple)) else [acl])}
+            if not self.acl_names() & entries:
                 return False
         return True
 

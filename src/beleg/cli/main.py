@@ -106,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--sync", action="store_true",
                    help="also delete documents ingested from these paths whose files no longer exist")
+    p.add_argument("--allow-widen", action="store_true",
+                   help="accept re-ingests that remove or widen a document's tenant or acl (refused otherwise)")
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="ingest symlinked files that point outside the folder or glob (skipped otherwise)")
+    p.add_argument("--config", help="beleg.toml whose [governance] status_synonyms extend the status vocabulary "
+                                    "(default $BELEG_CONFIG, else ./beleg.toml)")
     p.add_argument("--json", action="store_true", help="print counts and failures as JSON")
 
     p = sub.add_parser("reindex", help="build a new chunking/embedding configuration beside the live one")
@@ -230,19 +236,24 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from beleg.cli.render import Style, render_ingest
-    from beleg.ingest.metadata import load_rules, parse_assignments
+    from beleg.backends.llms.config import read_config_table
+    from beleg.ingest.metadata import load_rule_statuses, load_rules, parse_assignments, status_vocabulary
 
     rules = load_rules(args.rules) if args.rules else []
     meta = parse_assignments(args.meta) if args.meta else None
+    statuses = status_vocabulary(read_config_table("governance", args.config).get("status_synonyms"),
+                                 load_rule_statuses(args.rules) if args.rules else None,
+                                 where="status synonyms ([governance] status_synonyms, or statuses: in --rules)")
     with _open(args, create=True) as kb:
         report = kb.ingest(args.paths, rules=rules, metadata=meta, encoding=args.encoding,
                            max_file_mb=args.max_file_mb, progress=False if args.no_progress else None,
-                           sync=args.sync)
+                           sync=args.sync, allow_widen=args.allow_widen, follow_symlinks=args.follow_symlinks,
+                           statuses=statuses)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
         print(render_ingest(report, Style(sys.stdout.isatty())))
-    return EXIT_ERROR if report.failures else 0
+    return EXIT_ERROR if report.failures else 0  # skipped files were left out on purpose: exit 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:

@@ -89,14 +89,16 @@ def render_status(status: dict[str, Any]) -> str:
 def render_ingest(report: Any, style: Style) -> str:
     lines = []
     for f in report.files:
-        if f.status == "failed":
-            lines.append(f"  failed     {f.source}: {f.reason}")
+        if f.status in ("failed", "skipped"):
+            lines.append(f"  {f.status:<10} {f.source}: {f.reason}")
         elif f.status != "unchanged":
             lines.append(f"  {f.status:<10} {f.source} ({f.chunks} chunks)" if f.chunks else f"  {f.status:<10} {f.source}")
+            if getattr(f, "widened", None):
+                lines.append(f"             access widened (--allow-widen): {'; '.join(f.widened)}")
     j = report.to_json()
     lines.append(style.bold(
         f"{j['added']} added, {j['updated']} updated, {j['unchanged']} unchanged, {j['deleted']} deleted, "
-        f"{j['failed']} failed; {j['embedded']} chunks embedded"))
+        f"{j['skipped']} skipped, {j['failed']} failed; {j['embedded']} chunks embedded"))
     return "\n".join(lines)
 
 

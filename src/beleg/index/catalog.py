@@ -136,6 +136,15 @@ class Catalog:
     def sources(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT doc_id, source FROM documents").fetchall())
 
+    def doc_ids_for_source(self, source: str) -> list[str]:
+        """Ids of the stored documents ingested from ``source`` (usually none or one)."""
+        return [r[0] for r in self.db.execute("SELECT doc_id FROM documents WHERE source = ? ORDER BY doc_id",
+                                              (source,))]
+
+    def move_contexts(self, old_doc_id: str, new_doc_id: str) -> None:
+        """Give a re-keyed document the cached chunk contexts of its old id (call inside :meth:`transaction`)."""
+        self.db.execute("UPDATE chunk_contexts SET doc_id = ? WHERE doc_id = ?", (new_doc_id, old_doc_id))
+
     def upsert_document(self, doc: Document, chunks: Sequence[Chunk], embed_hashes: Sequence[str],
                         postings: Sequence[tuple[np.ndarray, np.ndarray]],
                         headings: Sequence[Heading] = ()) -> None:

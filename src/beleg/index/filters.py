@@ -10,7 +10,9 @@ Examples of ``--where`` expressions::
 Comparison is typed by the values: two version-like values (``2.4``, ``v3.0``, ``10``)
 compare as versions (so ``2.10 > 2.9``), ISO dates compare as dates, anything else as
 case-insensitive text. A list-valued key (``acl``, ``tags``) matches ``=``/``in`` when any
-element matches. A missing key makes ``=``, ``in`` and ranges false and ``!=``/``not in`` true.
+element matches. A missing key makes ``=``, ``in`` and ranges false and ``!=``/``not in`` true;
+so does a value that is neither a scalar nor a list (a mapping): it is never equal to, nor
+before or after, anything. Parentheses and ``not`` nest at most :data:`MAX_DEPTH` levels.
 
 Filters are evaluated once per distinct value of a key (a handful per corpus), and the
 result is spread to documents and chunks through integer codes: that keeps filtering
@@ -28,6 +30,9 @@ import numpy as np
 from beleg.errors import FilterError
 
 OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in")
+#: How deeply parentheses and ``not`` may nest in a ``--where`` expression (far beyond any
+#: real filter; deeper input would exhaust Python's recursion limit).
+MAX_DEPTH = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +148,13 @@ class _Parser:
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
+        self.depth = 0
+
+    def nested(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise FilterError(f"filter nests deeper than {MAX_DEPTH} levels of parentheses or 'not'; "
+                              "write it flatter (a and b and c needs no parentheses)")
 
     def peek(self, offset: int = 0) -> tuple[str, str] | None:
         j = self.i + offset
@@ -187,15 +199,20 @@ class _Parser:
 
     def not_expr(self) -> Expr:
         if self.keyword("not"):
-            return Not(self.not_expr())
+            self.nested()
+            expr = Not(self.not_expr())
+            self.depth -= 1
+            return expr
         return self.atom()
 
     def atom(self) -> Expr:
         tok = self.peek()
         if tok == ("punct", "("):
             self.take()
+            self.nested()
             expr = self.or_expr()
             self.expect("punct", ")")
+            self.depth -= 1
             return expr
         kind, key = self.take()
         if kind != "word":
@@ -266,6 +283,8 @@ def _compare(actual: Any, op: str, wanted: Any) -> bool:
             positive = "=" if op == "!=" else "in"
             return not any(_compare(a, positive, wanted) for a in actual)
         return any(_compare(a, op, wanted) for a in actual)
+    if isinstance(actual, (Mapping, set, frozenset)):
+        return op in ("!=", "not in")  # no comparable value: like a missing key
     if op == "in":
         return any(_compare(actual, "=", w) for w in wanted)
     if op == "not in":
@@ -298,6 +317,21 @@ def matches(expr: Expr | None, metadata: Mapping[str, Any]) -> bool:
 # ---------------------------------------------------------------- columnar evaluation
 
 
+def _hashable(value: Any) -> Any:
+    """A dictionary key for any metadata value (lists and mappings, nested, included)."""
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(_hashable(v) for v in value))
+    if isinstance(value, Mapping):
+        return ("map", tuple(sorted((str(k), _hashable(v)) for k, v in value.items())))
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted(repr(v) for v in value)))
+    try:
+        hash(value)
+    except TypeError:
+        return ("repr", repr(value))
+    return value
+
+
 class MetadataColumns:
     """Dictionary-encoded metadata of many documents, for fast mask evaluation.
 
@@ -323,7 +357,7 @@ class MetadataColumns:
                 value = meta.get(key)
                 if value is None:
                     continue
-                hashable = tuple(value) if isinstance(value, list) else value
+                hashable = _hashable(value)
                 code = index.get(hashable)
                 if code is None:
                     code = index[hashable] = len(values)

@@ -1,4 +1,17 @@
-"""Turn ``ingest`` arguments (files, folders, globs) into a list of files to read."""
+"""Turn ``ingest`` arguments (files, folders, globs) into a list of files to read.
+
+Discovery never raises for one bad entry: a folder that cannot be listed, a symlink loop
+or a name that is not valid UTF-8 becomes that entry's :class:`Candidate` with a problem,
+and the other files are still found.
+
+Each file also gets an **id key**, the path its document id is derived from: the file's
+path below the *ingest root*, prefixed with the root's own folder name, so an index keeps
+its ids when the corpus folder moves or is ingested from another working directory. The
+root is the folder argument; for a glob, the folder before the first wildcard; for a
+file named directly, the folder it is in. ``beleg ingest /data/corpus`` gives
+``docs/setup.md`` the key ``corpus/docs/setup.md``; so do ``beleg ingest corpus`` and
+``beleg ingest "corpus/**/*.md"``; ``beleg ingest corpus/docs/setup.md`` gives ``docs/setup.md``.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +19,7 @@ import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 _GLOB_CHARS = set("*?[")
 
@@ -13,44 +27,99 @@ _GLOB_CHARS = set("*?[")
 @dataclass(frozen=True, slots=True)
 class Candidate:
     path: Path
-    #: The path as the user named it (relative paths stay relative): the document's ``source``.
+    #: The path as the user named it (relative paths stay relative), in printable form: the
+    #: document's ``source``.
     source: str
-    #: Set when the argument itself is unusable (missing file, empty glob).
+    #: Set when the argument itself is unusable (missing file, empty glob, unreadable folder).
     problem: str | None = None
+    #: The path below the ingest root that the document id derives from (see module docstring).
+    key: str | None = None
+    #: Set when the file is left out on purpose (a symlink out of the folder): reported ``skipped``.
+    skip: str | None = None
+    #: True for a folder that could not be listed: ``--sync`` must not take its files for deleted.
+    unlisted_folder: bool = False
 
 
-def discover(args: list[str], suffixes: tuple[str, ...]) -> list[Candidate]:
+def printable(path: str) -> str:
+    """``path`` with bytes that are not UTF-8 shown as ``\\xff`` escapes (safe to store and print)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _under(path: str, root: str) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def _key(root: str, full: str) -> str:
+    """``<root folder name>/<path of full below root>``, with forward slashes."""
+    rel = os.path.relpath(os.path.abspath(full), os.path.abspath(root))
+    return printable("/".join([os.path.basename(os.path.abspath(root)), *Path(rel).parts]))
+
+
+def _glob_root(pattern: str) -> str:
+    """The folder a glob pattern starts in: its components before the first wildcard."""
+    parts: list[str] = []
+    for part in Path(pattern).parts[:-1]:
+        if _GLOB_CHARS & set(part):
+            break
+        parts.append(part)
+    return os.path.join(*parts) if parts else "."
+
+
+def discover(args: list[str], suffixes: tuple[str, ...], *, follow_symlinks: bool = False) -> list[Candidate]:
     """Expand arguments in order; folders yield supported files, recursively, skipping hidden ones.
 
     A file named explicitly is kept even if its suffix is unsupported, so the report can
-    say why it was not ingested instead of dropping it silently.
+    say why it was not ingested instead of dropping it silently. A file found through a
+    folder or glob that is a symlink to somewhere outside that folder is reported skipped
+    unless ``follow_symlinks``; a file named directly is read wherever it points.
     """
     out: list[Candidate] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
 
-    def add(path: Path, source: str, problem: str | None = None) -> None:
-        key = path.resolve() if problem is None else Path(source)
-        if key not in seen:
-            seen.add(key)
-            out.append(Candidate(path, source, problem))
+    def add(path: str, root: str | None, problem: str | None = None) -> None:
+        source = printable(path)
+        skip = None
+        if problem is None and root is not None and not follow_symlinks and not _under(path, root):
+            skip = (f"symlink to {printable(os.path.realpath(path))}, outside {printable(root)}; "
+                    "pass --follow-symlinks to ingest it")
+        seen_as = os.path.realpath(path) if problem is None else source
+        if seen_as not in seen:
+            seen.add(seen_as)
+            key = _key(root if root is not None else os.path.dirname(os.path.abspath(path)), path)
+            out.append(Candidate(Path(path), source, problem, key, skip))
 
     for arg in args:
-        if _GLOB_CHARS & set(arg):
-            matches = sorted(glob.glob(arg, recursive=True))
-            files = [m for m in matches if os.path.isfile(m)]
-            if not files:
-                add(Path(arg), arg, "the pattern matches no files")
-            for m in files:
-                add(Path(m), m)
-        elif os.path.isdir(arg):
-            for root, dirs, files in os.walk(arg):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if not name.startswith(".") and Path(name).suffix.lower() in suffixes:
-                        full = os.path.join(root, name)
-                        add(Path(full), full)
-        elif os.path.isfile(arg):
-            add(Path(arg), arg)
-        else:
-            add(Path(arg), arg, "no such file or folder")
+        try:
+            _expand(arg, suffixes, add, out)
+        except (OSError, ValueError, RuntimeError) as exc:  # one argument's trouble stays its own
+            out.append(Candidate(Path(arg), printable(arg), f"cannot list: {type(exc).__name__}: {exc}"))
     return out
+
+
+def _expand(arg: str, suffixes: tuple[str, ...], add: Callable[..., None], out: list[Candidate]) -> None:
+    if _GLOB_CHARS & set(arg):
+        root = _glob_root(arg)
+        files = [m for m in sorted(glob.glob(arg, recursive=True)) if os.path.isfile(m)]
+        if not files:
+            add(arg, None, "the pattern matches no files")
+        for m in files:
+            add(m, root)
+    elif os.path.isdir(arg):
+        def unlisted(exc: OSError) -> None:
+            folder = printable(str(exc.filename or arg))
+            out.append(Candidate(Path(str(exc.filename or arg)), folder,
+                                 f"cannot list folder: {exc.strerror or exc}; its files were not ingested",
+                                 unlisted_folder=True))
+
+        for root, dirs, files in os.walk(arg, onerror=unlisted):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                if not name.startswith(".") and Path(name).suffix.lower() in suffixes:
+                    add(os.path.join(root, name), arg)
+    elif os.path.islink(arg) and not os.path.exists(arg):
+        add(arg, None, f"broken or looping symlink (points to {printable(os.readlink(arg))})")
+    elif os.path.isfile(arg):
+        add(arg, None)
+    else:
+        add(arg, None, "no such file or folder")

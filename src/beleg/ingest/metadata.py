@@ -2,8 +2,16 @@
 
 Precedence, lowest first: defaults < rules (in file order; ``--meta`` is a rule that
 matches everything) < what the file itself declares (front matter, ``<meta>``, PDF/DOCX
-properties). Unknown ``status`` and ``authority`` stay ``"unknown"``: a document is never
-silently promoted to "current".
+properties).
+
+Metadata fails closed. The keys that decide who may read a document (``tenant``,
+``acl``) must hold a clear value: ``acl:`` left empty, a list where one tenant belongs, or
+an ACL that is not a list of names rejects the file instead of quietly making it public.
+Tenants and ACL names are compared case-folded (:meth:`beleg.types.Principal.fold`), at
+ingest and at query time alike. A ``status`` is mapped onto the governance vocabulary
+(``current``, ``historical``, ``draft``) through synonyms (``deprecated`` → ``historical``);
+an unknown one stays ``"unknown"`` with the written value in ``declared_status``, so a
+document is never silently promoted to "current".
 """
 
 from __future__ import annotations
@@ -14,14 +22,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from beleg.errors import ConfigError
-from beleg.yamlfile import read_yaml
+import yaml
+
+from beleg.errors import ConfigError, IngestError
 from beleg.index.analyzer import SUPPORTED_LANGUAGES, detect_language
+from beleg.types import Principal
 
 #: Keys with a meaning to Beleg. Other keys are kept and filterable as they are.
 KNOWN_KEYS = ("title", "product", "version", "status", "authority", "language", "date", "tenant", "acl")
 STATUSES = ("current", "historical", "draft", "unknown")
 LIST_KEYS = ("acl", "tags")
+#: Keys that must hold one value: a list or mapping here would be ambiguous (which tenant?).
+SCALAR_KEYS = ("tenant", "product", "version", "status", "authority", "language")
+
+#: Written statuses that mean one of the governed ones. Extend it with ``statuses:`` in the
+#: rules file or ``status_synonyms`` in ``[governance]`` of beleg.toml.
+DEFAULT_STATUS_SYNONYMS: dict[str, str] = {
+    **dict.fromkeys(("deprecated", "obsolete", "superseded", "archived", "retired", "legacy", "outdated",
+                     "veraltet", "historisch", "abgelöst", "archiviert", "überholt"), "historical"),
+    **dict.fromkeys(("preview", "beta", "alpha", "proposed", "wip", "entwurf", "vorschau", "vorläufig"), "draft"),
+    **dict.fromkeys(("active", "valid", "released", "stable", "aktuell", "gültig", "gueltig"), "current"),
+}
+
+
+class MetadataError(IngestError, ValueError):
+    """A metadata value that would make a document's access or meaning ambiguous."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +61,27 @@ class MetadataRule:
         return fnmatch.fnmatch(posix, self.match) or fnmatch.fnmatch(Path(posix).name, self.match)
 
 
+class _WrittenFloatLoader(yaml.SafeLoader):
+    """YAML loader that keeps decimals as written: ``version: 2.10`` stays ``"2.10"``, not 2.1."""
+
+
+_WrittenFloatLoader.add_constructor(
+    "tag:yaml.org,2002:float", lambda loader, node: loader.construct_scalar(node))  # type: ignore[arg-type]
+
+
+def _read_rules_yaml(path: Path) -> Any:
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_WrittenFloatLoader)  # noqa: S506 (a SafeLoader)
+    except OSError as exc:
+        raise ConfigError(f"cannot read rules file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"rules file {path} is not valid YAML: {exc}") from None
+
+
 def load_rules(path: str | Path) -> list[MetadataRule]:
     """Read a YAML rules file: ``rules: [{match: "manuals/*.pdf", metadata: {...}}, ...]``."""
     p = Path(path)
-    data = read_yaml(p, "rules file")
+    data = _read_rules_yaml(p)
     rules = (data or {}).get("rules") if isinstance(data, dict) else None
     if not isinstance(rules, list):
         raise ConfigError(f"rules file {p} must contain 'rules:' with a list of {{match, metadata}} entries")
@@ -47,8 +89,41 @@ def load_rules(path: str | Path) -> list[MetadataRule]:
     for i, rule in enumerate(rules, 1):
         if not isinstance(rule, dict) or "match" not in rule or not isinstance(rule.get("metadata", {}), dict):
             raise ConfigError(f"rules file {p}, rule {i}: expected {{match: GLOB, metadata: {{key: value}}}}, got {rule!r}")
-        out.append(MetadataRule(str(rule["match"]), normalize(rule.get("metadata") or {})))
+        try:
+            out.append(MetadataRule(str(rule["match"]), normalize(rule.get("metadata") or {})))
+        except MetadataError as exc:
+            raise ConfigError(f"rules file {p}, rule {i}: {exc}") from None
     return out
+
+
+def load_rule_statuses(path: str | Path) -> dict[str, str] | None:
+    """The ``statuses: {written: current|historical|draft}`` mapping of a rules file (None when absent)."""
+    p = Path(path)
+    data = _read_rules_yaml(p)
+    statuses = data.get("statuses") if isinstance(data, dict) else None
+    if statuses is None:
+        return None
+    status_vocabulary(statuses, where=f"rules file {p}, statuses")  # validates
+    return {str(k): str(v) for k, v in statuses.items()}
+
+
+def status_vocabulary(*extra: Any, where: str = "status synonyms") -> dict[str, str]:
+    """The default synonyms extended by mappings ``{written: current|historical|draft}`` (later wins).
+
+    ``where`` names the origin in errors. A mapping of ``None`` adds nothing.
+    """
+    vocab = dict(DEFAULT_STATUS_SYNONYMS)
+    for mapping in extra:
+        if mapping is None:
+            continue
+        if not isinstance(mapping, Mapping):
+            raise ConfigError(f"{where}: expected a mapping like {{deprecated: historical}}, got {mapping!r}")
+        for written, meaning in mapping.items():
+            target = str(meaning).strip().casefold()
+            if target not in STATUSES[:3]:
+                raise ConfigError(f"{where}: {written!r} maps to {meaning!r}; use current, historical or draft")
+            vocab[str(written).strip().casefold()] = target
+    return vocab
 
 
 def parse_assignments(pairs: list[str]) -> dict[str, Any]:
@@ -59,29 +134,71 @@ def parse_assignments(pairs: list[str]) -> dict[str, Any]:
         if not sep or not key.strip():
             raise ConfigError(f"expected key=value, got {pair!r}")
         out[key.strip().lower()] = value.strip()
-    return normalize(out)
+    try:
+        return normalize(out)
+    except MetadataError as exc:
+        raise ConfigError(f"--meta: {exc}") from None
+
+
+def _acl_names(key: str, value: Any) -> list[str]:
+    """An ACL (or tags) value as a list of names; anything but a string or list of strings is refused."""
+    if isinstance(value, str):
+        items: list[Any] = value.split(",")
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    elif key != "acl" and not isinstance(value, dict):
+        items = [str(value)]
+    else:
+        raise MetadataError(f"'{key}' must be a name or a list of names, got {type(value).__name__} {value!r}")
+    if key != "acl":  # tags do not decide access: any scalar is a tag
+        items = [str(v) for v in items if not isinstance(v, (list, tuple, dict))]
+    bad = [v for v in items if not isinstance(v, str)]
+    if bad:
+        raise MetadataError(f"'{key}' must list names (strings), got {bad[0]!r} in {value!r}; quote it")
+    names = [v.strip() for v in items if v.strip()]
+    if key == "acl":
+        if not names:
+            raise MetadataError(
+                "'acl' is present but empty, which would make the document public; name the groups "
+                "(or user:NAME) who may read it, or remove the key for a public document")
+        names = list(dict.fromkeys(Principal.acl_entry(n) for n in names))
+    return names
+
+
+def _scalar(key: str, value: Any) -> str:
+    if isinstance(value, (list, tuple, set, dict)):
+        raise MetadataError(f"'{key}' must be one value, got {type(value).__name__} {value!r}")
+    if isinstance(value, bool):
+        raise MetadataError(f"'{key}' must be a name, got the yes/no value {value!r}; quote it")
+    return str(value).strip()
 
 
 def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """Make declared metadata comparable: lower-case keys, ISO dates, string versions, list ACLs."""
+    """Make declared metadata comparable: lower-case keys, ISO dates, string versions, list ACLs.
+
+    Raises:
+        MetadataError: ``acl``/``tenant`` present but empty, a list/mapping where one value
+            belongs, an ACL that is not a list of names.
+    """
     out: dict[str, Any] = {}
     for raw_key, value in meta.items():
         key = str(raw_key).strip().lower()
-        if value is None:
+        if value is None or (key in ("tenant", "acl") and isinstance(value, str) and not value.strip()):
+            if key in ("tenant", "acl"):
+                # Dropping it would make the document visible to everyone: refuse instead.
+                raise MetadataError(f"'{key}' is present but empty, which would make the document public; "
+                                    f"give it a value or remove the key")
             continue
         if isinstance(value, (dt.date, dt.datetime)):
             value = value.isoformat()
-        if key == "version":
-            value = str(value)
-        elif key in LIST_KEYS:
-            if isinstance(value, str):
-                value = [v.strip() for v in value.split(",") if v.strip()]
-            elif isinstance(value, (list, tuple)):
-                value = [str(v) for v in value]
-            else:
-                value = [str(value)]
-        elif key in ("status", "authority", "language", "product", "tenant") and isinstance(value, str):
-            value = value.strip().lower()
+        if key in LIST_KEYS:
+            value = _acl_names(key, value)
+        elif key in SCALAR_KEYS:
+            value = _scalar(key, value)
+            if key == "tenant":
+                value = Principal.fold(value)
+            elif key != "version":
+                value = value.lower()
         out[key] = value
     return out
 
@@ -92,8 +209,12 @@ def resolve(
     text: str,
     title: str | None,
     rules: list[MetadataRule],
+    statuses: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The final metadata of one document (see module docstring for precedence)."""
+    """The final metadata of one document (see module docstring for precedence).
+
+    ``statuses`` maps written statuses to governed ones (default :data:`DEFAULT_STATUS_SYNONYMS`).
+    """
     meta: dict[str, Any] = {"status": "unknown", "authority": "unknown"}
     for rule in rules:
         if rule.applies_to(source):
@@ -107,11 +228,32 @@ def resolve(
         if declared_language:
             # Keep what the file said; analysis falls back to the detected language.
             meta["declared_language"] = declared_language
-    if meta["status"] not in STATUSES:
-        meta["declared_status"] = meta["status"]
-        meta["status"] = "unknown"
-    if meta.get("acl") == []:
-        raise ConfigError(
-            f"{source}: 'acl: []' would make the document visible to nobody; remove the key for public documents"
-        )
+    written = str(meta["status"])
+    if written not in STATUSES:
+        meta["declared_status"] = written
+        meta["status"] = (DEFAULT_STATUS_SYNONYMS if statuses is None else statuses).get(written.casefold(), "unknown")
     return meta
+
+
+def widening(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """How ``new`` metadata would let more principals read a document than ``old`` did (empty: it would not)."""
+    out = []
+    old_tenant, new_tenant = old.get("tenant"), new.get("tenant")
+    if old_tenant is not None:
+        if new_tenant is None:
+            out.append(f"tenant {old_tenant!r} would be removed")
+        elif Principal.fold(str(new_tenant)) != Principal.fold(str(old_tenant)):
+            out.append(f"tenant would change from {old_tenant!r} to {new_tenant!r}")
+    old_acl, new_acl = old.get("acl"), new.get("acl")
+    if old_acl is not None:
+        if new_acl is None:
+            out.append("acl would be removed")
+        else:
+            gained = sorted(_entries(new_acl) - _entries(old_acl))
+            if gained:
+                out.append(f"acl would gain {', '.join(gained)}")
+    return out
+
+
+def _entries(acl: Any) -> set[str]:
+    return {Principal.acl_entry(str(a)) for a in (acl if isinstance(acl, (list, tuple)) else [acl])}

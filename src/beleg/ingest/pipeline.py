@@ -1,10 +1,19 @@
 """Ingest files into a catalog: read → metadata → chunk → embed → commit, file by file.
 
-Every file ends in exactly one state: ``added``, ``updated``, ``unchanged`` or ``failed``
-(with the reason). A bad file never stops the run and never touches what is already
-indexed. Chunks of several documents are embedded together (the model is much faster
-per text in batches), and each batch of documents is committed in one transaction, so
-a crash loses at most the batch in flight and the index stays readable.
+Every file ends in exactly one state: ``added``, ``updated``, ``unchanged``, ``skipped``
+(left out on purpose, with the reason: an intentionally empty file, a symlink out of the
+folder) or ``failed`` (with the reason). Any exception while reading, parsing, chunking,
+flagging or analysing one file, expected or not, becomes that file's ``failed`` entry; it
+never stops the run and never touches what is already indexed. Everything that can fail
+for one document happens in its own stage; the batch commit only embeds and writes.
+Chunks of several documents are embedded together (the model is much faster per text in
+batches), and each batch of documents is committed in one transaction, so a crash loses
+at most the batch in flight and the index stays readable.
+
+A re-ingest that would let more principals read a document (its tenant or ACL removed,
+changed or widened) is refused for that file unless ``allow_widen``; a document id that
+another file still present in the index holds, or that an earlier file of the same run
+took, fails the later file.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import logging
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
@@ -19,13 +29,13 @@ from typing import Any, Callable, Sequence, TypeVar
 import numpy as np
 from tqdm import tqdm
 
-from beleg.errors import BelegError
+from beleg.errors import BelegError, IngestError, NoContent
 from beleg.index.analyzer import analyze
 from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
-from beleg.ingest.discover import Candidate, discover
+from beleg.ingest.discover import Candidate, discover, printable
 from beleg.ingest.injection import chunk_flags
-from beleg.ingest.metadata import MetadataRule, resolve
+from beleg.ingest.metadata import MetadataRule, resolve, widening
 from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
 from beleg.ingest.readers.base import normalize_newlines
 from beleg.types import Chunk, Document, Heading, ParsedDocument
@@ -41,18 +51,25 @@ _FLUSH_CHUNKS = 128
 @dataclass(slots=True)
 class FileResult:
     source: str
-    status: str  # added | updated | unchanged | failed
+    status: str  # added | updated | unchanged | skipped | failed | deleted
     doc_id: str | None = None
     chunks: int = 0
     reason: str | None = None
     #: Chunks with instruction-like text (possible prompt injection), flagged for answers.
     flagged: int = 0
+    #: How this ingest widened who may read the document (only with ``allow_widen``).
+    widened: list[str] = field(default_factory=list)
+    #: The id the document had before (an index from before ids were relative to the ingest root).
+    previous_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {k: v for k, v in (("source", self.source), ("status", self.status), ("doc_id", self.doc_id),
-                                 ("chunks", self.chunks), ("reason", self.reason)) if v is not None}
+                                 ("chunks", self.chunks), ("reason", self.reason),
+                                 ("previous_id", self.previous_id)) if v is not None}
         if self.flagged:
             out["flagged"] = self.flagged
+        if self.widened:
+            out["widened"] = self.widened
         return out
 
 
@@ -75,9 +92,12 @@ class IngestReport:
             "updated": self.count("updated"),
             "unchanged": self.count("unchanged"),
             "deleted": self.deleted,
+            "skipped": self.count("skipped"),
             "failed": self.count("failed"),
             "embedded": self.embedded,
             "failures": [{"source": f.source, "reason": f.reason} for f in self.failures],
+            "skips": [{"source": f.source, "reason": f.reason} for f in self.files if f.status == "skipped"],
+            "widened": [{"source": f.source, "widened": f.widened} for f in self.files if f.widened],
             "flagged": [{"source": f.source, "chunks": f.flagged} for f in self.files if f.flagged],
             "files": [f.to_json() for f in self.files],
         }
@@ -91,7 +111,8 @@ def in_scope(source: str, paths: Sequence[str]) -> bool:
             if fnmatch.fnmatch(source, arg) or fnmatch.fnmatch(Path(source).as_posix(), arg):
                 return True
             continue
-        root, here = Path(arg).resolve(), Path(source).resolve()
+        # realpath, not Path.resolve: it never raises on a symlink loop.
+        root, here = Path(os.path.realpath(arg)), Path(os.path.realpath(source))
         if here == root or here.is_relative_to(root):
             return True
     return False
@@ -117,10 +138,36 @@ class TextSource:
 
 @dataclass(slots=True)
 class _Pending:
+    """A document ready to commit: everything per document is computed already."""
+
     doc: Document
     chunks: list[Chunk]
     result: FileResult
-    headings: tuple[Heading, ...] = ()
+    headings: tuple[Heading, ...]
+    #: What each retrieval leg sees of each chunk, its hash (the vector key) and its BM25 terms.
+    texts: list[str]
+    hashes: list[str]
+    terms: list[list[str]]
+    #: A stored document this one takes over (same file, id from before ids were relative).
+    replaces: str | None = None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+
+
+def legacy_id(path: Path) -> str:
+    """The id documents had before ids derived from the path below the ingest root."""
+    return hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def _other_file(stored_source: str, path: Path) -> bool:
+    """Whether a stored document's source is another file that still exists (not this one, moved)."""
+    try:
+        return os.path.lexists(stored_source) and not os.path.samefile(stored_source, path)
+    except OSError:
+        return True  # cannot tell: do not let a file take over another's document
 
 
 class Ingestor:
@@ -129,8 +176,14 @@ class Ingestor:
     def __init__(self, catalog: Catalog, chunking: ChunkingConfig, embed: Callable[[list[str]], np.ndarray],
                  *, rules: Sequence[MetadataRule] = (), encoding: str | None = None,
                  max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: bool | None = None,
-                 contextualize: Callable[[Document, Sequence[Chunk]], list[str]] | None = None) -> None:
+                 contextualize: Callable[[Document, Sequence[Chunk]], list[str]] | None = None,
+                 statuses: dict[str, str] | None = None, allow_widen: bool = False,
+                 follow_symlinks: bool = False) -> None:
         self.catalog = catalog
+        #: Written status → current/historical/draft (None: the defaults of beleg.ingest.metadata).
+        self.statuses = statuses
+        self.allow_widen = allow_widen
+        self.follow_symlinks = follow_symlinks
         #: Contextual retrieval (beleg.ingest.contextual): a context per chunk, or None.
         self.contextualize = contextualize
         self.chunking = chunking
@@ -141,6 +194,10 @@ class Ingestor:
         self.progress = progress
         self._pending: list[_Pending] = []
         self.report = IngestReport()
+        #: Document ids taken in this run, with the source that took them first.
+        self._claimed: dict[str, str] = {}
+        #: What the file being handled is going through, for "internal error in <stage>".
+        self._stage = "read"
 
     def run(self, paths: Sequence[str], *, sync: bool = False) -> IngestReport:
         """Ingest files, folders and globs. With ``sync``, documents that were ingested from
@@ -148,19 +205,39 @@ class Ingestor:
 
         def handle(cand: Candidate, result: FileResult) -> None:
             if cand.problem:
-                raise BelegError(cand.problem)
-            self._one(cand.path, cand.source, result)
+                raise IngestError(cand.problem)
+            if cand.skip:
+                raise NoContent(cand.skip)
+            self._one(cand.path, cand.source, cand.key or cand.source, result)
 
-        candidates = discover(list(paths), SUPPORTED_SUFFIXES)
+        self._stage = "discover"
+        candidates = discover([str(p) for p in paths], SUPPORTED_SUFFIXES, follow_symlinks=self.follow_symlinks)
         self._drive(candidates, [c.source for c in candidates], handle, "file")
         if sync:
-            self._remove_vanished(paths)
+            self._remove_vanished(paths, candidates)
         return self.report
 
-    def _remove_vanished(self, paths: Sequence[str]) -> None:
-        """Delete stored documents in the scope of ``paths`` whose source file is gone."""
-        stale = [(doc_id, source) for doc_id, source in self.catalog.sources().items()
-                 if in_scope(source, paths) and not Path(source).exists()]
+    def _remove_vanished(self, paths: Sequence[str], candidates: Sequence[Candidate]) -> None:
+        """Delete stored documents in the scope of ``paths`` whose source file is gone.
+
+        A document under a folder that could not be listed, or whose file cannot be
+        checked, is kept and reported: not seeing a file is not knowing it is gone."""
+        found = {c.source for c in candidates if not c.problem}
+        unlisted = [str(c.path) for c in candidates if c.unlisted_folder]
+        stale = []
+        for doc_id, source in self.catalog.sources().items():
+            if source in found or not in_scope(source, paths):
+                continue
+            if unlisted and in_scope(source, unlisted):
+                continue  # reported as the folder's failure already
+            try:
+                gone = not os.path.lexists(source)
+            except (OSError, ValueError) as exc:
+                self.report.files.append(FileResult(source, "failed", doc_id, reason=(
+                    f"--sync cannot tell whether the file still exists ({_one_line(exc)}); the document was kept")))
+                continue
+            if gone:
+                stale.append((doc_id, source))
         if not stale:
             return
         with self.catalog.transaction():
@@ -178,7 +255,7 @@ class Ingestor:
         def handle(item: TextSource, result: FileResult) -> None:
             text = normalize_newlines(item.text)
             if not text.strip():
-                raise BelegError("empty text")
+                raise NoContent("empty text")
             parsed = ParsedDocument(text, (), dict(item.metadata), item.title)
             fallback_id = item.doc_id or hashlib.sha256(item.source.encode()).hexdigest()[:16]
             self._add(parsed, item.source, text.encode(), fallback_id, result)
@@ -203,12 +280,20 @@ class Ingestor:
         for item, source in zip(items, sources):
             result = FileResult(source, "failed")
             self.report.files.append(result)
+            self._stage = "read"
             try:
                 handle(item, result)
+            except NoContent as exc:
+                result.status, result.reason = "skipped", str(exc)
             except BelegError as exc:
                 result.status, result.reason = "failed", str(exc)
             except OSError as exc:
                 result.status, result.reason = "failed", f"cannot read: {exc.strerror or exc}"
+            except Exception as exc:  # noqa: BLE001 - one file's parser bug must not end the run
+                log.debug("internal error in %s for %s", self._stage, source, exc_info=True)
+                result.status, result.reason = "failed", f"internal error in {self._stage}: {_one_line(exc)}"
+            if result.status in ("failed", "skipped"):
+                result.chunks, result.flagged, result.widened = 0, 0, []
             if sum(len(p.chunks) for p in self._pending) >= _FLUSH_CHUNKS:
                 self._flush()
                 bar.set_postfix(embedded=self.report.embedded)
@@ -217,11 +302,11 @@ class Ingestor:
         bar.close()
         return self.report
 
-    def _one(self, path: Path, source: str, result: FileResult) -> None:
+    def _one(self, path: Path, source: str, key: str, result: FileResult) -> None:
         reader = reader_for(path)
         size = path.stat().st_size
         if size == 0:
-            raise BelegError("empty file")
+            raise NoContent("empty file")
         if size > self.max_bytes:
             raise BelegError(
                 f"file is {size / 2**20:.1f} MB, over the {self.max_bytes / 2**20:.0f} MB limit; "
@@ -230,20 +315,29 @@ class Ingestor:
         data = path.read_bytes()
         parsed = reader.read(data, path, self.encoding)
         if not parsed.text.strip():
-            raise BelegError("no text content after parsing")
-        self._add(parsed, source, data, hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16], result)
+            raise IngestError("no text content after parsing")
+        doc_id = hashlib.sha256(key.encode()).hexdigest()[:16]
+        self._add(parsed, source, data, doc_id, result, path=path)
 
     def _add(self, parsed: ParsedDocument, source: str, data: bytes, fallback_id: str, result: FileResult,
-             content_hash: str | None = None) -> None:
-        """Decide added/updated/unchanged for one parsed document and queue its chunks."""
-        meta = resolve(source, parsed.metadata, parsed.text, parsed.title, self.rules)
-        doc_id = str(meta.pop("id", None) or fallback_id)
+             content_hash: str | None = None, *, path: Path | None = None) -> None:
+        """Decide added/updated/unchanged for one parsed document and queue its chunks.
+
+        ``path`` is the file read (None for texts and stored documents): it lets a file keep
+        the document it had under an older id, and stops it taking another file's document."""
+        self._stage = "metadata"
+        meta = resolve(source, parsed.metadata, parsed.text, parsed.title, self.rules, self.statuses)
+        declared_id = meta.pop("id", None)
+        doc_id = printable(str(declared_id)) if declared_id not in (None, "") else fallback_id
+        result.doc_id = doc_id
+        stored, replaces = self._stored(doc_id, source, path)
+        self._claimed[doc_id] = source
+        if stored is not None:
+            self._check_widening(stored[1], meta, result)
         # The hash covers the content only, so a metadata-only change (an ACL edit) is
         # recognised below and never re-embeds.
         content_hash = content_hash or hashlib.sha256(data).hexdigest()
-        result.doc_id = doc_id
-        stored = self.catalog.document_state(doc_id)
-        if stored and stored[0] == content_hash:
+        if stored and replaces is None and stored[0] == content_hash:
             if stored[1] == meta and stored[2] == source:
                 result.status = "unchanged"
                 return
@@ -253,27 +347,67 @@ class Ingestor:
             result.status = "updated"
             return
         doc = Document(doc_id, source, parsed.text, meta, content_hash)
+        self._stage = "chunking"
         chunks = chunk_document(doc_id, parsed, doc.title, self.chunking)
         if not chunks:
-            raise BelegError("no text content after chunking")
+            raise IngestError("no text content after chunking")
+        self._stage = "flag detection"
         chunks = [replace(c, flags=chunk_flags(c.text)) for c in chunks]
+        texts, hashes, terms = self._analyse(doc, chunks)
         result.flagged = sum(bool(c.flags) for c in chunks)
         result.status = "updated" if stored else "added"
         result.chunks = len(chunks)
-        self._pending.append(_Pending(doc, chunks, result, parsed.headings))
+        result.previous_id = replaces
+        self._pending.append(_Pending(doc, chunks, result, parsed.headings, texts, hashes, terms, replaces))
+
+    def _stored(self, doc_id: str, source: str, path: Path | None) -> tuple[Any, str | None]:
+        """The stored state this document replaces, and the older id it is stored under (if any).
+
+        Raises IngestError when the id is another file's: taken earlier in this run, or held
+        by a stored document whose file still exists."""
+        if doc_id in self._claimed:
+            raise IngestError(f"document id {doc_id!r} is taken by {self._claimed[doc_id]} earlier in this run; "
+                              "give this file its own 'id:' (or remove the repeated one)")
+        stored = self.catalog.document_state(doc_id)
+        if stored is not None and path is not None and stored[2] != source and _other_file(stored[2], path):
+            raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}, another file in the index; "
+                              "give this file its own 'id:', or ingest both from their common folder")
+        if stored is not None or path is None:
+            return stored, None
+        # Not stored under its id: maybe under the id an older Beleg gave it (absolute path),
+        # or under another root's id (the same file ingested through another argument).
+        for old in dict.fromkeys([legacy_id(path), *self.catalog.doc_ids_for_source(source)]):
+            if old != doc_id and old not in self._claimed:
+                state = self.catalog.document_state(old)
+                if state is not None and not _other_file(state[2], path):
+                    self._claimed[old] = source
+                    return state, old
+        return None, None
+
+    def _check_widening(self, old: dict[str, Any], new: dict[str, Any], result: FileResult) -> None:
+        wider = widening(old, new)
+        if wider and not self.allow_widen:
+            raise IngestError(f"re-ingest would widen access ({'; '.join(wider)}); nothing changed. "
+                              "Pass the original --meta/--rules, or --allow-widen if this is intended")
+        result.widened = wider
+
+    def _analyse(self, doc: Document, chunks: list[Chunk]) -> tuple[list[str], list[str], list[list[str]]]:
+        """Per chunk: the text both retrieval legs see, its hash (the vector key) and its BM25 terms."""
+        self._stage = "contextualisation"
+        contexts = self.contextualize(doc, chunks) if self.contextualize else [""] * len(chunks)
+        self._stage = "analysis"
+        texts = [index_text(doc.title, c, context) for c, context in zip(chunks, contexts)]
+        hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        language = doc.metadata.get("language", "en")
+        return texts, hashes, [analyze(t, language) for t in texts]
 
     def _flush(self) -> None:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
-        texts, hashes, analysed = [], [], []
-        for p in pending:
-            contexts = self.contextualize(p.doc, p.chunks) if self.contextualize else [""] * len(p.chunks)
-            for c, context in zip(p.chunks, contexts):
-                t = index_text(p.doc.title, c, context)
-                texts.append(t)
-                hashes.append(hashlib.sha256(t.encode()).hexdigest())
-                analysed.append(analyze(t, p.doc.metadata.get("language", "en")))
+        texts = [t for p in pending for t in p.texts]
+        hashes = [h for p in pending for h in p.hashes]
+        analysed = [terms for p in pending for terms in p.terms]
         cached = self.catalog.cached_vectors(hashes)
         todo = {h: t for h, t in zip(hashes, texts) if h not in cached}
         fresh: dict[str, np.ndarray] = {}
@@ -290,7 +424,12 @@ class Ingestor:
                     ids, tfs = np.unique(np.array([vocab[t] for t in terms], dtype=np.int64), return_counts=True)
                     postings.append((ids, tfs))
                 self.catalog.upsert_document(p.doc, p.chunks, hashes[i : i + len(p.chunks)], postings, p.headings)
+                if p.replaces is not None:  # re-keyed: the old id's rows go, its vectors stay in use
+                    self.catalog.move_contexts(p.replaces, p.doc.doc_id)
+                    self.catalog.delete_document(p.replaces)
                 i += len(p.chunks)
+            if any(p.replaces for p in pending):
+                self.catalog.drop_orphan_terms()
             # An upsert above may have dropped a vector as unused that a later document of this
             # batch reuses (a paragraph moving between documents): put such vectors back.
             self.catalog.put_vectors(cached)
