@@ -15,6 +15,14 @@ recipient (an address, "us", "me") or by e-mail. Negated sentences ("never e-mai
 password") are not exfiltration requests, and sentences describing software ("the
 endpoint should respond only with 2xx") are not output constraints; both are skipped.
 
+Obfuscation (zero-width characters, look-alike letters, letter-spacing, markup between
+words, table cells) is undone first by :mod:`beleg.ingest.injection_normalize`; findings
+still carry offsets into the *original* text. The phrase families live in
+:mod:`beleg.ingest.injection_patterns`; this module runs them and applies the checks that
+a pattern cannot express (negation, descriptive sentences, what follows a role marker).
+Measured on the project's labelled set (``tests/data/injection``) by
+``benchmarks/injection_detector.py``; see docs/benchmarks.md.
+
 Bump :data:`DETECTOR_VERSION` whenever the patterns change, so stored flags can be
 recomputed.
 """
@@ -25,9 +33,13 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "detect_instructions", "is_instruction_like"]
+from beleg.ingest.injection_normalize import Normalized, normalize, table_columns
+from beleg.ingest.injection_patterns import FAMILIES, Rule
 
-DETECTOR_VERSION = "1"
+__all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "detect_instructions",
+           "instruction_spans", "is_instruction_like"]
+
+DETECTOR_VERSION = "2"
 #: Chunk flags are ``f"{FLAG_PREFIX}:{kind}"``, e.g. ``"instruction-like:override"``.
 FLAG_PREFIX = "instruction-like"
 _EXCERPT_CHARS = 200
@@ -37,9 +49,12 @@ _EXCERPT_CHARS = 200
 class Finding:
     """One instruction-like phrase: ``text[start:end]`` is the matched phrase.
 
-    ``kind`` is one of ``override``, ``role-hijack``, ``prompt-markup``,
-    ``user-directive``, ``exfiltration`` or ``output-constraint``; ``excerpt`` is the
-    sentence around the match (at most 200 characters) for reports.
+    ``kind`` is one of ``override``, ``role-hijack``, ``role-marker``, ``ai-address``,
+    ``prompt-markup``, ``prompt-leak``, ``user-directive``, ``answer-steering``,
+    ``exfiltration`` or ``output-constraint``. ``start``/``end`` are offsets into the text
+    as given (before normalization), so ``text[start:end]`` may contain the zero-width
+    characters or markup that hid the phrase. ``excerpt`` is the sentence around the
+    match (at most 200 characters) for reports.
     """
 
     kind: str
@@ -48,131 +63,6 @@ class Finding:
     excerpt: str
 
 
-# Between two words: whitespace, Markdown emphasis/code/quote marks, zero-width spaces.
-_S = r"[\s*_~`>\u200b\u200c\u200d\u2060]+"
-
-
-def _p(pattern: str) -> re.Pattern[str]:
-    """Compile a pattern written with ``{S}`` for the word separator."""
-    return re.compile(pattern.replace("{S}", _S), re.IGNORECASE | re.MULTILINE)
-
-
-# --- vocabulary ------------------------------------------------------------------------
-
-_QUAL = (r"(?:previous|prior|above|earlier|preceding|former|foregoing|original|initial|"
-         r"existing|old|system)")
-_NOUN = (r"(?:instructions?|prompts?|rules|directions|directives|guidelines|commands|"
-         r"orders|programming)")
-_DET = r"(?:(?:the|your|my|these|those|of{S}the|of{S}your){S})"
-_QUANT = r"(?:(?:all|any|every){S})"
-_Q_DE = (r"(?:vorherigen?|vorigen?|bisherigen?|früheren?|obigen?|vorangegangenen?|"
-         r"vorangehenden?|ursprünglichen?|alten|bestehenden|gegebenen|vorstehenden)")
-_N_DE = (r"(?:Anweisung(?:en)?|Instruktion(?:en)?|Regeln|Vorgaben|Befehle|Prompts?|"
-         r"Richtlinien|Anordnungen)")
-_ROLE = (r"(?:assistant|ai|chatbot|bot|model|language{S}model|llm|agent|persona|character|"
-         r"hacker|dan)")
-_ROLE_DE = r"(?:Assistent(?:in)?|KI|Chatbot|Bot|Modell|Sprachmodell|Agent(?:in)?|Persona)"
-_POSS = r"(?:your|their|the{S}user'?s|his|her|its)"
-_MOD = r"(?:(?:full|complete|entire|current|real|secret|private|live|production|account){S})*"
-_CRED = (r"(?:api[-\s_]?keys?|access{S}keys?|secret{S}keys?|private{S}keys?|passwords?|"
-         r"passphrases?|(?:access{S}|bearer{S}|api{S})?tokens?|credentials|signing{S}secrets?|"
-         r"secrets?|credit{S}card(?:{S}(?:numbers?|details))?)")
-_SECRET = r"(?:passwords?|passphrases?|private{S}keys?|credit{S}card(?:{S}(?:numbers?|details))?)"
-_SEND = r"(?:send|post|forward|share|submit|paste|upload|give|reply{S}with)"
-_RECIPIENT = (r"(?:us|me|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|(?:this|the{S}following|our|the)"
-              r"{S}(?:e-?mail{S})?(?:address|inbox|link|url|form|channel))")
-_RECIPIENT_DE = r"(?:uns|mich|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|folgende|diese)"
-_POSS_DE = r"(?:deinen|deine|dein|Ihren|Ihre|Ihr|euren|eure|euer)"
-_CRED_DE = (r"(?:API[-\s]?(?:Schlüssel|Key)|Zugriffsschlüssel|Zugangsschlüssel|Schlüssel|"
-            r"Passw(?:o|ö)rt(?:er)?|Kennw(?:o|ö)rt(?:er)?|Token|Zugangsdaten|Anmeldedaten|"
-            r"Signaturgeheimnis|Geheimnis|PIN)")
-_MOD_DE = r"(?:(?:vollständigen|vollen|geheimen|aktuellen|privaten){S})?"
-_USERS_DE = r"(?:Nutzer(?:n|in|innen)?|Benutzer(?:n|in|innen)?|Anwender(?:n|in|innen)?|User(?:n)?)"
-
-# --- pattern families ------------------------------------------------------------------
-
-_OVERRIDE = [
-    _p(rf"\b(?:ignore|disregard|forget|override|bypass){{S}}{_QUANT}?{_DET}?{_QUAL}{{S}}"
-       rf"(?:{_QUAL}{{S}})?{_NOUN}\b"),
-    _p(rf"\b(?:ignore|disregard|forget|override|bypass){{S}}(?:all|any){{S}}{_DET}?{_NOUN}\b"),
-    _p(rf"\b(?:ignore|disregard|forget){{S}}{_QUANT}?{_DET}?{_NOUN}{{S}}(?:above|before|so{{S}}far|"
-       r"(?:you{S}(?:were|have{S}been){S})?given{S}(?:to{S}you{S})?(?:above|before|earlier|previously))\b"),
-    _p(r"\b(?:ignore|disregard|forget){S}everything{S}(?:above|before|so{S}far|"
-       r"(?:that{S})?you{S}(?:were|have{S}been){S}told)\b"),
-    _p(r"\bnew{S}(?:system{S})?instructions{S}?:"),
-    _p(rf"\b(?:ignoriere|ignorier|vergiss|vergesse|missachte|überschreibe|verwirf){{S}}"
-       rf"(?:(?:alle|sämtliche|jegliche){{S}})?(?:(?:die|deine|Ihre){{S}})?(?:{_Q_DE}{{S}})?{_N_DE}\b"),
-    _p(rf"\b(?:ignorieren|vergessen|missachten|verwerfen){{S}}Sie{{S}}"
-       rf"(?:(?:alle|sämtliche|jegliche){{S}}(?:(?:die|Ihre){{S}})?(?:{_Q_DE}{{S}})?|"
-       rf"(?:(?:die|Ihre){{S}})?{_Q_DE}{{S}}){_N_DE}\b"),
-    _p(r"\bvergiss{S}alles{S}(?:bisherige|vorherige|oben|was)\b"),
-    _p(r"\bneue{S}(?:System{S})?Anweisungen{S}?:"),
-]
-
-_ROLE_HIJACK = [
-    _p(rf"\byou{{S}}are{{S}}now{{S}}(?:(?:a|an|the|my){{S}}(?:[\w-]+{{S}}){{0,3}}?{_ROLE}\b|"
-       r"(?:no{S}longer|free|unrestricted|unfiltered|jailbroken|dan)\b|in{S}[\w-]+{S}mode\b)"),
-    _p(r"\bfrom{S}now{S}on,?{S}you{S}(?:(?:will|should|must|shall){S})?(?:only|always|never|act|"
-       r"respond|answer|reply|pretend|ignore|obey|be{S}(?:a|an)|are{S}(?:a|an|no{S}longer))\b"),
-    _p(rf"\bact{{S}}as{{S}}(?:if{{S}}you{{S}}(?:were|are)\b|(?:a|an|my|the){{S}}(?:[\w-]+{{S}}){{0,3}}?{_ROLE}\b)"),
-    _p(r"\bpretend{S}(?:to{S}be|you{S}are|that{S}you{S}are)\b"),
-    _p(r"\broleplay{S}as\b"),
-    _p(r"\bdu{S}bist{S}(?:jetzt|nun|ab{S}sofort|ab{S}jetzt){S}(?:ein|eine|einen|kein|keine|"
-       r"nicht{S}mehr|der|die|das|mein|meine|frei|befreit|uneingeschränkt|dan)\b"),
-    _p(r"\bab{S}(?:jetzt|sofort){S}(?:bist|wirst|sollst|musst){S}du\b"),
-    _p(r"\bvon{S}nun{S}an{S}(?:bist|wirst|sollst|musst){S}du\b"),
-    _p(rf"\bSie{{S}}sind{{S}}(?:jetzt|nun|ab{{S}}sofort){{S}}(?:ein|eine){{S}}(?:[\w-]+{{S}}){{0,3}}?{_ROLE_DE}\b"),
-    _p(r"\b(?:tu|tue){S}so,?{S}als{S}(?:wärst|seist|ob{S}du)\b"),
-]
-
-_PROMPT_MARKUP = [
-    # Singular only: "the system prompts the operator" is a verb.
-    _p(r"\bsystem[-\s*_]*prompt\b|\bsystemprompts?\b|\bsystem[-\s]?anweisung(?:en)?\b"),
-    _p(r"<\|(?:im_start|im_end|system|user|assistant|endoftext|begin_of_text|"
-       r"start_header_id|end_header_id|eot_id)\|>"),
-    _p(r"\[/?INST\]|<</?SYS>>"),
-    _p(r"^[ \t]*###[ \t]*(?:system|instructions?)[ \t]*:?[ \t]*$"),
-    re.compile(r"\b(?:BEGIN|END)[ _-]?(?:SYSTEM|INSTRUCTIONS?)\b"),
-    _p(r"</s>"),
-]
-
-_USER_DIRECTIVE = [
-    _p(r"\btell{S}(?:the|all|every|your){S}users?\b(?:{S}that\b)?"),
-    _p(r"\bsay{S}to{S}the{S}users?\b"),
-    _p(r"\b(?:inform|assure|convince|persuade){S}(?:the|all|your){S}users?{S}that\b"),
-    _p(r"\b(?:do{S}not|don'?t|never)\s+(?:mention|reveal|disclose|tell|say|acknowledge|admit)"
-       r"{S}(?:(?:this|these|the|that){S}(?:notice|instructions?|message|prompt|note|text|post|"
-       r"rules?|paragraph)s?\b|(?:the|your|any){S}users?\b|(?:this|that|it){S}to{S}(?:the{S})?"
-       r"users?\b|that{S}you{S}(?:are|were|have)\b)"),
-    _p(rf"\b(?:sage?|sagt|erkläre|erzähle?|teile)\s+(?:dem|den|allen)\s+{_USERS_DE}\b"),
-    _p(rf"\b(?:sagen|teilen|erklären){{S}}Sie{{S}}(?:dem|den|allen){{S}}{_USERS_DE}\b"),
-    _p(r"\berwähne(?:{S}[\w-]+){0,4}?{S}nicht\b|\bverrate(?:{S}[\w-]+){0,4}?{S}nicht\b"),
-    _p(r"\berwähnen{S}Sie(?:{S}[\w-]+){0,4}?{S}nicht\b"),
-]
-
-_EXFILTRATION = [
-    _p(rf"\b{_SEND}{{S}}{_POSS}{{S}}{_MOD}{_CRED}{{S}}(?:to|at|via){{S}}{_RECIPIENT}"),
-    _p(rf"\b(?:e-?mail|mail){{S}}(?:(?:it|them|us|me){{S}})?{_POSS}{{S}}{_MOD}{_CRED}\b"
-       rf"(?:{{S}}to{{S}}{_RECIPIENT})?"),
-    _p(rf"\b{_SEND}{{S}}(?:us|me){{S}}{_POSS}{{S}}{_MOD}{_CRED}\b"),
-    _p(rf"\b{_SEND}{{S}}to{{S}}{_RECIPIENT}\S*{{S}}{_POSS}{{S}}{_MOD}{_CRED}\b"),
-    _p(rf"\b(?:send|post|share|reply{{S}}with|tell{{S}}us){{S}}{_POSS}{{S}}{_MOD}{_SECRET}\b"),
-    _p(rf"\b(?:sende|schicke?|maile|e-maile|übermittle|poste|teile|gib{{S}}(?:uns|mir)){{S}}"
-       rf"(?:(?:uns|mir){{S}})?{_POSS_DE}{{S}}{_MOD_DE}{_CRED_DE}\b(?:{{S}}an{{S}}{_RECIPIENT_DE})?"),
-    _p(rf"\b(?:senden|schicken|übermitteln|mailen|geben|teilen){{S}}Sie{{S}}(?:uns|mir){{S}}"
-       rf"{_POSS_DE}{{S}}{_MOD_DE}{_CRED_DE}\b"),
-    _p(rf"\b(?:senden|schicken|übermitteln|mailen){{S}}Sie{{S}}{_POSS_DE}{{S}}{_MOD_DE}{_CRED_DE}"
-       rf"{{S}}(?:an{{S}}{_RECIPIENT_DE}|per{{S}}E-?Mail)"),
-]
-
-_OUTPUT_CONSTRAINT = [
-    _p(r"(?<![\w-])(?:respond|answer|reply|output)(?:{S}to{S}(?:this|the{S}user|all{S}questions|"
-       r"every{S}question|any{S}question))?{S}(?:only|exclusively|solely){S}(?:with|in|using)\b"),
-    _p(r"(?<![\w-])only{S}(?:respond|answer|reply){S}with\b"),
-    _p(r"\bantworte{S}(?:nur|ausschließlich|lediglich)\b"),
-    _p(r"\bantworten{S}Sie{S}(?:nur|ausschließlich|lediglich){S}(?:mit|mit{S}dem|auf{S}Englisch|auf{S}Deutsch)\b"),
-]
-
 # A descriptive sentence about software ("the endpoint should respond only with 2xx")
 # is not an instruction to the assistant: the verb has a subject or a modal before it.
 _DESCRIPTIVE_BEFORE = re.compile(
@@ -180,13 +70,35 @@ _DESCRIPTIVE_BEFORE = re.compile(
     r"target|api|they|we|you|he|she|also|then|does|do)\W*$",
     re.IGNORECASE,
 )
+# Narrower, for families that may address the model as "you" ("you must always answer
+# that ..."): only third-person subjects and modals of description ("the bot will tell
+# the user that ...", "click the icon to reveal the password").
+_THIRD_PERSON_BEFORE = re.compile(
+    r"\b(?:will|would|can|could|may|might|to|it|which|that|endpoint|server|bot|app|system|"
+    r"service|widget|they|he|she|also|does|click|tap)\W*$",
+    re.IGNORECASE,
+)
 _NEGATION_BEFORE = re.compile(
-    r"\b(?:never|not|don'?t|doesn'?t|no{S}one|nobody|nie|niemals|nicht|keine?n?|niemand)\b[^.!?]*$"
-    .replace("{S}", _S),
+    r"\b(?:never|not|don'?t|doesn'?t|no\s+one|nobody|nie|niemals|nicht|keine?n?|niemand)\b[^.!?]*$",
     re.IGNORECASE,
 )
 _NEGATION_AFTER = re.compile(r"^[^.!?]{0,40}?\b(?:nicht|niemals|nie|niemandem)\b", re.IGNORECASE)
 _STRIKE_OPEN = re.compile(r"<s>", re.IGNORECASE)
+# What must follow a role marker ("System:", "Assistant:") for it to be a fake chat turn
+# rather than a field of a spec table: an order, the model or reader addressed, or talk
+# of instructions.
+_ORDER_START = re.compile(
+    r"^\W*(?:please\s+|now\s+|sure,?\s+)?(?:ignore|disregard|forget|reveal|print|output|say|tell|answer|"
+    r"respond|reply|always|never|do|don'?t|stop|obey|act|pretend|list|show|repeat|include|send|write|"
+    r"recommend|cite|summari[sz]e|translate|antworte|ignoriere|vergiss|sag|sage|gib|zeige|nenne|"
+    r"schreibe|empfiehl|behaupte|zitiere|erzähle|verrate|missachte)\b",
+    re.IGNORECASE,
+)
+_ORDER_CUE = re.compile(
+    r"\b(?:you|your|yourself|du|dich|dir|dein\w*|the\s+user|users|instructions?|rules|guidelines|"
+    r"restrictions|polic(?:y|ies)|prompt|from\s+now\s+on|ab\s+sofort|Anweisung(?:en)?|Regeln)\b",
+    re.IGNORECASE,
+)
 # Sentence bounds for excerpts. Deliberately simpler than beleg.answer.sentences: the
 # ingest layer must not import the answer layer, and an excerpt only has to be readable.
 _SENTENCE_END = re.compile(r"[.!?](?=[\"')\]*_]*(?:\s|\Z))|\n")
@@ -196,9 +108,17 @@ def _not_descriptive(text: str, m: re.Match[str]) -> bool:
     return not _DESCRIPTIVE_BEFORE.search(text[max(0, m.start() - 30) : m.start()])
 
 
+def _not_third_person(text: str, m: re.Match[str]) -> bool:
+    return not _THIRD_PERSON_BEFORE.search(text[max(0, m.start() - 30) : m.start()])
+
+
 def _not_negated(text: str, m: re.Match[str]) -> bool:
     before = text[max(0, m.start() - 40) : m.start()]
     return not (_NEGATION_BEFORE.search(before) or _NEGATION_AFTER.match(text, m.end()))
+
+
+def _exfiltration_check(text: str, m: re.Match[str]) -> bool:
+    return _not_negated(text, m) and _not_third_person(text, m)
 
 
 def _not_strikethrough(text: str, m: re.Match[str]) -> bool:
@@ -208,36 +128,89 @@ def _not_strikethrough(text: str, m: re.Match[str]) -> bool:
     return not _STRIKE_OPEN.search(text, max(0, m.start() - 300), m.start())
 
 
+def _order_follows(text: str, m: re.Match[str]) -> bool:
+    """The rest of the role marker's line (or the next line, if it is empty) gives an order."""
+    line_end = text.find("\n", m.end())
+    rest = text[m.end() : len(text) if line_end < 0 else line_end]
+    if not rest.strip() and line_end >= 0:
+        next_end = text.find("\n", line_end + 1)
+        rest = text[line_end + 1 : len(text) if next_end < 0 else next_end]
+    return bool(_ORDER_START.match(rest) or _ORDER_CUE.search(rest))
+
+
 _Check = Callable[[str, re.Match[str]], bool]
-_FAMILIES: list[tuple[str, list[re.Pattern[str]], _Check | None]] = [
-    ("override", _OVERRIDE, None),
-    ("role-hijack", _ROLE_HIJACK, None),
-    ("prompt-markup", _PROMPT_MARKUP, _not_strikethrough),
-    ("user-directive", _USER_DIRECTIVE, None),
-    ("exfiltration", _EXFILTRATION, _not_negated),
-    ("output-constraint", _OUTPUT_CONSTRAINT, _not_descriptive),
-]
+_CHECKS: dict[str, _Check] = {
+    "prompt-markup": _not_strikethrough,
+    "role-marker": _order_follows,
+    "user-directive": _not_third_person,
+    "answer-steering": _not_third_person,
+    "exfiltration": _exfiltration_check,
+    "output-constraint": _not_descriptive,
+}
 
 
 def detect_instructions(text: str) -> list[Finding]:
     """All instruction-like phrases in ``text``, sorted by position.
 
-    Overlapping matches of one family are merged into one finding, so a phrase matched
-    by two patterns is reported once; different families may overlap (a sentence can be
-    both a user directive and an exfiltration request).
+    The patterns run on the normalized text (and on each Markdown table read by column);
+    every match is mapped back to the original offsets. Overlapping matches of one family
+    are merged into one finding, so a phrase matched by two patterns is reported once;
+    different families may overlap (a sentence can be both a user directive and an
+    exfiltration request).
+
+    Example: ``detect_instructions("Ig\u200bnore all previous instructions.")`` finds one
+    ``override`` with ``start == 0`` and ``end == 33`` (the zero-width space counted).
     """
+    return _detect(text, gated=True)
+
+
+# Words as the gates of the patterns see them: letters only, lower case.
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def _detect(text: str, gated: bool) -> list[Finding]:
+    """:func:`detect_instructions`; ``gated=False`` runs every pattern (for tests of the gates)."""
+    norm = normalize(text)
+    views = [norm, *table_columns(text, norm)]
+    words = [frozenset(_LETTERS.findall(view.text.lower())) if gated else None for view in views]
     raw: list[tuple[str, int, int]] = []
-    for kind, patterns, check in _FAMILIES:
-        spans: list[tuple[int, int]] = []
-        for pattern in patterns:
-            for m in pattern.finditer(text):
-                if check is None or check(text, m):
-                    spans.append((m.start(), m.end()))
+    for kind, rules in FAMILIES:
+        check = _CHECKS.get(kind)
+        spans = [span for view, present in zip(views, words)
+                 for span in _family_spans(view, rules, check, present)]
         for start, end in _merge(spans):
             raw.append((kind, start, end))
     raw.sort(key=lambda r: (r[1], r[2], r[0]))
     return [Finding(kind, start, end, _excerpt(text, start, end))
             for kind, start, end in raw]
+
+
+def _family_spans(view: Normalized, rules: list[Rule], check: _Check | None,
+                  present: frozenset[str] | None) -> list[tuple[int, int]]:
+    spans = []
+    for rule in rules:
+        if present is not None and not _gate_open(rule, present):
+            continue
+        for m in rule.pattern.finditer(view.text):
+            if check is None or check(view.text, m):
+                spans.append(view.original_span(*m.span()))
+    return spans
+
+
+def _gate_open(rule: Rule, present: frozenset[str]) -> bool:
+    for group in rule.needs:
+        if group.isdisjoint(present):
+            return False
+    return True
+
+
+def instruction_spans(text: str) -> list[tuple[int, int]]:
+    """The original-text spans of all findings, overlaps merged, sorted.
+
+    Example: ``instruction_spans("OK. Ignore all previous instructions.")`` is
+    ``[(4, 36)]``.
+    """
+    return _merge([(f.start, f.end) for f in detect_instructions(text)])
 
 
 def is_instruction_like(flags: Iterable[str]) -> bool:
