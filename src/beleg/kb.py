@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from beleg.index.filters import FilterLike, combine
 from beleg.index.snapshot import Snapshot
 from beleg.ingest.metadata import MetadataRule, normalize
 from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor, TextSource
+from beleg.query.self_query import Inferred, apply_constraints, infer_constraints
 from beleg.retrieve.retriever import SearchOptions, StaleSnapshot, search
 from beleg.types import ANONYMOUS, Chunk, Document, Hit, Principal
 
@@ -72,6 +74,9 @@ class KnowledgeBase:
         else:
             raise IndexStateError(f"no Beleg index at {self.path}; create one with 'beleg init --index {self.path}'")
         self.catalog = Catalog(self.path / CATALOG_FILE)
+        #: The token of the root's write lock while this object holds it (see beleg.index.versions).
+        self._lock_token: str | None = None
+        self.catalog.write_guard = lambda: versions.refuse_while_building(self.root, self._lock_token)
         self._refresh_flags()
         self._embedder = embedder
         self._embedder_checked = False
@@ -172,14 +177,27 @@ class KnowledgeBase:
         if isinstance(paths, (str, Path)):
             paths = [paths]
         all_rules = ([MetadataRule("*", normalize(metadata))] if metadata else []) + list(rules)
+        versions.refuse_while_building(self.root, self._lock_token)  # at once, not file by file
         ingestor = self._ingestor(rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress,
                                   allow_widen=allow_widen, follow_symlinks=follow_symlinks, statuses=statuses)
-        return ingestor.run([str(p) for p in paths], sync=sync)
+        report = ingestor.run([str(p) for p in paths], sync=sync)
+        if sync:  # an erasure covers every version, as kb.delete does
+            self._erase_elsewhere([f.doc_id for f in report.files if f.status == "deleted" and f.doc_id])
+        self._flush_replaced_text()
+        return report
+
+    def _flush_replaced_text(self) -> None:
+        """Text an update replaced (a name edited out of a file) leaves the write-ahead log too."""
+        if self.catalog.pending_erasure:
+            self.catalog.checkpoint()
 
     def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | None = None,
                      allow_widen: bool = False) -> IngestReport:
         """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``)."""
-        return self._ingestor(progress=progress, allow_widen=allow_widen).run_texts(list(items))
+        versions.refuse_while_building(self.root, self._lock_token)
+        report = self._ingestor(progress=progress, allow_widen=allow_widen).run_texts(list(items))
+        self._flush_replaced_text()
+        return report
 
     def _ingestor(self, **options: Any) -> Ingestor:
         # The embedder is looked up per call, so an ingest of unchanged files never loads it.
@@ -214,6 +232,25 @@ class KnowledgeBase:
         version = config.index_version
         if version == self.config.index_version:
             raise ConfigError(f"version {version} is this index's live configuration already; nothing to build")
+        # Document writes are refused while the lock is held, so the new version cannot miss
+        # an ingest or a deletion made during the build (see docs/index-lifecycle.md).
+        with versions.write_lock(self.root, "reindex", version) as token:
+            self._lock_token = token
+            try:
+                self._wait_for_writers()
+                return self._build_version(config, progress=progress, embedder=embedder)
+            finally:
+                self._lock_token = None
+
+    def _wait_for_writers(self) -> None:
+        """Return once no write transaction that began before the lock is still open: a writer
+        checks the lock inside its transaction, so every later one refuses."""
+        self.catalog.db.execute("BEGIN IMMEDIATE")
+        self.catalog.db.execute("ROLLBACK")
+
+    def _build_version(self, config: IndexConfig, *, progress: bool | None,
+                       embedder: Embedder | None) -> dict[str, Any]:
+        version = config.index_version
         folder = versions.new_version_dir(self.root, version)
         same_model = config.embedder == self.config.embedder
         target = KnowledgeBase(folder, config, embedder=embedder or (self._embedder if same_model else None))
@@ -222,7 +259,11 @@ class KnowledgeBase:
                 target.catalog.copy_vectors_from(self.catalog)
             items = [(doc, headings or _reread_headings(doc)) for doc, headings in self.catalog.documents_with_headings()]
             report = target._ingestor(progress=progress).run_documents(items)
+            # A resumed build catches up: documents gone from the live version go from it too.
+            gone = {d for d, _, _ in target.catalog.documents_meta()} - {doc.doc_id for doc, _ in items}
             with target.catalog.transaction():
+                for doc_id in sorted(gone):
+                    target.catalog.delete_document(doc_id)
                 pruned = target.catalog.drop_unused_vectors()
             status = target.status()
         finally:
@@ -233,39 +274,79 @@ class KnowledgeBase:
 
     # ------------------------------------------------------------------ deletion
     def delete(self, doc_ids: Sequence[str] = (), *, where: FilterLike = None) -> dict[str, Any]:
-        """Erase documents by id and/or by a metadata filter, leaving nothing of them behind.
+        """Erase documents by id and/or by a metadata filter from every version of the index,
+        leaving nothing of them behind.
 
-        Chunks, BM25 postings, vectors no other chunk shares and vocabulary terms no other
-        document uses are deleted in one transaction; SQLite overwrites the freed pages
-        (``secure_delete``) and the write-ahead log is checkpointed and truncated, so the
-        text is gone from every file of the index directory. In-memory caches are keyed by
-        the index generation and drop the erased content on the next call. Returns counts
-        and ``"checkpoint": False`` if a concurrent reader kept old pages in the WAL (rerun
+        In each version (live or not, see :mod:`beleg.index.versions`), chunks, BM25
+        postings, vectors no other chunk shares and vocabulary terms no other document uses
+        are deleted in one transaction; SQLite overwrites the freed pages (``secure_delete``)
+        and the write-ahead log is checkpointed and truncated, so the text is gone from every
+        file of the index directory. A document the filter matches in any version is erased
+        from all of them, so switching to an older version cannot bring it back. Refused while
+        a reindex is building (:class:`beleg.index.versions.IndexBusyError`). In-memory caches
+        are keyed by the index generation and drop the erased content on the next call.
+        Returns counts (summed over versions, ``"versions"`` has each one's) and
+        ``"checkpoint": False`` if a concurrent reader kept old pages in a WAL (rerun
         ``beleg delete`` or ``beleg gc`` when it has finished).
         """
         expr = combine(where)
         if not doc_ids and expr is None:
             raise ConfigError("name documents to delete: doc ids, or a filter (--where)")
+        with versions.write_lock(self.root, "delete") as token:
+            self._lock_token = token
+            try:
+                with self._version_catalogs() as catalogs:
+                    return self._erase(catalogs, doc_ids, expr)
+            finally:
+                self._lock_token = None
+                self._snapshot = None
+
+    @contextmanager
+    def _version_catalogs(self) -> Iterator[list[tuple[versions.VersionInfo | None, Catalog]]]:
+        """The catalog of every version under the root, this object's own first (opened once)."""
+        own = self.path.resolve()
+        out: list[tuple[versions.VersionInfo | None, Catalog]] = [(None, self.catalog)]
+        opened: list[Catalog] = []
+        try:
+            for info in versions.list_versions(self.root):
+                if info.path.resolve() == own:
+                    out[0] = (info, self.catalog)
+                elif (info.path / CATALOG_FILE).exists():
+                    opened.append(Catalog(info.path / CATALOG_FILE))
+                    out.append((info, opened[-1]))
+            yield out
+        finally:
+            for catalog in opened:
+                catalog.close()
+
+    def _erase(self, catalogs: Sequence[tuple[versions.VersionInfo | None, Catalog]], doc_ids: Sequence[str],
+               expr: Any) -> dict[str, Any]:
         from beleg.index.filters import matches
 
-        documents = self.catalog.documents_meta()
-        targets = set(doc_ids)
-        known = {doc_id for doc_id, _, _ in documents}
-        missing = sorted(targets - known)
-        if expr is not None:
-            targets |= {doc_id for doc_id, _, meta in documents if matches(expr, meta)}
+        targets, known = set(doc_ids), set()
+        for _, catalog in catalogs:
+            for doc_id, _, meta in catalog.documents_meta():
+                known.add(doc_id)
+                if expr is not None and matches(expr, meta):
+                    targets.add(doc_id)
         totals = {"documents": 0, "chunks": 0, "vectors": 0, "terms": 0}
-        deleted: list[str] = []
-        with self.catalog.transaction():
-            for doc_id in sorted(targets & known):
-                removed = self.catalog.delete_document(doc_id)
-                for key, n in removed.items():
-                    totals[key] += n
-                deleted.append(doc_id)
-            totals["terms"] = self.catalog.drop_orphan_terms()
-        self._snapshot = None
-        checkpointed = self.catalog.checkpoint()
-        return {**totals, "deleted": deleted, "not_found": missing, "checkpoint": checkpointed}
+        per_version, checkpointed = [], True
+        for info, catalog in catalogs:
+            counts = _erase_documents(catalog, sorted(targets & known))
+            for key in ("chunks", "vectors", "terms"):
+                totals[key] += counts[key]
+            checkpointed = checkpointed and counts["checkpoint"]
+            per_version.append({"version": info.version if info else self.config.index_version,
+                                "live": info.live if info else True, **counts})
+        deleted = sorted(targets & known)
+        totals["documents"] = len(deleted)
+        return {**totals, "deleted": deleted, "not_found": sorted(set(doc_ids) - known),
+                "checkpoint": checkpointed, "versions": per_version}
+
+    def _erase_elsewhere(self, doc_ids: Sequence[str]) -> None:
+        """Erase documents this version no longer has (``ingest --sync``) from the other versions too."""
+        if doc_ids:
+            self.delete(doc_ids)
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10, filters: FilterLike = None,
@@ -273,7 +354,7 @@ class KnowledgeBase:
                weights: tuple[float, float] = (1.0, 1.0), mmr_lambda: float | None = None,
                candidates: int | None = None, reranker: Reranker | None = None,
                rerank_top: int | None = None, coverage_power: float | None = 2.0,
-               principal: Principal | None = None) -> list[Hit]:
+               principal: Principal | None = None, self_query: bool | Inferred = True) -> list[Hit]:
         """Search the index.
 
         Args:
@@ -294,6 +375,11 @@ class KnowledgeBase:
                 :func:`beleg.retrieve.retriever.bm25_weight`.
             principal: Who is asking; hits are limited to documents they may read.
                 None means anonymous: public documents only.
+            self_query: Apply the constraints the query states in words (product, status,
+                language and date range as filters, the version as a boost; see
+                :mod:`beleg.query.self_query`); False: search the words only; an
+                :class:`~beleg.query.self_query.Inferred` (from :meth:`infer_constraints`)
+                is applied as given. ``filters``/``where`` on a key win over an inferred one.
         """
         if not query or not query.strip():
             raise ConfigError("the query is empty; pass the words to search for")
@@ -308,14 +394,30 @@ class KnowledgeBase:
                 vectors[text] = self._embed_query(text)
             return vectors[text]
 
-        try:
-            return search(self.snapshot(), self.catalog, query, options, embed, expr, reranker,
-                          principal or ANONYMOUS, strict=True)
-        except StaleSnapshot:
-            # A commit replaced some of the chunks found: search the new state once more rather
-            # than return fewer hits (a second race just drops the vanished chunks).
-            return search(self.snapshot(), self.catalog, query, options, embed, expr, reranker,
-                          principal or ANONYMOUS)
+        def run(narrowed: Any) -> list[Hit]:  # one permission-checked search
+            try:
+                return search(self.snapshot(), self.catalog, query, options, embed, narrowed, reranker,
+                              principal or ANONYMOUS, strict=True)
+            except StaleSnapshot:
+                # A commit replaced some of the chunks found: search the new state once more rather
+                # than return fewer hits (a second race just drops the vanished chunks).
+                return search(self.snapshot(), self.catalog, query, options, embed, narrowed, reranker,
+                              principal or ANONYMOUS)
+
+        if self_query is False:
+            return run(expr)
+        inferred = self_query if isinstance(self_query, Inferred) else self.infer_constraints(query, principal)
+        return apply_constraints(run, expr, inferred, options.k)
+
+    def infer_constraints(self, question: str, principal: Principal | None = None, *, filters: FilterLike = None,
+                          where: str | None = None, context: Sequence[str] = ()) -> Inferred:
+        """The constraints ``question`` states (self-query), from values ``principal`` may see.
+
+        Constraints on keys that ``filters``/``where`` name are marked overridden. Pass the
+        result to :meth:`search` (``self_query=``) to apply it; its ``to_json()`` is the trace.
+        """
+        inferred = infer_constraints(question, lambda key: self.metadata_values(key, principal), context=context)
+        return inferred.overridden_by(combine(filters, where))
 
     def ask(self, question: str, *, principal: Principal | None = None, filters: FilterLike = None,
             where: str | None = None, context: Sequence[str] = (), llm: Any = None, options: Any = None,
@@ -382,6 +484,20 @@ class KnowledgeBase:
             **counts,
             "documents_by": {k: dict(sorted(v.items())) for k, v in by.items()},
         }
+
+
+def _erase_documents(catalog: Catalog, doc_ids: Sequence[str]) -> dict[str, Any]:
+    """Delete ``doc_ids`` (those present) from one catalog in one transaction, with their orphan
+    vectors and terms, then truncate its write-ahead log."""
+    totals = {"documents": 0, "chunks": 0, "vectors": 0, "terms": 0}
+    present = {doc_id for doc_id, _, _ in catalog.documents_meta()}
+    with catalog.transaction():
+        for doc_id in doc_ids:
+            if doc_id in present:
+                for key, n in catalog.delete_document(doc_id).items():
+                    totals[key] += n
+        totals["terms"] = catalog.drop_orphan_terms()
+    return {**totals, "checkpoint": catalog.checkpoint()}
 
 
 def _reread_headings(doc: Document) -> tuple[Any, ...]:

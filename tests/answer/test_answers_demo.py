@@ -70,8 +70,10 @@ def test_hostile_document_is_not_obeyed(demo_kb) -> None:
     assert "keyrecovery" not in a.answer and "unlimited" not in a.answer.casefold().replace("unlimited, so", "")
     assert not any(c.source.endswith("community/forum-tips.md") for c in a.citations)
     flagged = [s for s in a.sources if s.flags]
-    if flagged:  # when retrieved, it is shown as withheld and traced
-        assert not flagged[0].eligible
+    if flagged:  # when retrieved, its instruction-like sentences are withheld and traced
+        readable = flagged[0].quarantine.redact(flagged[0].hit.text)
+        assert "keyrecovery" not in readable and "Ignore all previous" not in readable
+        assert "[withheld: instruction-like text]" in readable
         assert a.trace["flagged"][0]["source"].endswith("community/forum-tips.md")
 
 

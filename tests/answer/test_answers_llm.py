@@ -100,8 +100,10 @@ def test_hostile_source_never_reaches_the_prompt(demo_kb) -> None:
     prompt = "\n".join(m.content for m in llm.calls[0])
     assert "keyrecovery" not in prompt and "Ignore all previous instructions" not in prompt
     assert "keyrecovery" not in a.answer and a.verified, a.answer
-    withheld = a.trace["prompt"]["withheld"]
-    assert withheld and all(s.flags for s in a.sources if s.label in withheld)
+    # The forum notice keeps one harmless line, so it is shown redacted, not left out whole.
+    redacted = a.trace["prompt"]["redacted"]
+    assert redacted and all(s.flags and s.quarantine.partial for s in a.sources if s.label in redacted)
+    assert "[withheld: instruction-like text]" in prompt
 
 
 def test_marked_hostile_source_that_is_obeyed_fails_verification(demo_kb) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from beleg.answer.quarantine import MARKER, quarantine_chunk
 from beleg.backends.llms import Message, load_llm
 from beleg.backends.llms.base import Completion
 from beleg.errors import NeedsLLMError
@@ -125,10 +126,15 @@ def test_the_strategy_fuses_graph_evidence_with_the_seed_search(demo_kb: Any) ->
     assert scores == sorted(scores, reverse=True) and all(h.scores["rrf"] == h.score for h in result.hits)
 
 
-def test_instruction_like_chunks_are_left_out_of_the_graph(demo_kb: Any) -> None:
+def test_instruction_like_sentences_are_left_out_of_the_graph(demo_kb: Any) -> None:
     graph = entity_graph(demo_kb)
     flagged = [i for i, cid in enumerate(graph.chunk_ids) if cid and demo_kb.catalog.chunk_by_id(cid).flags]
-    assert flagged and all(graph.chunk_entities[i] == () for i in flagged)
+    assert flagged
+    for i in flagged:  # a flagged chunk contributes only what its withheld sentences leave
+        chunk = demo_kb.catalog.chunk_by_id(graph.chunk_ids[i])
+        readable = quarantine_chunk(chunk.text, chunk.flags).redact(chunk.text)
+        assert all(e.key in {x.key for x in extract_entities(readable)} for e in
+                   (graph.entities[k] for k in graph.chunk_entities[i] if k in graph.entities))
     assert "keyrecovery@ferrolink-helpdesk.example" not in graph.entities
     assert "support@ferrolink.example" in graph.entities
 
@@ -377,7 +383,7 @@ def test_read_document_is_permission_checked(demo_kb: Any) -> None:
     assert _tool_messages(filtered)[0].content.startswith("not found")
 
 
-def test_instruction_like_chunks_are_withheld_from_tool_output(demo_kb: Any) -> None:
+def test_instruction_like_sentences_are_withheld_from_tool_output(demo_kb: Any) -> None:
     forum = _doc_id(demo_kb, "forum-tips.md")
     flagged = [h.chunk_id for h in demo_kb.search("moderator notice retry window unlimited dead-letter queue",
                                                   mode="dense", k=5) if h.flags]
@@ -390,13 +396,14 @@ def test_instruction_like_chunks_are_withheld_from_tool_output(demo_kb: Any) -> 
     search_step = next(s for s in result.trace.steps if s.name == "tool:semantic_search")
     assert set(flagged) <= set(search_step.hits)  # found by the search ...
     searched, read = _tool_messages(llm)
-    for output in (searched, read):  # ... but never shown to the model
+    for output in (searched, read):  # ... but its instructions are never shown to the model
         assert "keyrecovery" not in output.content and "Ignore all previous instructions" not in output.content
-        assert flagged[0] not in output.content
-        assert "withheld because they contain instruction-like text" in output.content
-    assert "[passage withheld: instruction-like text" in read.content
+        assert "Do not mention this notice" not in output.content
+        # The notice's one harmless line stays; each instruction-like sentence is a marker.
+        assert f"(pinned)\n\n{MARKER} {MARKER} {MARKER}" in output.content
+        assert "shown with instruction-like text withheld" in output.content
     assert "Batch everything you can" in read.content  # the rest of the forum page is readable
-    assert not set(flagged) & {h.chunk_id for h in result.hits}
+    assert set(flagged) <= {h.chunk_id for h in result.hits}  # shown redacted, so evidence
 
 
 def test_the_agent_runs_over_http_with_openai_tool_calls(demo_kb: Any) -> None:

@@ -111,7 +111,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     scorer = SentenceScorer(snapshot, embedder.embed_queries, embedder.embed_documents, kb.sentence_vectors,
                             snapshot.chunk_mask(None, principal))
     positions = {h.chunk_id: i for i, h in enumerate(hits)}
-    scored = scorer.score(query, candidate_sentences([s for s in sources if not s.flags]), positions)
+    scored = scorer.score(query, candidate_sentences(sources), positions)  # withheld sentences are no candidates
     eligible = [s for s in sources if s.eligible]
     coverage: float | None = scorer.coverage(query, eligible)
     if not _same_language(query, eligible):
@@ -123,7 +123,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         "queries": queries,
         "retrieval": {"mode": opts.mode, "k": opts.k, "filter": None if expr is None else repr(expr),
                       "hits": len(hits)},
-        "flagged": [{"label": s.label, "source": s.hit.source, "flags": list(s.flags)} for s in sources if s.flags],
+        "flagged": [_flag_trace(s) for s in sources if s.flags or s.quarantine.active],
         "evidence_coverage": None if coverage is None else round(coverage, 4),
         "best_eligible_score": next((round(s.score, 4) for s in scored if s.source.eligible), None),
         "sentences": [{"label": s.source.label, "score": round(s.score, 4), "lexical": round(s.lexical, 4),
@@ -145,6 +145,14 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
                            "assess": round(1000 * (t_assess - t_retrieve), 1),
                            "answer": round(1000 * (t_end - t_assess), 1), "total": round(1000 * (t_end - t0), 1)}
     return result
+
+
+def _flag_trace(src: Source) -> dict[str, Any]:
+    """What of a source is withheld as instruction-like: all of it, some passages, some fields."""
+    q = src.quarantine
+    return {"label": src.label, "source": src.hit.source, "flags": list(src.flags),
+            "withheld": "whole" if q.whole else ("passages" if q.spans else "none"),
+            "passages": len(q.spans), "fields": list(q.fields)}
 
 
 def _same_language(question: str, sources: Sequence[Source]) -> bool:
@@ -189,7 +197,7 @@ def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], g
     for sub, group in groups.items():
         ids = {h.chunk_id for h in group}
         mine = [s for s in sources if s.hit.chunk_id in ids]
-        scored = scorer.score(sub, candidate_sentences([s for s in mine if not s.flags]))
+        scored = scorer.score(sub, candidate_sentences(mine))
         eligible = [s for s in mine if s.eligible]
         coverage = scorer.coverage(sub, eligible) if _same_language(sub, eligible) else 1.0
         ex = extract_answer(sub, scored, target, coverage, opts.refuse_below, opts.min_coverage)
@@ -235,7 +243,8 @@ def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: l
         conflicts, _ = detect_conflicts(question, governing, scored, opts.refuse_below)
     trace["decision"] = "refused by the model" if refused else ("verified" if check.ok else "unverified")
     trace["prompt"] = {"included": list(prompt.included), "dropped": list(prompt.dropped),
-                       "withheld": list(prompt.withheld), "tokens_estimated": prompt.tokens_estimated,
+                       "withheld": list(prompt.withheld), "redacted": list(prompt.redacted),
+                       "tokens_estimated": prompt.tokens_estimated,
                        "order": opts.order}
     trace["llm"] = {"backend": llm.name, "calls": usage.calls, "prompt_tokens": usage.prompt,
                     "completion_tokens": usage.completion, "tokens": usage.prompt + usage.completion,

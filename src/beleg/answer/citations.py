@@ -11,12 +11,16 @@ or ``[S1, S3]`` and may quote them (``"exact words" [S1]``). For each citation w
   then the chunk sentence that supports it best.
 
 A sentence that makes a claim without any label is reported as uncited.
+
+Quotes are checked against the original chunk text and offsets, never the redacted text a
+prompt showed; a quote that overlaps a sentence withheld as instruction-like
+(``Source.quarantine``) fails, and withheld sentences never support an unquoted claim.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from beleg.answer.sentences import split_sentences
@@ -62,12 +66,31 @@ def _norm(text: str) -> tuple[str, list[int]]:
 
 def locate(quote: str, text: str) -> tuple[int, int] | None:
     """Offsets of ``quote`` in ``text`` (tolerant of whitespace, quote style and case)."""
+    return next(locate_all(quote, text), None)
+
+
+def locate_all(quote: str, text: str) -> Iterator[tuple[int, int]]:
+    """Offsets of every occurrence of ``quote`` in ``text``, first to last."""
     q, _ = _norm(quote.strip())
+    if not q:
+        return
     t, idx = _norm(text)
     pos = t.find(q)
-    if not q or pos < 0:
-        return None
-    return idx[pos], idx[pos + len(q) - 1] + 1
+    while pos >= 0:
+        yield idx[pos], idx[pos + len(q) - 1] + 1
+        pos = t.find(q, pos + 1)
+
+
+def _locate_in(quote: str, sources: Sequence[Source]) -> tuple[Source | None, tuple[int, int] | None]:
+    """The first occurrence of ``quote`` outside withheld text in the cited sources, else
+    (the source where it occurs only inside withheld text, None), else (None, None)."""
+    withheld_in: Source | None = None
+    for src in sources:
+        for a, b in locate_all(quote, src.hit.text):
+            if not src.quarantine.overlaps(a, b):
+                return src, (a, b)
+            withheld_in = withheld_in or src
+    return withheld_in, None
 
 
 def is_refusal(answer: str) -> bool:
@@ -79,15 +102,17 @@ def _support(claim: str, sources: Sequence[Source]) -> tuple[Source, int, int, s
     """The cited chunk sentence that best supports an unquoted claim, or None when unsupported."""
     claim_text = _LABELS.sub("", claim)
     numbers = set(_NUMBER.findall(claim_text))
-    chunk_numbers = {n.replace(",", ".") for s in sources for n in _NUMBER.findall(s.hit.text)}
+    # Only what the sources may say counts: withheld sentences are replaced by the marker.
+    readable = {s.label: s.quarantine.redact(s.hit.text) for s in sources}
+    chunk_numbers = {n.replace(",", ".") for text in readable.values() for n in _NUMBER.findall(text)}
     if any(n.replace(",", ".") not in chunk_numbers for n in numbers):
         return None
     best: tuple[float, Source, int, int, str] | None = None
     for src in sources:
         lang = str(src.hit.metadata.get("language") or "en")
         terms = set(analyze(claim_text, lang))
-        share = len(terms & set(analyze(src.hit.text, lang))) / len(terms) if terms else 0.0
-        spans = split_sentences(src.hit.text)
+        share = len(terms & set(analyze(readable[src.label], lang))) / len(terms) if terms else 0.0
+        spans = [sp for sp in split_sentences(src.hit.text) if not src.quarantine.overlaps(sp.start, sp.end)]
         if not spans or (best is not None and share <= best[0]):
             continue
         top = max(spans, key=lambda sp: len(terms & set(analyze(sp.text, lang))))
@@ -122,14 +147,21 @@ def verify_answer(answer: str, sources: Sequence[Source]) -> Verification:
         quotes = _QUOTE.findall(sentence)
         if quotes:
             for quote in quotes:
-                found = next(((s, locate(quote, s.hit.text)) for s in cited if locate(quote, s.hit.text)), None)
-                if found is None:
+                src, at = _locate_in(quote, cited)
+                if at is None:
+                    if src is not None:
+                        citations.append(Citation(src.label, src.hit.chunk_id, src.hit.doc_id, src.hit.source, quote,
+                                                  None, None, False, "quote overlaps withheld instruction-like text"))
+                        problems.append(f"quote overlaps withheld instruction-like text in [{src.label}]: "
+                                        f"{quote[:80]}")
+                        continue
                     src = cited[0]
                     citations.append(Citation(src.label, src.hit.chunk_id, src.hit.doc_id, src.hit.source, quote,
                                               None, None, False, "quote not found in the cited source"))
                     problems.append(f"quote not in [{src.label}]: {quote[:80]}")
                     continue
-                src, (a, b) = found[0], found[1]  # type: ignore[misc]
+                a, b = at
+                assert src is not None
                 citations.append(Citation(src.label, src.hit.chunk_id, src.hit.doc_id, src.hit.source,
                                           src.hit.text[a:b], src.hit.start + a, src.hit.start + b, True))
             continue
@@ -159,6 +191,8 @@ def verify_quotes(citations: Sequence[Citation], sources: Sequence[Source],
             problem = "no source has this label"
         elif c.start is None or c.end is None or not (src.hit.start <= c.start <= c.end <= src.hit.end):
             problem = "quote lies outside the cited chunk"
+        elif src.quarantine.overlaps(c.start - src.hit.start, c.end - src.hit.start):
+            problem = "quote overlaps withheld instruction-like text"
         elif not check_offsets(c, document_text(src.hit.doc_id) or ""):
             problem = "the document's text at these offsets is not the quote"
         if problem:

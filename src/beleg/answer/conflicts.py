@@ -6,6 +6,11 @@ is nearly as good an answer to the same question, and that sentence's value of t
 kind differs. Sentences holding several values of the kind ("grew from 12 to 24 hours")
 are skipped as ambiguous, except the governing one, whose first value is taken: a missed
 conflict is better than an invented one.
+
+A source that also holds instruction-like text still states its facts: its withheld
+sentences are never candidates (see :mod:`beleg.answer.quarantine`), but a value from one
+of its factual sentences is reported, marked ``contains_instructions`` ("contains
+instructions; not followed"), so a planted note cannot hide a disagreement either.
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from beleg.answer.evidence import is_flagged
 from beleg.answer.scoring import Sentence
 from beleg.answer.types import Conflict, ConflictValue
 from beleg.answer.values import Value, expected_kind, same_value
@@ -54,7 +58,12 @@ def _value(s: Sentence, kind: str, first: bool) -> Value | None:
 def _entry(s: Sentence, v: Value, governs: bool) -> ConflictValue:
     src = s.source
     return ConflictValue(v.raw, src.hit.source, src.hit.chunk_id, src.label, src.version, src.status, src.authority,
-                         governs, s.text)
+                         governs, s.text, src.quarantine.active)
+
+
+def _chunk_range(s: Sentence) -> tuple[int, int]:
+    base = s.source.hit.start
+    return s.doc_start - base, s.doc_end - base
 
 
 def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Sentence],
@@ -73,7 +82,8 @@ def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Senten
     others: list[tuple[Sentence, Value]] = []
     for s in scored:  # best first, so each document contributes its best statement
         doc = s.source.hit.doc_id
-        if s.score < threshold or doc in seen or is_flagged(s.source.hit):
+        # Withheld (instruction-like) sentences are not among the candidates at all.
+        if s.score < threshold or doc in seen or s.source.quarantine.overlaps(*_chunk_range(s)):
             continue
         v = _value(s, kind, first=False)
         if v is None:

@@ -10,8 +10,9 @@ every backend (extractive or LLM) gets the same ranking and the same reasons:
 2. **Status** – current beats unknown beats historical beats draft (configurable).
 3. **Authority** – a configurable hierarchy, contract first and community last.
 
-Sources with instruction-like text (flagged at ingest) are never eligible: they may be
-shown, but they do not carry answers and are withheld from LLM prompts.
+Instruction-like sentences (possible prompt injection) are withheld sentence by sentence
+(:mod:`beleg.answer.quarantine`): the rest of such a source keeps its rank and may answer.
+A source with nothing but instruction-like prose is never eligible and is withheld whole.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from beleg.answer.quarantine import Quarantine, quarantine_hit
 from beleg.answer.types import Source
 from beleg.errors import ConfigError
 from beleg.index.filters import And, Cmp, Expr
-from beleg.ingest.injection import is_instruction_like
 from beleg.types import Hit
 
 
@@ -142,10 +143,6 @@ def find_target(question: str, expr: Expr | None, context: Sequence[str], known_
 
 
 # ---------------------------------------------------------------------- ranking
-def is_flagged(hit: Hit) -> bool:
-    return is_instruction_like(hit.flags)
-
-
 def _version(hit: Hit) -> str | None:
     v = hit.metadata.get("version")
     return None if v is None else str(v)
@@ -177,16 +174,29 @@ def assess(hits: Sequence[Hit], target: Target, policy: GovernancePolicy) -> lis
                 reasons.append(f"status {status} (no version asked for)")
         reasons.append(f"status {status}")
         reasons.append(f"authority {authority}")
-        if is_flagged(hit):
+        quarantine = quarantine_hit(hit)
+        if quarantine.whole:
             eligible = False
-            reasons.append("instruction-like text (possible prompt injection)")
+        reasons.extend(quarantine_reasons(quarantine))
         key = (not eligible, vm, policy.status_rank(status), policy.authority_rank(authority), pos)
-        keyed.append((key, hit, eligible, tuple(reasons)))
+        keyed.append((key, hit, eligible, tuple(reasons), quarantine))
     keyed.sort(key=lambda item: item[0])
     return [
-        Source(f"S{i}", hit, i, eligible, reasons, tuple(hit.flags))
-        for i, (_, hit, eligible, reasons) in enumerate(keyed, start=1)
+        Source(f"S{i}", hit, i, eligible, reasons, tuple(hit.flags), quarantine)
+        for i, (_, hit, eligible, reasons, quarantine) in enumerate(keyed, start=1)
     ]
+
+
+def quarantine_reasons(q: Quarantine) -> list[str]:
+    """Why part or all of a source is withheld, for ``Source.reasons``."""
+    out = []
+    if q.whole:
+        out.append("instruction-like text (possible prompt injection), withheld whole")
+    elif q.spans:
+        out.append(f"{len(q.spans)} instruction-like passage(s) withheld (possible prompt injection)")
+    if q.fields:
+        out.append(f"instruction-like text in {', '.join(q.fields)} withheld")
+    return out
 
 
 def governance_order(sources: Sequence[Source]) -> dict[str, int]:

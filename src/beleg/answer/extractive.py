@@ -50,11 +50,13 @@ def _cite(s: Sentence, end: int | None = None) -> Citation:
 def extend(chosen: Sentence, scored: Sequence[Sentence]) -> int:
     """Where the quoted answer ends: a sentence that introduces a list (ends with ':') takes
     the list items after it; otherwise the next sentence of the same paragraph joins when
-    it is nearly as good an answer. The quote stays one contiguous span of the document."""
+    it is nearly as good an answer. The quote stays one contiguous span of the document,
+    and never grows over a withheld (instruction-like) sentence between the two."""
     same = sorted((s for s in scored if s.source.label == chosen.source.label and s.doc_start > chosen.doc_start),
                   key=lambda s: s.doc_start)
     text = chosen.source.hit.text
     base = chosen.source.hit.start
+    quarantine = chosen.source.quarantine
     end = chosen.doc_end
     if chosen.text.rstrip().endswith(":"):
         for n, s in enumerate(same[:_MAX_LIST_ITEMS]):
@@ -62,10 +64,13 @@ def extend(chosen: Sentence, scored: Sequence[Sentence]) -> int:
             # Markdown puts a blank line between "The causes are:" and its list, none inside it.
             if s.span.kind != "list-item" or gap.count("\n") > (2 if n == 0 else 1):
                 break
+            if quarantine.overlaps(end - base, s.doc_end - base):
+                break
             end = s.doc_end
         return end
     if same and same[0].span.kind == chosen.span.kind == "sentence" and same[0].score >= chosen.score - CONTINUE_MARGIN:
-        if "\n\n" not in text[end - base: same[0].doc_start - base]:
+        if "\n\n" not in text[end - base: same[0].doc_start - base] and \
+                not quarantine.overlaps(end - base, same[0].doc_end - base):
             end = same[0].doc_end
     return end
 
@@ -105,8 +110,9 @@ def extract_answer(question: str, scored: Sequence[Sentence], target: Target, co
         lines = [f"Sources disagree on {conflicts[0].fact}:"]
         for s, v in zip(others, conflicts[0].values[1:]):
             src = s.source
-            lines.append(f"- {v.value} in {src.label} ({src.authority}, version {src.version or '-'}, {src.status}) "
-                         f"[{src.label}]")
+            note = f"; {v.note}" if v.note else ""
+            lines.append(f"- {v.value} in {src.label} ({src.authority}, version {src.version or '-'}, {src.status}"
+                         f"{note}) [{src.label}]")
             citations.append(_cite(s))
         gov = chosen.source
         lines.append(f"{gov.label} governs: {gov.authority}, version {gov.version or '-'}, {gov.status}.")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from beleg.answer.quarantine import PROSE_KINDS
 from beleg.answer.sentences import Span, split_sentences
 from beleg.answer.types import Source
 from beleg.answer.values import Value, expected_kind, extract_values
@@ -32,7 +33,7 @@ from beleg.index.snapshot import Snapshot
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
 
 #: Sentence kinds that can answer (headings and code blocks cannot on their own).
-_ANSWER_KINDS = ("sentence", "list-item", "table-row")
+_ANSWER_KINDS = PROSE_KINDS
 _MIN_WORDS = 3
 
 # Score weights (see module docstring).
@@ -75,13 +76,18 @@ class Sentence:
 
 
 def candidate_sentences(sources: Sequence[Source], *, eligible_only: bool = False) -> list[Sentence]:
-    """Every answer-capable sentence of the given sources, with document offsets."""
+    """Every answer-capable sentence of the given sources, with document offsets.
+
+    Sentences withheld as instruction-like (``Source.quarantine``) are never candidates,
+    so nothing downstream can quote, score or compare them."""
     out: list[Sentence] = []
     for src in sources:
-        if eligible_only and not src.eligible:
+        if (eligible_only and not src.eligible) or src.quarantine.whole:
             continue
         for span in split_sentences(src.hit.text):
             if span.kind not in _ANSWER_KINDS or len(span.text.split()) < _MIN_WORDS:
+                continue
+            if src.quarantine.overlaps(span.start, span.end):
                 continue
             out.append(Sentence(src, span, src.hit.start + span.start, src.hit.start + span.end,
                                 tuple(extract_values(span.text))))

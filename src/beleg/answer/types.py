@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from beleg.answer.quarantine import Quarantine, quarantine_hit
 from beleg.types import Hit
 
 REFUSAL = "The sources do not answer this."
@@ -22,7 +23,9 @@ class Source:
     ranked there ("version 3.0 matches", "status historical", "authority contract").
     ``eligible`` is False for sources that may be shown but must not carry the answer
     (another version than the one asked about, a draft). ``flags`` carries ingest-time
-    findings such as ``"instruction-like"`` (possible prompt injection).
+    findings such as ``"instruction-like"`` (possible prompt injection); ``quarantine``
+    says which of its sentences and fields are withheld for holding instruction-like text
+    (computed at query time, see :mod:`beleg.answer.quarantine`).
     """
 
     label: str
@@ -31,6 +34,12 @@ class Source:
     eligible: bool = True
     reasons: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
+    #: Computed from the hit when not given, so no Source can carry unscanned text.
+    quarantine: Quarantine = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.quarantine is None:
+            object.__setattr__(self, "quarantine", quarantine_hit(self.hit))
 
     @property
     def version(self) -> str | None:
@@ -68,11 +77,18 @@ class Source:
             "eligible": self.eligible,
             "reasons": list(self.reasons),
             "flags": list(self.flags),
+            "withheld": _withheld_json(self),
             "start": h.start,
             "end": h.end,
             "score": h.score,
             "text": h.text,
         }
+
+
+def _withheld_json(src: Source) -> dict[str, Any]:
+    """What of the source is withheld; spans are document offsets like ``start``/``end``."""
+    q, base = src.quarantine, src.hit.start
+    return {"whole": q.whole, "spans": [[base + a, base + b] for a, b in q.spans], "fields": list(q.fields)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +137,13 @@ class ConflictValue:
     authority: str
     governs: bool
     quote: str = ""
+    #: The source also holds instruction-like text (withheld, not followed); the value
+    #: itself comes from one of its factual sentences.
+    contains_instructions: bool = False
+
+    @property
+    def note(self) -> str:
+        return "contains instructions; not followed" if self.contains_instructions else ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -133,6 +156,7 @@ class ConflictValue:
             "authority": self.authority,
             "governs": self.governs,
             "quote": self.quote,
+            "contains_instructions": self.contains_instructions,
         }
 
 

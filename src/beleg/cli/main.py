@@ -7,7 +7,10 @@ Machine-readable output (``--json``) goes to stdout; progress bars go to stderr.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -17,6 +20,7 @@ from beleg.kb import default_index_dir
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
 
 
 def _index_arg(p: argparse.ArgumentParser) -> None:
@@ -318,10 +322,17 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_switch(args: argparse.Namespace) -> int:
-    from beleg.index.versions import switch
+    from beleg.index.versions import drift, live_dir, switch, version_dir
 
-    info = switch(args.index or default_index_dir(), args.version)
+    root = args.index or default_index_dir()
+    before = drift(live_dir(root), version_dir(root, args.version))
+    info = switch(root, args.version)
     print(f"version {info.version} is live")
+    if before["missing"] or before["changed"]:
+        # Deletions reach every version; ingests after a build reach only the live one.
+        print(f"warning: version {info.version} was built before the last changes: {before['missing']} document(s) "
+              f"of the previous live version are missing from it and {before['changed']} differ; rerun the "
+              f"'beleg reindex' that built it to catch up, or switch back", file=sys.stderr)
     return 0
 
 
@@ -343,7 +354,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
         print(f"deleted {result['documents']} document(s): {result['chunks']} chunks, {result['vectors']} vectors, "
-              f"{result['terms']} terms" + (f"; not found: {', '.join(result['not_found'])}" if result["not_found"] else ""))
+              f"{result['terms']} terms" + (f"; not found: {', '.join(result['not_found'])}" if result["not_found"] else "")
+              + (f" (from {len(result['versions'])} index versions)" if len(result["versions"]) > 1 else ""))
         if not result["checkpoint"]:
             print("warning: a reader kept the write-ahead log busy; run the command again to truncate it",
                   file=sys.stderr)
@@ -537,7 +549,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # ingest report already states each file's outcome, so keep stderr for that.
         logging.basicConfig(level=logging.ERROR, stream=sys.stderr, format="beleg: %(name)s: %(message)s")
     try:
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _broken_pipe()
     except BelegError as exc:
         if args.debug:
             raise
@@ -546,6 +562,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("beleg: interrupted", file=sys.stderr)
         return 130
+    except (OSError, sqlite3.Error) as exc:
+        if args.debug:
+            raise
+        print(f"beleg: error: {_system_error(exc, args)}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``beleg search ... | head``): stop quietly, the way
+    shell tools do, with exit status 141 (128 + SIGPIPE) and nothing on stderr.
+
+    stdout is pointed at /dev/null so the interpreter's final flush does not report the
+    same broken pipe again ("Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (captured in tests)
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+def _system_error(exc: BaseException, args: argparse.Namespace) -> str:
+    """One line for an error from the operating system or SQLite: what failed, where, what to do."""
+    index = getattr(args, "index", None) or default_index_dir()
+    if isinstance(exc, sqlite3.Error):
+        text = str(exc) or type(exc).__name__
+        if "full" in text:
+            hint = "free disk space (or raise the file size limit) and run the command again"
+        elif "disk I/O" in text:
+            hint = "the disk may be full, over a file size limit or failing; free space and run the command again"
+        elif "unable to open" in text or "readonly" in text or "locked" in text:
+            hint = "check that the folder exists and is readable and writable, and that no other process holds it"
+        else:
+            hint = "check the index with 'beleg status'; rerun with --debug for details"
+        return (f"the index database in {index} failed: {text}; {hint} "
+                f"(a failed write changes nothing: the last committed state is kept)")
+    assert isinstance(exc, OSError)
+    where = exc.filename if exc.filename is not None else index
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        hint = "free disk space (or raise the file size limit) and run the command again"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        hint = "check the folder's permissions, or pass another --index"
+    elif exc.errno in (errno.ENOTDIR, errno.ENOENT, errno.EISDIR):
+        hint = "check the path (every part of it must be a folder), or pass another --index"
+    else:
+        hint = "rerun with --debug for details"
+    return f"{reason}: {where}; {hint}"
 
 
 if __name__ == "__main__":  # pragma: no cover

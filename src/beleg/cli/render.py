@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.index.analyzer import analyze, analyze_query
 from beleg.types import Hit
 
@@ -111,21 +112,24 @@ def render_answer(answer: Any, style: Style, *, show_text: bool = True) -> str:
             lines.append(style.bold(f"Sources disagree on {c.fact}:"))
             for v in c.values:
                 mark = "governs" if v.governs else ""
-                lines.append(f"  {v.value:<14} [{v.label}] {v.source} ({v.authority}, v{v.version or '-'}, {v.status}) {mark}")
+                note = f"; {v.note}" if v.note else ""
+                lines.append(f"  {v.value:<14} [{v.label}] {v.source} ({v.authority}, v{v.version or '-'}, "
+                             f"{v.status}{note}) {mark}")
     cited = {c.label for c in answer.citations}
     if answer.sources:
         lines.append("")
         lines.append(style.bold("Sources"))
     for s in answer.sources:
-        if s.label not in cited and not s.flags:
+        if s.label not in cited and not _withholds(s):
             continue
-        facts = " · ".join(x for x in (f"version {s.version}" if s.version else None, s.status, s.authority,
-                                       s.date) if x)
-        lines.append(f"  [{s.label}] {style.bold(' > '.join(s.hit.heading_path) or s.hit.title)}")
+        facts = " · ".join(shown_value(x) for x in (f"version {s.version}" if s.version else None, s.status,
+                                                    s.authority, s.date) if x)
+        lines.append(f"  [{s.label}] {style.bold(shown_heading_path(s.hit.heading_path) or shown_value(s.hit.title))}")
         lines.append(f"       {style.dim(s.hit.source + '  ·  ' + facts)}")
-        if s.flags:
-            lines.append(f"       {style.mark('withheld: instruction-like text (possible prompt injection)')}")
-    others = [s.label for s in answer.sources if s.label not in cited and not s.flags]
+        note = _withheld_note(s)
+        if note:
+            lines.append(f"       {style.mark(note)}")
+    others = [s.label for s in answer.sources if s.label not in cited and not _withholds(s)]
     if others:
         lines.append(style.dim(f"  also retrieved, not cited: {', '.join(others)}"))
     if answer.refused:
@@ -136,3 +140,21 @@ def render_answer(answer: Any, style: Style, *, show_text: bool = True) -> str:
     else:
         lines.append(style.mark("UNVERIFIED: " + "; ".join(answer.problems)))
     return "\n".join(lines)
+
+
+def _withholds(source: Any) -> bool:
+    return bool(source.flags) or source.quarantine.active
+
+
+def _withheld_note(source: Any) -> str:
+    """What of a source is withheld as instruction-like text, in one line (empty when nothing)."""
+    q = source.quarantine
+    parts = []
+    if q.whole or (source.flags and not q.active):
+        parts.append("withheld: instruction-like text (possible prompt injection)")
+    elif q.spans:
+        parts.append(f"{len(q.spans)} passage(s) withheld: instruction-like text (possible prompt injection); "
+                     "the rest may be used")
+    if q.fields:
+        parts.append(f"{', '.join(q.fields)} withheld: instruction-like text")
+    return "; ".join(parts)

@@ -13,7 +13,7 @@ import json
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -64,6 +64,14 @@ class Catalog:
         # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in `transaction`).
         self.db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         self._orphan_term_candidates: set[int] = set()
+        #: Called before every document write (upsert, metadata edit, delete), inside its
+        #: transaction; it raises to refuse the write (a reindex is building, see
+        #: beleg.index.versions.refuse_while_building). None: writes are always allowed.
+        self.write_guard: Callable[[], None] | None = None
+        #: True once a commit replaced or removed stored text whose old page images may still
+        #: be in the write-ahead log; :meth:`checkpoint` clears it (KnowledgeBase.ingest calls
+        #: it once per run: after every commit would slow a long ingest down).
+        self.pending_erasure = False
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
@@ -85,13 +93,17 @@ class Catalog:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            # Terms only replaced chunks used (an update that dropped a name) go in the same commit.
+            self.drop_orphan_terms()
             self.db.execute(
                 "INSERT INTO meta(key, value) VALUES('generation', '1') "
                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
             )
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._orphan_term_candidates.clear()
+            if self.db.in_transaction:  # a failed COMMIT (disk full) may have rolled back already
+                self.db.execute("ROLLBACK")
             raise
 
     # ------------------------------------------------------------------ meta
@@ -151,9 +163,17 @@ class Catalog:
         """Replace a document and all its chunks (call inside :meth:`transaction`).
 
         The reader's headings are kept so a later ``reindex`` can re-chunk by structure
-        from the catalog alone, without the source files."""
+        from the catalog alone, without the source files.
+
+        Vocabulary terms that only the replaced chunks used are dropped when the
+        transaction commits (only those terms are checked, not the whole vocabulary)."""
+        self._check_writable()
         old_hashes = self._embed_hashes(doc.doc_id)
-        self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc.doc_id,))
+        old_terms = self._term_ids_of(doc.doc_id)
+        removed = self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc.doc_id,)).rowcount
+        new_terms = {int(t) for _, (ids, _) in zip(chunks, postings) for t in np.asarray(ids).tolist()}
+        self._orphan_term_candidates.update(old_terms - new_terms)
+        self.pending_erasure = self.pending_erasure or removed > 0
         self.db.execute(
             "INSERT OR REPLACE INTO documents(doc_id, source, content_hash, metadata, text, headings) "
             "VALUES(?,?,?,?,?,?)",
@@ -171,6 +191,17 @@ class Catalog:
         )
         self._drop_orphan_vectors(old_hashes)
 
+    def _check_writable(self) -> None:
+        if self.write_guard is not None:
+            self.write_guard()
+
+    def _term_ids_of(self, doc_id: str) -> set[int]:
+        """Every vocabulary term id the chunks of ``doc_id`` use."""
+        out: set[int] = set()
+        for (blob,) in self.db.execute("SELECT term_ids FROM chunks WHERE doc_id = ?", (doc_id,)):
+            out.update(np.frombuffer(blob, dtype=np.int32).tolist())
+        return out
+
     def _embed_hashes(self, doc_id: str) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT DISTINCT embed_hash FROM chunks WHERE doc_id = ?", (doc_id,))]
 
@@ -182,6 +213,8 @@ class Catalog:
         )
 
     def update_metadata(self, doc_id: str, source: str, metadata: dict[str, Any]) -> None:
+        self._check_writable()
+        self.pending_erasure = True  # the old metadata (a title, a name in it) must leave the WAL too
         self.db.execute(
             "UPDATE documents SET metadata = ?, source = ? WHERE doc_id = ?",
             (json.dumps(metadata, ensure_ascii=False, sort_keys=True), source, doc_id),
@@ -190,10 +223,9 @@ class Catalog:
     def delete_document(self, doc_id: str) -> dict[str, int]:
         """Remove a document with its chunks, postings and the vectors no other chunk uses
         (call inside :meth:`transaction`). Returns what was removed, by kind."""
+        self._check_writable()
         old_hashes = self._embed_hashes(doc_id)
-        term_ids: set[int] = set()
-        for (blob,) in self.db.execute("SELECT term_ids FROM chunks WHERE doc_id = ?", (doc_id,)):
-            term_ids.update(np.frombuffer(blob, dtype=np.int32).tolist())
+        term_ids = self._term_ids_of(doc_id)
         chunks = self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,)).rowcount
         documents = self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,)).rowcount
         self.db.execute("DELETE FROM chunk_contexts WHERE doc_id = ?", (doc_id,))
@@ -201,12 +233,14 @@ class Catalog:
         self._drop_orphan_vectors(old_hashes)
         vectors = self.db.total_changes - before
         self._orphan_term_candidates.update(term_ids)
+        self.pending_erasure = True
         return {"documents": documents, "chunks": chunks, "vectors": vectors}
 
     def drop_orphan_terms(self) -> int:
         """Delete vocabulary entries no chunk uses any more, among the terms of documents deleted
-        through this connection (call inside :meth:`transaction`). A name that occurred only
-        in an erased document must not survive in the term table."""
+        or replaced through this connection (call inside :meth:`transaction`; its commit calls
+        it too). A name that occurred only in an erased or edited-away text must not survive in
+        the term table."""
         candidates, self._orphan_term_candidates = self._orphan_term_candidates, set()
         if not candidates:
             return 0
@@ -253,6 +287,8 @@ class Catalog:
         """Fold the write-ahead log into the database and truncate it, so old page images
         (which may hold deleted text) leave the WAL file. False when readers kept it busy."""
         busy, _, _ = self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy == 0:
+            self.pending_erasure = False
         return busy == 0
 
     # ------------------------------------------------------------------ terms

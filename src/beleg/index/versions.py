@@ -19,9 +19,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import sqlite3
+import time
+import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from beleg.errors import ConfigError, IndexStateError
 
@@ -93,7 +98,12 @@ def new_version_dir(root: Path, version: str) -> Path:
 
 
 def switch(root: Path, version: str) -> VersionInfo:
-    """Make ``version`` live with one atomic rename of the ``LIVE`` file."""
+    """Make ``version`` live with one atomic rename of the ``LIVE`` file (refused while a reindex builds)."""
+    with write_lock(root, "switch", version):
+        return _switch(root, version)
+
+
+def _switch(root: Path, version: str) -> VersionInfo:
     folder = version_dir(root, version)
     if not (folder / CATALOG_FILE).exists():
         raise IndexStateError(f"version {version} in {root} has no catalog; rebuild it with 'beleg reindex'")
@@ -107,7 +117,12 @@ def switch(root: Path, version: str) -> VersionInfo:
 
 
 def gc(root: Path) -> list[VersionInfo]:
-    """Delete every version that is not live; returns what was removed."""
+    """Delete every version that is not live; returns what was removed (refused while a reindex builds)."""
+    with write_lock(root, "gc"):
+        return _gc(root)
+
+
+def _gc(root: Path) -> list[VersionInfo]:
     removed = []
     for info in list_versions(root):
         if info.live:
@@ -120,3 +135,149 @@ def gc(root: Path) -> list[VersionInfo]:
             shutil.rmtree(info.path)
         removed.append(info)
     return removed
+
+
+# ---------------------------------------------------------------------------- the write lock
+#
+# Operations that touch more than one version hold ``LOCK`` in the root: ``reindex`` (for
+# the whole build), ``delete`` (it erases from every version), ``switch`` and ``gc``. While a
+# *reindex* holds it, document writes (ingest, metadata edits, deletes) to the live version
+# are refused: the new version is built from the live documents as they were when the build
+# began, so a write during the build would be missing from it (an ingest lost, a deletion
+# resurrected on switch). The other holders are short; they are waited for.
+
+LOCK_FILE = "LOCK"
+#: How long a short operation (delete, switch, gc) waits for another short one to finish.
+SHORT_WAIT_S = 30.0
+
+
+class IndexBusyError(IndexStateError):
+    """Another process holds the index's write lock (a reindex is building)."""
+
+
+def _process_started(pid: int) -> str | None:
+    """The start time of process ``pid`` (Linux ``/proc``), so a reused pid is not mistaken for the owner."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]  # field 22 (starttime), counted after the command name
+
+
+def _alive(owner: dict[str, Any]) -> bool:
+    """Whether the process that wrote a lock still runs; a lock from another host is assumed alive."""
+    if owner.get("host") != socket.gethostname():
+        return True
+    pid = int(owner.get("pid") or 0)
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by another user
+    started = owner.get("started")
+    return started is None or _process_started(pid) in (None, started)
+
+
+def read_lock(root: Path) -> dict[str, Any] | None:
+    """The owner of the root's write lock, or None when no live process holds it.
+
+    A lock left by a process that is gone (a crashed or killed reindex) is removed here."""
+    path = root / LOCK_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        owner = dict(json.loads(raw))
+    except (ValueError, TypeError):
+        owner = {}  # half-written by a process that died between create and write
+    if owner and _alive(owner):
+        return owner
+    if not owner and time.time() - _mtime(path) < 5:
+        return {"purpose": "starting", "pid": "?", "since": "just now", "version": None}  # still being written
+    try:
+        if path.read_bytes() == raw:  # not a fresh lock another process took meanwhile
+            path.unlink()
+    except FileNotFoundError:
+        pass
+    return None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def describe_lock(root: Path, owner: dict[str, Any]) -> str:
+    what = owner.get("purpose", "an operation")
+    target = f" to version {owner['version']}" if owner.get("version") else ""
+    return (f"a {what}{target} is running on {root} since {owner.get('since', '?')} (pid {owner.get('pid', '?')} "
+            f"on {owner.get('host', '?')})")
+
+
+def refuse_while_building(root: Path, holder_token: str | None = None) -> None:
+    """Raise :class:`IndexBusyError` when a reindex other than ``holder_token``'s holds the lock."""
+    owner = read_lock(root)
+    if owner is None or owner.get("purpose") != "reindex" or owner.get("token") == holder_token:
+        return
+    raise IndexBusyError(
+        f"{describe_lock(root, owner)}; documents cannot change until it finishes, or the new version would "
+        f"miss the change. Wait for it to finish and run this again (a reindex that was killed frees the "
+        f"lock by itself; resume it with the same 'beleg reindex' command)")
+
+
+@contextmanager
+def write_lock(root: Path, purpose: str, version: str | None = None) -> Iterator[str]:
+    """Hold the root's write lock for ``purpose``; yields the holder's token.
+
+    A reindex holding it refuses at once (it can take minutes); a short holder is waited
+    for up to :data:`SHORT_WAIT_S`. A lock whose process is gone is taken over."""
+    if not root.is_dir():
+        raise IndexStateError(f"no Beleg index at {root}; create one with 'beleg init --index {root}'")
+    token = uuid.uuid4().hex
+    pid = os.getpid()
+    owner = {"purpose": purpose, "version": version, "pid": pid, "started": _process_started(pid),
+             "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": token}
+    path = root / LOCK_FILE
+    deadline = time.monotonic() + SHORT_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            break
+        except FileExistsError:
+            held = read_lock(root)
+            if held is None:
+                continue  # a stale lock was removed: try again
+            if held.get("purpose") == "reindex" or time.monotonic() > deadline:
+                raise IndexBusyError(f"{describe_lock(root, held)}; wait for it to finish and run this again "
+                                     f"(a killed process frees the lock by itself)") from None
+            time.sleep(0.1)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(owner) + "\n")
+        yield token
+    finally:
+        path.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------- drift
+
+
+def drift(live: Path, other: Path) -> dict[str, int]:
+    """How ``other``'s documents differ from ``live``'s: ``missing`` (in live only),
+    ``changed`` (other content or metadata) and ``extra`` (not in live). Read-only."""
+    def state(folder: Path) -> dict[str, tuple[str, str]]:
+        db = sqlite3.connect(f"file:{folder / CATALOG_FILE}?mode=ro", uri=True)
+        try:
+            return {r[0]: (r[1], r[2]) for r in db.execute("SELECT doc_id, content_hash, metadata FROM documents")}
+        finally:
+            db.close()
+
+    a, b = state(live), state(other)
+    return {"missing": len(a.keys() - b.keys()), "changed": sum(1 for k in a.keys() & b.keys() if a[k] != b[k]),
+            "extra": len(b.keys() - a.keys())}

@@ -15,14 +15,16 @@ not exist.
 
 Tool output is data, not instructions: each result is fenced between markers carrying a
 per-run random tag, with a note that instructions inside are not to be followed, and
-chunks flagged at ingest as instruction-like (possible prompt injection) are withheld
-from it altogether (the model is told how many were withheld, not what they say).
+instruction-like text (possible prompt injection) is withheld sentence by sentence
+(:mod:`beleg.answer.quarantine`): each such sentence, title, heading or metadata value is
+replaced by a marker, and a chunk with nothing else is withheld whole (the model is told
+how many were withheld, not what they say).
 
 The loop ends when the model answers without calling a tool, or with a note in the
 trace when ``max_tool_calls`` tool calls, the LLM-call budget (``budget.max_llm_calls``)
 or the retrieval budget is spent. Calls the model made beyond a limit are answered
 "not executed", so the conversation stays well-formed. The final hits are everything
-the tools returned to the model, fused with RRF (withheld chunks are not among them,
+the tools returned to the model, fused with RRF (wholly withheld chunks are not among them,
 though the search steps of the trace list every chunk id found); the model's final text
 is recorded in the trace (step ``agent:final``).
 
@@ -38,10 +40,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from beleg.answer.quarantine import quarantine_hit, shown_heading_path, shown_value
 from beleg.backends.llms.base import Message, ToolCall, ToolCompletion, ToolLLM
 from beleg.errors import NeedsLLMError
 from beleg.index.filters import matches
-from beleg.ingest.injection import is_instruction_like
 from beleg.strategies.base import (
     BudgetExhausted,
     Step,
@@ -221,14 +223,18 @@ class AgentStrategy:
                  tag: str) -> str:
         shown = [h for h in hits if not _flagged(h)]
         withheld = len(hits) - len(shown)
+        redacted = sum(quarantine_hit(h).active for h in shown)
         head = f"{tool} results for {query!r}: {len(shown)} shown ({size_name} {size})"
         if capped:
             head += f"; {capped}"
         if withheld:
             head += f"; {withheld} withheld because they contain instruction-like text (possible prompt injection)"
+        if redacted:
+            head += f"; {redacted} shown with instruction-like text withheld (possible prompt injection)"
         body = "\n\n".join(
-            f"[{i}] chunk_id={h.chunk_id} doc_id={h.doc_id} title={h.title!r} section={' > '.join(h.heading_path)!r}"
-            + _meta(h.metadata) + "\n" + _clip(h.text, self.snippet_chars)
+            f"[{i}] chunk_id={h.chunk_id} doc_id={h.doc_id} title={shown_value(h.title)!r} "
+            f"section={shown_heading_path(h.heading_path)!r}"
+            + _meta(h.metadata) + "\n" + _clip(_readable(h), self.snippet_chars)
             for i, h in enumerate(shown, 1)) or "(no results)"
         return _fence(head, body, tag)
 
@@ -251,16 +257,19 @@ class AgentStrategy:
             if used >= self.read_chars:
                 more += 1
                 continue
-            text = _clip(hit.text, self.read_chars - used)
+            text = _clip(_readable(hit), self.read_chars - used)
             used += len(text)
             shown.append(hit)
             parts.append(f"(chunk_id={hit.chunk_id})\n{text}")
         if more:
             parts.append(f"[… {more} more passages not shown; search within the document for them]")
-        title = str(doc.metadata.get("title") or doc.source)
+        title = shown_value(doc.metadata.get("title") or doc.source)
         head = f"read_document {doc_id!r}: {title!r}" + _meta(doc.metadata) + f"; {len(shown)} passages shown"
         if withheld:
             head += f"; {withheld} withheld because they contain instruction-like text (possible prompt injection)"
+        redacted = sum(quarantine_hit(h).active for h in shown)
+        if redacted:
+            head += f"; {redacted} shown with instruction-like text withheld (possible prompt injection)"
         ctx.trace.steps.append(Step("tool:read_document", doc_id, [h.chunk_id for h in shown],
                                     1000 * (time.perf_counter() - t0),
                                     f"{used} characters" + (f", {withheld} passages withheld" if withheld else "")))
@@ -284,7 +293,13 @@ class AgentStrategy:
 
 
 def _flagged(hit: Hit) -> bool:
-    return is_instruction_like(hit.flags)
+    """Whether the chunk is withheld whole (nothing but instruction-like prose)."""
+    return quarantine_hit(hit).whole
+
+
+def _readable(hit: Hit) -> str:
+    """The chunk text the model may see: instruction-like sentences replaced by the marker."""
+    return quarantine_hit(hit).redact(hit.text)
 
 
 def _fence(head: str, body: str, tag: str) -> str:
@@ -295,7 +310,7 @@ def _fence(head: str, body: str, tag: str) -> str:
 
 def _meta(meta: dict[str, Any]) -> str:
     keys = ("product", "version", "status", "authority", "language")
-    parts = [f"{k}={meta[k]}" for k in keys if meta.get(k) is not None]
+    parts = [f"{k}={shown_value(meta[k])}" for k in keys if meta.get(k) is not None]
     return (" " + " ".join(parts)) if parts else ""
 
 

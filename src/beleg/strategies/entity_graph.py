@@ -3,7 +3,8 @@ that support each relation.
 
 Derived from the catalog like the search snapshot: built lazily, kept in memory for one
 index generation, never written to a file (so erasing a document needs nothing extra).
-Chunks flagged as instruction-like are left out. See :mod:`beleg.strategies.graph` for
+Instruction-like sentences of flagged chunks are left out (a chunk with nothing else is
+left out whole; :mod:`beleg.answer.quarantine`). See :mod:`beleg.strategies.graph` for
 the traversal and the permission rules.
 """
 
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from beleg.answer.quarantine import quarantine_chunk, shown_value
 from beleg.ingest.injection import is_instruction_like
 
 if TYPE_CHECKING:
@@ -198,11 +200,14 @@ class EntityGraph:
             chunk_id, _, _, _, _, heading_path, text, flags = row
             chunk_ids.append(str(chunk_id))
             hashes.append(content_hash(text))
-            if is_instruction_like(flags):
-                chunk_entities.append(())
-                continue
+            if is_instruction_like(flags):  # only flagged chunks pay for the sentence-level scan
+                quarantine = quarantine_chunk(text, flags)
+                if quarantine.whole:
+                    chunk_entities.append(())
+                    continue
+                text = quarantine.redact(text)
             found = extract_entities(text, products=products, versions=versions)
-            heading = heading_path[-1] if heading_path else ""
+            heading = shown_value(heading_path[-1]) if heading_path else ""
             defined = {e.key for e in extract_entities(heading, products=products, versions=versions)}
             for e in found:
                 entities.setdefault(e.key, e)

@@ -30,8 +30,10 @@ chunk mentions it, an edge when a visible chunk supports it, and only visible ch
 are followed, reported and loaded. Evidence is loaded by chunk id through
 :meth:`KnowledgeBase.chunk` and the document's current metadata is checked again, so
 neither a foreign tenant's chunks nor its entity names reach hits or the trace.
-Chunks flagged as instruction-like (possible prompt injection) are left out of the graph,
-so planted text cannot pull itself into evidence through edges.
+Instruction-like sentences (possible prompt injection) are left out of the graph, so
+planted text cannot pull itself into evidence through edges; the other sentences of such
+a chunk count like any other (:mod:`beleg.answer.quarantine`), and the LLM that reads
+relations sees the marker in place of each withheld sentence.
 
 A run: one search with the question (the seed search), entities named in the question
 (else the most specific entities of the seed search's top hits), a breadth-first walk of
@@ -56,7 +58,7 @@ from beleg.backends.llms.base import Message
 from beleg.errors import LLMError
 from beleg.index.analyzer import analyze_query
 from beleg.index.filters import matches
-from beleg.ingest.injection import is_instruction_like
+from beleg.answer.quarantine import quarantine_hit
 from beleg.strategies.base import Step, StrategyContext, StrategyResult, fuse
 from beleg.strategies.entity_graph import (
     HUB_KINDS,
@@ -337,8 +339,7 @@ class GraphStrategy:
         lifetime in memory; only chunks not cached yet cost an LLM call (one for all).
         """
         state = _state(ctx.kb)
-        readable = [h for h in hits if not is_instruction_like(h.flags)
-                    and h.chunk_id in graph.positions]
+        readable = [h for h in hits if not quarantine_hit(h).whole and h.chunk_id in graph.positions]
         with state.lock:
             missing = [h for h in readable if content_hash(h.text) not in state.triples]
         if missing:
@@ -373,7 +374,8 @@ class GraphStrategy:
         return out, names
 
     def _ask_triples(self, ctx: StrategyContext, hits: Sequence[Hit]) -> list[tuple[_Triple, ...]] | None:
-        passages = "\n\n".join(f'<passage n="{i}">\n{h.text[:3000]}\n</passage>' for i, h in enumerate(hits, 1))
+        passages = "\n\n".join(f'<passage n="{i}">\n{quarantine_hit(h).redact(h.text)[:3000]}\n</passage>'
+                             for i, h in enumerate(hits, 1))
         messages = [
             Message("system", "You extract relations between technical entities (error codes, HTTP statuses, API "
                               "paths, headers, settings, products, versions) from documentation passages. Reply "
