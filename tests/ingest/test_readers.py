@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from beleg.errors import IngestError, UnsupportedFormatError
+from beleg.errors import IngestError, NoContent, UnsupportedFormatError
 from beleg.ingest.readers import (
     SUPPORTED_SUFFIXES,
     DocxReader,
@@ -364,3 +364,91 @@ def test_reading_is_deterministic_and_text_is_clean(name: str) -> None:
     assert first.text == first.text.strip()
     assert "\n\n\n" not in first.text
     assert "ä" in first.text or "ö" in first.text or "ü" in first.text  # umlauts survived
+
+
+# --- encodings -----------------------------------------------------------------------
+
+UMLAUTS = "# Größe\n\nMaße und Grüße aus Köln\n"
+
+
+@pytest.mark.parametrize("reader", [TextReader(), MarkdownReader()])
+def test_valid_utf8_is_read_as_utf8_even_with_a_latin1_fallback(reader: TextReader) -> None:
+    doc = reader.read(UMLAUTS.encode("utf-8"), Path("a"), encoding="latin-1")
+    assert "Größe" in doc.text and "Ã" not in doc.text
+    # The fallback still serves the files that are not UTF-8.
+    assert "Größe" in reader.read(UMLAUTS.encode("latin-1"), Path("a"), encoding="latin-1").text
+
+
+def test_html_valid_utf8_is_read_as_utf8_even_with_a_latin1_fallback() -> None:
+    raw = "<p>Größe</p>".encode()
+    assert HtmlReader().read(raw, Path("a.html"), encoding="latin-1").text == "Größe"
+    assert HtmlReader().read("<p>Größe</p>".encode("latin-1"), Path("a.html"), encoding="latin-1").text == "Größe"
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be", "utf-32", "utf-32-be", "utf-8-sig"])
+@pytest.mark.parametrize("reader", [TextReader(), MarkdownReader(), HtmlReader()])
+def test_byte_order_marks_decide_the_encoding(codec: str, reader: TextReader) -> None:
+    bom = {"utf-16-be": b"\xfe\xff", "utf-32-be": b"\x00\x00\xfe\xff"}.get(codec, b"")
+    raw = bom + "Grüße\r\naus Köln".encode(codec)
+    assert reader.read(raw, Path("a"), encoding="latin-1").text.replace("\n\n", "\n") in (
+        "Grüße\naus Köln",
+        "Grüße aus Köln",  # HTML collapses the line break
+    )
+
+
+def test_explicit_utf16_without_a_mark_is_used_as_given() -> None:
+    assert TextReader().read("Grüße".encode("utf-16-le"), Path("a.txt"), encoding="utf-16-le").text == "Grüße"
+
+
+@pytest.mark.parametrize(
+    ("data", "encoding", "expected"),
+    [
+        (b"\xff\xfeG\x00r", None, r"not valid utf-16-le despite its UTF-16-LE byte-order mark"),
+        (b"caf\xe9 \x81", "cp1252", r"neither valid utf-8 nor valid cp1252 \(byte 0x81 at offset 5\)"),
+        (b"text", "klingon-8", "unknown encoding 'klingon-8'"),
+        (b"text", "base64", "unknown encoding 'base64'"),
+    ],
+)
+def test_undecodable_text_has_a_clear_reason(data: bytes, encoding: str | None, expected: str) -> None:
+    with pytest.raises(IngestError, match=expected):
+        TextReader().read(data, Path("a.txt"), encoding=encoding)
+
+
+def test_html_meta_declaring_utf16_means_utf8() -> None:
+    raw = '<meta charset="utf-16"><p>Grüße</p>'.encode()  # found by an ASCII scan: cannot be UTF-16
+    assert HtmlReader().read(raw, Path("a.html")).text == "Grüße"
+
+
+# --- intentionally empty files are NoContent (skipped), broken ones are not -----------
+
+
+@pytest.mark.parametrize(
+    ("reader", "data"),
+    [
+        (TextReader(), b""),
+        (PdfReader(), b""),
+        (DocxReader(), b""),
+        (TextReader(), b" \n\t\n"),
+        (MarkdownReader(), b"\n\n  \n"),
+        (MarkdownReader(), b"---\ntitle: Moved\naliases: [/old/]\nredirect: /new/\n---\n\n"),
+        (HtmlReader(), b"  \n"),
+        (HtmlReader(), b'<html><head><meta http-equiv="refresh" content="0; url=/neu"></head><body></body></html>'),
+    ],
+)
+def test_intentionally_empty_files_raise_no_content(reader: TextReader, data: bytes) -> None:
+    with pytest.raises(NoContent):
+        reader.read(data, Path("stub"))
+
+
+@pytest.mark.parametrize(
+    ("reader", "data"),
+    [
+        (HtmlReader(), b"<nav>Start</nav><footer>Impressum</footer>"),
+        (MarkdownReader(), b"---\ntitle: [unclosed\n---\nBody\n"),
+        (TextReader(), GARBAGE),
+    ],
+)
+def test_broken_or_emptied_files_are_not_no_content(reader: TextReader, data: bytes) -> None:
+    with pytest.raises(IngestError) as info:
+        reader.read(data, Path("x"))
+    assert not isinstance(info.value, NoContent)

@@ -7,12 +7,13 @@ ingest rules to :mod:`beleg.ingest.metadata`.
 
 from __future__ import annotations
 
+import codecs
 import datetime as _dt
 import re
 from pathlib import Path
 from typing import Protocol
 
-from beleg.errors import IngestError
+from beleg.errors import IngestError, NoContent
 from beleg.types import ParsedDocument
 
 
@@ -25,26 +26,82 @@ class Reader(Protocol):
     def read(self, data: bytes, path: Path, encoding: str | None = None) -> ParsedDocument: ...
 
 
+# UTF-32 first: its little-endian mark begins with UTF-16's (FF FE).
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_UTF8_NAMES = {"utf-8", "utf-8-sig"}
+
+
+def bom_encoding(data: bytes) -> tuple[str, int] | None:
+    """(codec, length of the mark) when ``data`` starts with a Unicode byte-order mark."""
+    return next(((name, len(bom)) for bom, name in _BOMS if data.startswith(bom)), None)
+
+
 def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
     """Decode a text file strictly; a wrong encoding is an error, never mojibake.
 
-    A UTF-8 byte-order mark is dropped. NUL bytes mean the file is binary.
+    Order: a byte-order mark (UTF-8, UTF-16, UTF-32) decides; otherwise the file is read
+    as UTF-8 if it is valid UTF-8, and only then with ``encoding`` (``--encoding``), which
+    is a fallback for the files that are not. Text that decodes as UTF-8 is practically
+    never Latin-1 (``Ã¶`` sequences do not occur in real text), so one ``--encoding latin-1``
+    over a mixed folder no longer turns the UTF-8 files' "Größe" into "GrÃ¶ÃŸe".
+    An ``encoding`` of the UTF-16/32 family without a mark is used as given. NUL bytes
+    in a file without a mark mean it is binary.
     """
+    fallback = _codec_name(encoding)
+    bom = bom_encoding(data)
+    if bom is not None:
+        return _decode_strict(data[bom[1] :], bom[0], f"despite its {bom[0].upper()} byte-order mark")
+    if fallback is not None and fallback.startswith(("utf-16", "utf-32")):
+        return _decode_strict(data, fallback, "(the --encoding given)")
     if b"\x00" in data[:8192]:
         raise IngestError("looks binary (contains NUL bytes), not a text file")
-    enc = encoding or "utf-8"
     try:
-        text = data.decode(enc)
+        return normalize_newlines(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        bad = data[exc.start : exc.start + 1].hex()
+        if fallback is None or fallback in _UTF8_NAMES:
+            raise IngestError(
+                f"not valid utf-8 ({_bad_byte(data, exc)}); re-save it as UTF-8 or pass --encoding (e.g. latin-1)"
+            ) from None
+    try:
+        return normalize_newlines(data.decode(fallback))
+    except UnicodeDecodeError as exc:
         raise IngestError(
-            f"not valid {enc} (byte 0x{bad} at offset {exc.start}); "
-            "re-save it as UTF-8 or pass --encoding (e.g. latin-1)"
+            f"neither valid utf-8 nor valid {fallback} ({_bad_byte(data, exc)}); pass the file's real encoding "
+            "with --encoding"
         ) from None
+
+
+def _codec_name(encoding: str | None) -> str | None:
+    if encoding is None:
+        return None
+    try:
+        info = codecs.lookup(encoding)
     except LookupError:
-        raise IngestError(f"unknown encoding {enc!r}; use a Python codec name such as utf-8 or latin-1") from None
-    text = text.removeprefix("\ufeff")
+        info = None
+    # Codecs such as base64 or rot13 exist but do not turn bytes into text.
+    if info is None or not getattr(info, "_is_text_encoding", True):
+        raise IngestError(f"unknown encoding {encoding!r}; use a Python codec name such as utf-8 or latin-1")
+    return info.name
+
+
+def _decode_strict(data: bytes, codec: str, why: str) -> str:
+    try:
+        text = data.decode(codec)
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"not valid {codec} {why} ({_bad_byte(data, exc)}); re-save it as UTF-8") from None
+    if "\x00" in text:
+        raise IngestError(f"contains NUL characters after decoding as {codec}; not a text file")
     return normalize_newlines(text)
+
+
+def _bad_byte(data: bytes, exc: UnicodeDecodeError) -> str:
+    return f"byte 0x{data[exc.start : exc.start + 1].hex()} at offset {exc.start}"
 
 
 def normalize_newlines(text: str) -> str:
@@ -57,9 +114,12 @@ def normalize_newlines(text: str) -> str:
 
 
 def require_content(data: bytes) -> None:
-    """Reject a zero-byte file before a parser produces a less helpful error for it."""
+    """Reject a zero-byte file before a parser produces a less helpful error for it.
+
+    Raises :class:`NoContent`: an empty file is intentionally empty, so it is skipped, not failed.
+    """
     if not data:
-        raise IngestError("file is empty (0 bytes); nothing to index")
+        raise NoContent("file is empty (0 bytes); nothing to index")
 
 
 def iso_date(value: object) -> str | None:

@@ -3,6 +3,11 @@
 Heading styles become ``#`` lines (as for HTML) so every format chunks alike. Page
 headers, footers, comments and footnotes are left out: they are page furniture or
 annotations, not the document's running text.
+
+A .docx is a zip archive, and python-docx inflates and parses every part of it in memory,
+so the archive is checked first from its directory (which zipfile then holds every member
+to): total size, members, compression ratio, XML size and paragraph count. A 1.5 MB file
+that would inflate to a gibibyte is refused in milliseconds instead.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from __future__ import annotations
 import io
 import logging
 import re
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +31,23 @@ _HEADING_STYLE = re.compile(r"^(?:heading|überschrift)\s*(\d)$", re.IGNORECASE)
 _TITLE_STYLES = {"title", "titel"}
 _MAX_LEVEL = 6  # Word has Heading 7-9; Markdown-style lines stop at six '#'
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy .doc (and other OLE files)
+
+#: Uncompressed size of all members together (the pipeline's default file limit is 50 MB;
+#: real documents with images inflate to a few times their size).
+MAX_UNCOMPRESSED_BYTES = 200 * 2**20
+#: Members in the archive; a Word document has a dozen, a few hundred with many images.
+MAX_MEMBERS = 5_000
+#: Inflation ratio allowed for members over RATIO_CHECK_BYTES; Word's XML compresses 5-20:1.
+MAX_RATIO = 100
+RATIO_CHECK_BYTES = 2**20
+#: XML (and .rels) parts that python-docx parses with lxml, together.
+MAX_XML_BYTES = 64 * 2**20
+#: Paragraphs (w:p elements) over all XML parts; a 1,000-page manual has about 30,000.
+MAX_PARAGRAPHS = 250_000
+# A start tag of a paragraph under any namespace prefix (bounded, so a match has a bounded
+# length across read chunks): <w:p>, <w:p w14:paraId=...>, <w:p/>; not <w:pPr>.
+_PARAGRAPH_TAG = re.compile(rb"<(?:[A-Za-z_][\w.-]{0,31}:)?p[\s/>]")
+_MAX_TAG_BYTES = 64
 
 
 def _style_name(paragraph: Any) -> str:
@@ -91,6 +115,73 @@ def _core_metadata(document: Any) -> dict[str, Any]:
     return meta
 
 
+def check_archive(data: bytes) -> None:
+    """Refuse archives python-docx must not be given, from the zip directory and a streamed scan.
+
+    zipfile stops each member at its declared size (and fails its CRC past that), so the
+    directory's sizes bound what inflating can produce.
+    """
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise IngestError(f"corrupt or invalid .docx: {exc}") from None
+    with archive:
+        members = archive.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise IngestError(f".docx archive has {len(members):,} members, over the {MAX_MEMBERS:,} Beleg opens")
+        total = sum(m.file_size for m in members)
+        if total > MAX_UNCOMPRESSED_BYTES:
+            raise IngestError(
+                f".docx expands to {_mib(total)} uncompressed, over the {_mib(MAX_UNCOMPRESSED_BYTES)} Beleg "
+                "inflates (a zip bomb, or a document with huge embedded media?)"
+            )
+        for m in members:
+            ratio = m.file_size / max(m.compress_size, 1)
+            if m.file_size > RATIO_CHECK_BYTES and ratio > MAX_RATIO:
+                raise IngestError(
+                    f".docx member {m.filename!r} expands {ratio:,.0f}:1 (to {_mib(m.file_size)}), over the "
+                    f"{MAX_RATIO}:1 Beleg accepts; that is a zip bomb, not a document"
+                )
+        xml = [m for m in members if m.filename.lower().endswith((".xml", ".rels"))]
+        xml_bytes = sum(m.file_size for m in xml)
+        if xml_bytes > MAX_XML_BYTES:
+            raise IngestError(
+                f".docx holds {_mib(xml_bytes)} of XML, over the {_mib(MAX_XML_BYTES)} Beleg parses; split the document"
+            )
+        paragraphs = 0
+        for m in xml:
+            paragraphs += _count_paragraphs(archive, m, MAX_PARAGRAPHS - paragraphs)
+            if paragraphs > MAX_PARAGRAPHS:
+                raise IngestError(
+                    f".docx has more than {MAX_PARAGRAPHS:,} paragraphs, the most Beleg reads; split the document"
+                )
+
+
+def _count_paragraphs(archive: zipfile.ZipFile, member: zipfile.ZipInfo, limit: int) -> int:
+    """Paragraph start tags in ``member``, read in 1 MiB pieces; stops once past ``limit``."""
+    count = 0
+    carry = b""
+    try:
+        with archive.open(member) as stream:
+            while True:
+                chunk = stream.read(2**20)
+                buf = carry + chunk
+                # Matches starting in the last few bytes may be cut off: count them next round.
+                cut = max(len(buf) - _MAX_TAG_BYTES, 0) if chunk else len(buf)
+                count += sum(1 for match in _PARAGRAPH_TAG.finditer(buf) if match.start() < cut)
+                carry = buf[cut:]
+                if not chunk or count > limit:
+                    return count
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError, RuntimeError) as exc:
+        # RuntimeError: an encrypted member; NotImplementedError: an unsupported compression method;
+        # zlib.error: a damaged deflate stream.
+        raise IngestError(f"corrupt or invalid .docx: member {member.filename!r}: {exc}") from None
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:,.0f} MiB" if size >= 2**20 else f"{size:,} bytes"
+
+
 class DocxReader:
     """Reads ``.docx`` files with python-docx."""
 
@@ -110,13 +201,15 @@ class DocxReader:
             raise IngestError("this is a legacy Word 97-2003 .doc file; save it as .docx and ingest that")
         if not data.startswith(b"PK"):
             raise IngestError("not a .docx file (not a zip archive); is it misnamed or damaged?")
+        check_archive(data)
         # python-docx and zipfile raise assorted types on damaged input (BadZipFile,
         # KeyError, ValueError, lxml errors); each one is a per-file IngestError.
         try:
             document = docx.Document(io.BytesIO(data))
             blocks = self._blocks(document)
         except Exception as exc:
-            raise IngestError(f"corrupt or invalid .docx: {str(exc) or type(exc).__name__}") from None
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise IngestError(f"corrupt or invalid .docx: {reason}") from None
 
         parts: list[str] = []
         headings: list[Heading] = []

@@ -1,6 +1,13 @@
 """HTML pages: the main content as Markdown-like text, without navigation and chrome.
 
-Headings become ``#`` lines so that HTML, DOCX and Markdown documents chunk alike.
+Headings become ``#`` lines so that HTML, DOCX and Markdown documents chunk alike. Text a
+reader of the page would not see is left out too: comments, ``hidden`` and
+``aria-hidden="true"`` elements, inline ``display: none``/``visibility: hidden``.
+
+Pages are parsed whole or not at all: libxml2 silently drops everything below nesting
+level 256 unless asked for its "huge" mode, so that mode is used (up to its own limit of
+2048 levels, past which the page is refused with that reason), and the tree is walked
+without recursion.
 """
 
 from __future__ import annotations
@@ -11,14 +18,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from beleg.errors import IngestError, missing_dependency
-from beleg.ingest.readers.base import decode_text, language_code, normalize_newlines, require_content
+from beleg.errors import IngestError, NoContent, missing_dependency
+from beleg.ingest.readers.base import bom_encoding, decode_text, language_code, normalize_newlines, require_content
 from beleg.types import Heading, ParsedDocument
 
 logger = logging.getLogger(__name__)
 
 _DROP_TAGS = (
-    "script", "style", "noscript", "nav", "header", "footer", "aside", "form", "iframe",
+    "head", "script", "style", "noscript", "nav", "header", "footer", "aside", "form", "iframe",
     "svg", "template", "button", "select", "textarea", "canvas", "object", "embed",
 )  # fmt: skip
 _BOILERPLATE_ROLES = {"navigation", "banner", "contentinfo"}
@@ -45,56 +52,118 @@ _BLOCKS = {
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 _XML_DECLARATION = re.compile(r"\A\s*<\?xml[^>]*\?>")
 _BREAK = "\ue000"  # stands for <br> until whitespace is collapsed
+#: Huge mode lifts libxml2's size limits, so Beleg sets its own: the pipeline's default
+#: --max-file-mb is 50, and a page that large is already far beyond any real one.
+MAX_HTML_CHARS = 64 * 1024 * 1024
+#: Elements per page; the longest real pages (a large Wikipedia article) have ~100k.
+MAX_HTML_ELEMENTS = 1_000_000
+_PARSER_MAX_DEPTH = 2048  # libxml2's nesting limit in huge mode
+# The HTML standard: a <meta> found by an ASCII scan cannot truly declare UTF-16/32.
+_ASCII_INCOMPATIBLE = ("utf-16", "utf-32")
 
 
 def _decode(data: bytes, path: Path, encoding: str | None) -> str:
-    """Decode with, in order: the caller's encoding, a BOM, ``<meta charset>``, UTF-8."""
-    if encoding is None:
-        if data.startswith(codecs.BOM_UTF8):
-            return decode_text(data, path, "utf-8")  # a BOM outranks <meta charset>
-        if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-            try:  # decode_text would reject UTF-16 for its NUL bytes
-                return normalize_newlines(data.decode("utf-16"))
-            except UnicodeDecodeError as exc:
-                raise IngestError(f"not valid UTF-16 despite its byte-order mark ({exc.reason})") from None
-        declared = _CHARSET.search(data[:4096])
-        if declared is not None:
-            encoding = declared.group(1).decode("ascii").lower()
-            try:
-                codecs.lookup(encoding)
-            except LookupError:
-                raise IngestError(
-                    f"<meta charset> declares unknown encoding {encoding!r}; pass --encoding"
-                ) from None
-    return decode_text(data, path, encoding)
+    """Decode with, in order: a BOM, ``<meta charset>``, UTF-8, the caller's ``encoding``."""
+    if bom_encoding(data) is not None or b"\x00" in data[:8192]:
+        return decode_text(data, path, encoding)  # the mark decides; NUL bytes are refused there
+    declared = _declared_charset(data, encoding)
+    if declared is None:
+        return decode_text(data, path, encoding)
+    try:
+        return normalize_newlines(data.decode(declared))
+    except UnicodeDecodeError as exc:
+        if encoding is not None:
+            return decode_text(data, path, encoding)  # the caller's fallback for wrongly declared pages
+        bad = data[exc.start : exc.start + 1].hex()
+        raise IngestError(
+            f"<meta charset> declares {declared} but the page is not valid {declared} "
+            f"(byte 0x{bad} at offset {exc.start}); fix the declaration or pass --encoding"
+        ) from None
+
+
+def _declared_charset(data: bytes, encoding: str | None) -> str | None:
+    """The codec ``<meta charset>`` names; ``None`` without a usable declaration."""
+    found = _CHARSET.search(data[:4096])
+    if found is None:
+        return None
+    label = found.group(1).decode("ascii").lower()
+    try:
+        name = codecs.lookup(label).name
+    except LookupError:
+        if encoding is not None:
+            return None  # the caller said what to use
+        raise IngestError(f"<meta charset> declares unknown encoding {label!r}; pass --encoding") from None
+    return "utf-8" if name.startswith(_ASCII_INCOMPATIBLE) else name
+
+
+_HIDING_STYLE = {"display": {"none"}, "visibility": {"hidden", "collapse"}}
+
+
+def _is_hidden(el: Any) -> bool:
+    """Would a browser show this element? Only what the markup itself says is judged."""
+    hidden = el.get("hidden")
+    # hidden="until-found" content is revealed by find-in-page (collapsed sections): keep it.
+    if hidden is not None and hidden.strip().lower() != "until-found":
+        return True
+    if (el.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    style = el.get("style")
+    if not style:
+        return False
+    last: dict[str, str] = {}  # a later declaration overrides an earlier one
+    for declaration in style.split(";"):
+        prop, _, value = declaration.partition(":")
+        last[prop.strip().lower()] = value.lower().replace("!important", "").strip()
+    return any(last.get(prop) in values for prop, values in _HIDING_STYLE.items())
+
+
+def _drop_invisible(doc: Any) -> None:
+    """Remove comments, processing instructions and hidden elements (tails stay)."""
+    stack = list(doc)
+    while stack:
+        el = stack.pop()
+        if not isinstance(el.tag, str) or _is_hidden(el):
+            el.drop_tree()  # its subtree goes with it, so it is not visited
+        else:
+            stack.extend(el)
 
 
 def _words(value: str) -> set[str]:
     return set(re.split(r"[\s_-]+", value.lower()))
 
 
-def _inside(el: Any, tags: set[str]) -> bool:
-    return any(a.tag in tags for a in el.iterancestors())
-
-
-def _is_boilerplate(el: Any, root_chars: int) -> bool:
-    if el.tag in _NEVER_DROP or el.find(".//main") is not None or el.find(".//article") is not None:
-        return False  # a wrapper around the content is never boilerplate, whatever its role
+def _is_boilerplate(el: Any, root_chars: int, in_sectioning: bool) -> bool:
     tag = el.tag
     role = (el.get("role") or "").strip().lower()
     words: set[str] = set()
     if tag not in _NO_CLASS_MATCH:
         words = _words(f"{el.get('class') or ''} {el.get('id') or ''}") & _BOILERPLATE_WORDS
+    if tag not in _DROP_TAGS and role not in _BOILERPLATE_ROLES and not words:
+        return False  # checked first: the subtree searches below are only paid for candidates
+    if tag in _NEVER_DROP or el.find(".//main") is not None or el.find(".//article") is not None:
+        return False  # a wrapper around the content is never boilerplate, whatever its role
     headerish = tag == "header" or role == "banner" or words == {"header"}
-    if headerish and _inside(el, _SECTIONING):
+    if headerish and in_sectioning:
         return False
-    if tag in _DROP_TAGS or role in _BOILERPLATE_ROLES or el.get("hidden") is not None:
+    if tag in _DROP_TAGS or role in _BOILERPLATE_ROLES:
         return True
-    if not words:
-        return False
     # Class names are only a hint: a "with-sidebar" wrapper holding the page's h1 or most
     # of its text is the content itself.
     return el.find(".//h1") is None and len(el.text_content()) * 2 < root_chars
+
+
+def _drop_boilerplate(root: Any) -> None:
+    """Remove navigation and page chrome below ``root``, outermost first."""
+    root_chars = len(root.text_content())
+    in_root_section = any(a.tag in _SECTIONING for a in (root, *root.iterancestors()))
+    stack = [(child, in_root_section) for child in root]
+    while stack:
+        el, in_sectioning = stack.pop()
+        if _is_boilerplate(el, root_chars, in_sectioning):
+            el.drop_tree()  # keeps the tail text, which belongs to the parent
+            continue
+        inside = in_sectioning or el.tag in _SECTIONING
+        stack.extend((child, inside) for child in el)
 
 
 def _content_root(doc: Any) -> Any:
@@ -133,40 +202,50 @@ class _TextBuilder:
         if text:
             self.blocks.append((kind, text, level))
 
-    def walk(self, el: Any, list_depth: int = 0) -> None:
-        tag = el.tag if isinstance(el.tag, str) else ""  # comments and PIs have no tag name
-        if not tag:
-            pass
-        elif tag in _HEADINGS:
-            title = " ".join(el.text_content().split())
-            self.add("heading", title, _HEADINGS[tag])
-        elif tag == "pre":
-            self.add("pre", el.text_content().strip("\n").rstrip())
-        elif tag == "table":
-            self._table(el)
-        elif tag == "br":
-            self._inline.append(_BREAK)
-        elif tag == "li":
+    def walk(self, root: Any) -> None:
+        """Visit ``root``'s subtree in document order with an explicit stack (no recursion)."""
+        stack: list[tuple[bool, Any, int]] = [(False, root, 0)]  # (closing?, element, list depth)
+        while stack:
+            closing, el, list_depth = stack.pop()
+            if closing:
+                self._close(el)
+                continue
+            tag = el.tag if isinstance(el.tag, str) else ""  # entities and the like have no tag name
+            if tag in _HEADINGS:
+                title = " ".join(el.text_content().split())
+                self.add("heading", title, _HEADINGS[tag])
+            elif tag == "pre":
+                self.add("pre", el.text_content().strip("\n").rstrip())
+            elif tag == "table":
+                self._table(el)
+            elif tag == "br":
+                self._inline.append(_BREAK)
+            elif tag:
+                self._open(el, tag, list_depth)
+                stack.append((True, el, list_depth))
+                depth = list_depth + (tag in ("ul", "ol"))
+                stack.extend((False, child, depth) for child in reversed(el))
+                continue  # the tail follows when the element closes
+            if el.tail:
+                self._inline.append(el.tail)
+
+    def _open(self, el: Any, tag: str, list_depth: int) -> None:
+        if tag == "li":
             self.flush()
             self._prefix = "  " * max(list_depth - 1, 0) + "- "
-            self._children(el, list_depth)
+        elif tag in _BLOCKS:
             self.flush()
-            self._prefix = ""
-        else:
-            block = tag in _BLOCKS
-            if block:
-                self.flush()
-            self._children(el, list_depth + (tag in ("ul", "ol")))
-            if block:
-                self.flush()
-        if el.tail:
-            self._inline.append(el.tail)
-
-    def _children(self, el: Any, list_depth: int) -> None:
         if el.text:
             self._inline.append(el.text)
-        for child in el:
-            self.walk(child, list_depth)
+
+    def _close(self, el: Any) -> None:
+        if el.tag == "li":
+            self.flush()
+            self._prefix = ""
+        elif el.tag in _BLOCKS:
+            self.flush()
+        if el.tail:
+            self._inline.append(el.tail)
 
     def _table(self, table: Any) -> None:
         self.flush()
@@ -239,28 +318,47 @@ class HtmlReader:
         require_content(data)
         source = _XML_DECLARATION.sub("", _decode(data, path, encoding).replace(_BREAK, " "))
         if not source.strip():
-            raise IngestError("file contains only whitespace; nothing to index")
-        try:
-            doc = lxml.html.document_fromstring(source)
-        except (etree.LxmlError, ValueError) as exc:
-            raise IngestError(f"cannot parse HTML: {exc}") from None
+            raise NoContent("file contains only whitespace; nothing to index")
+        if len(source) > MAX_HTML_CHARS:
+            raise IngestError(
+                f"HTML page is {len(source):,} characters, over the {MAX_HTML_CHARS:,} Beleg parses; split it"
+            )
+        doc = _parse(source, lxml.html, etree)
+        body = doc.find("body")
+        if body is None or not body.text_content().strip():
+            raise NoContent("page body has no text (a redirect or placeholder page?); nothing to index")
 
         title_el = doc.find("head/title")
         title = " ".join(title_el.text_content().split()) if title_el is not None else ""
         metadata = _metadata(doc)
 
+        _drop_invisible(doc)
         root = _content_root(doc)
-        root_chars = len(root.text_content())
-        # Snapshot the list first: dropping while iterating would skip siblings.
-        for el in [e for e in root.iter() if e is not root and isinstance(e.tag, str)]:
-            if el.getparent() is not None and _is_boilerplate(el, root_chars):
-                el.drop_tree()  # keeps the tail text, which belongs to the parent
+        _drop_boilerplate(root)
         builder = _TextBuilder()
         builder.walk(root)
         text, headings = builder.result()
         if not text:
-            raise IngestError("no readable text left after removing navigation and page chrome")
+            raise IngestError("no readable text left after removing navigation, page chrome and hidden elements")
         if not title:
             title = next((h.title for h in headings if h.level == 1), "")
         logger.debug("read %s: %d headings, %d characters", path.name, len(headings), len(text))
         return ParsedDocument(text=text, headings=headings, metadata=metadata, title=title or None)
+
+
+def _parse(source: str, html: Any, etree: Any) -> Any:
+    """The whole tree of ``source``, or an :class:`IngestError` saying why it cannot be had."""
+    parser = html.HTMLParser(huge_tree=True)
+    try:
+        doc = html.document_fromstring(source, parser=parser)
+    except (etree.LxmlError, ValueError) as exc:
+        raise IngestError(f"cannot parse HTML: {' '.join(str(exc).split())}") from None
+    if any("Excessive depth" in entry.message for entry in parser.error_log):
+        raise IngestError(
+            f"HTML nests elements more than {_PARSER_MAX_DEPTH} levels deep; the parser stops there and "
+            "Beleg does not index a truncated page (unclosed tags?)"
+        )
+    count = sum(1 for _ in doc.iter())
+    if count > MAX_HTML_ELEMENTS:
+        raise IngestError(f"HTML page has {count:,} elements, over the {MAX_HTML_ELEMENTS:,} Beleg reads; split it")
+    return doc

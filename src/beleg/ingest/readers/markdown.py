@@ -13,10 +13,11 @@ from typing import Any
 
 import yaml
 
-from beleg.errors import IngestError
+from beleg.errors import IngestError, NoContent
 from beleg.ingest.readers.base import decode_text, iso_date, require_content
 from beleg.ingest.readers.text import trim_blank_edges
 from beleg.types import Heading, ParsedDocument
+from beleg.yamlfile import MAX_DEPTH, YamlAliasError, YamlDepthError, load_yaml
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +30,9 @@ _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _NOT_SETEXT_TEXT = re.compile(r"^(?: {4}| {0,3}(?:[-*+>|#]|\d+[.)]\s|`{3}|~{3}))")
 _FRONT_MATTER_FENCE = "---"
 _FRONT_MATTER_END = ("---", "...")
+#: Front matter is metadata, a few hundred bytes as a rule; past this it is not metadata,
+#: and PyYAML (pure Python here) would spend seconds on it.
+MAX_FRONT_MATTER_CHARS = 256 * 1024
 
 # Inline markup removed from heading titles so that heading paths read as plain text.
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
@@ -44,7 +48,11 @@ def _clean_title(raw: str) -> str:
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """Split ``text`` into (front matter mapping, body); no front matter gives ``{}``."""
+    """Split ``text`` into (front matter mapping, body); no front matter gives ``{}``.
+
+    The YAML is read by :func:`beleg.yamlfile.load_yaml`: no alias expansion, bounded depth,
+    and version-like labels kept as written (``version: 2.10`` -> ``"2.10"``).
+    """
     lines = text.split("\n")
     if lines[0].rstrip() != _FRONT_MATTER_FENCE:
         return {}, text
@@ -56,25 +64,45 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
         )
     source = "\n".join(lines[1:end])
     where = f"lines 2-{end}" if end > 1 else "line 1"
-    try:
-        loaded = yaml.safe_load(source)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        # +2: the mark is 0-based and counts from the line after the opening '---'.
-        line = f"line {mark.line + 2}" if mark is not None else where
-        reason = exc.problem or exc.context or "syntax error"
-        raise IngestError(f"front matter is not valid YAML ({line}: {reason}); fix or quote the value") from None
-    except (yaml.YAMLError, ValueError) as exc:
-        # ValueError: PyYAML builds dates itself, so '2024-13-45' fails outside its marks.
-        raise IngestError(f"front matter ({where}) is not valid YAML: {exc}") from None
+    if len(source) > MAX_FRONT_MATTER_CHARS:
+        raise IngestError(
+            f"front matter ({where}) is {len(source):,} characters, over the {MAX_FRONT_MATTER_CHARS:,} "
+            "Beleg reads as metadata; move long content into the body"
+        )
+    loaded = _load_front_matter(source, where)
+    body = "\n".join(lines[end + 1 :])
     if loaded is None:
-        return {}, "\n".join(lines[end + 1 :])
+        return {}, body
     if not isinstance(loaded, dict):
         raise IngestError(
             f"front matter ({where}) must be 'key: value' lines (a YAML mapping), "
             f"not a {type(loaded).__name__}"
         )
-    return _normalize_mapping(loaded), "\n".join(lines[end + 1 :])
+    return _normalize_mapping(loaded), body
+
+
+def _load_front_matter(source: str, where: str) -> Any:
+    try:
+        return load_yaml(source)
+    except YamlAliasError as exc:
+        raise IngestError(
+            f"front matter uses YAML aliases (&name/*name), which Beleg does not expand "
+            f"({_line(exc, where)}); write the values out"
+        ) from None
+    except YamlDepthError as exc:
+        raise IngestError(f"front matter nests lists/mappings deeper than {MAX_DEPTH} levels ({_line(exc, where)})") from None
+    except yaml.MarkedYAMLError as exc:
+        reason = exc.problem or exc.context or "syntax error"
+        raise IngestError(f"front matter is not valid YAML ({_line(exc, where)}: {reason}); fix or quote the value") from None
+    except yaml.YAMLError as exc:  # without a position
+        reason = " ".join(str(exc).split())
+        raise IngestError(f"front matter ({where}) is not valid YAML: {reason}") from None
+
+
+def _line(exc: yaml.MarkedYAMLError, where: str) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    # +2: the mark is 0-based and counts from the line after the opening '---'.
+    return f"line {mark.line + 2}" if mark is not None else where
 
 
 def _normalize_mapping(mapping: dict[Any, Any]) -> dict[str, Any]:
@@ -91,6 +119,9 @@ def _normalize_value(value: Any) -> Any:
     if isinstance(value, (list, tuple, set)):
         items = [_normalize_value(v) for v in value]
         return sorted(items, key=str) if isinstance(value, set) else items
+    if isinstance(value, bytes):
+        # !!binary: metadata is stored as JSON text, which cannot hold raw bytes.
+        raise IngestError("front matter holds a !!binary value; metadata must be text, numbers or dates")
     return value
 
 
@@ -143,10 +174,13 @@ class MarkdownReader:
     def read(self, data: bytes, path: Path, encoding: str | None = None) -> ParsedDocument:
         """Parse front matter and headings; ``text`` is the body after the front matter."""
         require_content(data)
-        metadata, body = split_front_matter(decode_text(data, path, encoding))
+        decoded = decode_text(data, path, encoding)
+        metadata, body = split_front_matter(decoded)
         text = trim_blank_edges(body)
         if not text:
-            raise IngestError("no text after the front matter; nothing to index")
+            # Only front matter (a redirect stub) or only whitespace: intentionally empty, not broken.
+            what = "no text after the front matter" if metadata or body != decoded else "file contains only whitespace"
+            raise NoContent(f"{what}; nothing to index")
         headings = find_headings(text)
         title = metadata.get("title")
         if title is not None and not isinstance(title, str):

@@ -116,7 +116,7 @@ class PdfReader:
         """
         try:
             import pypdf
-            from pypdf.errors import DependencyError
+            from pypdf.errors import DependencyError, LimitReachedError
         except ImportError as exc:
             raise missing_dependency("pypdf", "pdf", exc) from exc
         require_content(data)
@@ -131,21 +131,31 @@ class PdfReader:
             pages = list(reader.pages)
         except IngestError:
             raise
+        except LimitReachedError as exc:
+            raise IngestError(_limit_reason(exc)) from None
         except Exception as exc:
-            raise IngestError(f"corrupt or unreadable PDF: {str(exc) or type(exc).__name__}") from None
+            raise IngestError(f"corrupt or unreadable PDF: {_one_line(exc)}") from None
         if not pages:
             raise IngestError("PDF has no pages")
 
         texts: list[str] = []
+        failures: list[str] = []
         for number, page in enumerate(pages, start=1):
             try:
                 raw = page.extract_text() or ""
+            except LimitReachedError as exc:
+                # A resource limit is not damage: indexing the other pages would hide that
+                # this file is a decompression bomb (or needs the limit raised).
+                raise IngestError(f"page {number}: {_limit_reason(exc)}") from None
             except Exception as exc:  # one damaged page should not hide the others
-                logger.warning("%s: page %d: text extraction failed (%s); skipped", path.name, number, exc)
+                logger.warning("%s: page %d: text extraction failed (%s); skipped", path.name, number, _one_line(exc))
+                failures.append(f"page {number}: {_one_line(exc)}")
                 continue
             cleaned = clean_page(raw)
             if cleaned:
                 texts.append(cleaned)
+        if not texts and failures:
+            raise IngestError(f"text extraction failed on {len(failures)} of {len(pages)} pages ({failures[0]})")
         if not texts:
             raise IngestError("no text layer (scanned PDF?); OCR it first")
         metadata = _metadata(reader)
@@ -166,3 +176,16 @@ class PdfReader:
             raise IngestError(
                 "PDF is password-protected; save an unprotected copy (e.g. qpdf --decrypt) and ingest that"
             )
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    """An exception as one short line: pypdf messages can span lines or quote whole objects."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _limit_reason(exc: BaseException) -> str:
+    return (
+        f"PDF hits pypdf's decompression/size limit ({_one_line(exc)}); a stream inflates past what "
+        "Beleg allows (a decompression bomb?), so the file is not read"
+    )

@@ -6,7 +6,7 @@ import logging
 import re
 from pathlib import Path
 
-from beleg.errors import IngestError
+from beleg.errors import NoContent
 from beleg.ingest.readers.base import decode_text, require_content
 from beleg.types import ParsedDocument
 
@@ -32,6 +32,6 @@ class TextReader:
         require_content(data)
         text = trim_blank_edges(decode_text(data, path, encoding))
         if not text:
-            raise IngestError("file contains only whitespace; nothing to index")
+            raise NoContent("file contains only whitespace; nothing to index")
         logger.debug("read %s: %d characters of plain text", path.name, len(text))
         return ParsedDocument(text=text)
