@@ -1,0 +1,131 @@
+"""Recall, false-positive rate and speed of the prompt-injection detector.
+
+Data: the project's labelled set in ``tests/data/injection/`` (``dev.jsonl``, the split the
+patterns were tuned on, and ``test.jsonl``, the held-out split written first and not tuned
+on). A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions`
+finds anything in it. Reported per split and language: recall on injections,
+false-positive rate on benign sentences, the counts, every miss and every false positive
+(with what fired), and recall per family. Also: findings on the XQuAD dev paragraphs (real
+encyclopaedic text, en/de; none is an injection) and the detector's cost per chunk on the
+demo corpus chunks (as ingest cuts them) and on the XQuAD paragraphs.
+
+    python benchmarks/injection_detector.py            # full run (~10 s)
+    python benchmarks/injection_detector.py --quick    # one timing repeat
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import _common as C
+
+from beleg.ingest.chunking import ChunkingConfig, chunk_document
+from beleg.ingest.injection import DETECTOR_VERSION, detect_instructions
+from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
+
+DATA = C.REPO_ROOT / "tests" / "data" / "injection"
+TARGETS = {"recall": 0.95, "fpr": 0.02}
+
+
+def load_rows() -> list[dict[str, Any]]:
+    rows = []
+    for name in ("dev.jsonl", "test.jsonl"):
+        with open(DATA / name, encoding="utf-8") as fh:
+            rows += [json.loads(line) for line in fh if line.strip()]
+    return rows
+
+
+def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Recall/FPR with the misses and false positives spelled out."""
+    inj = [r for r in rows if r["label"] == "injection"]
+    ben = [r for r in rows if r["label"] == "benign"]
+    misses, false_pos = [], []
+    for r in inj:
+        if not detect_instructions(r["text"]):
+            misses.append({"text": r["text"], "family": r["family"]})
+    for r in ben:
+        found = detect_instructions(r["text"])
+        if found:
+            false_pos.append({"text": r["text"], "findings": [f"{f.kind}: {r['text'][f.start:f.end]}" for f in found]})
+    caught = len(inj) - len(misses)
+    return {
+        "injections": len(inj), "caught": caught,
+        "recall": C.rnd(caught / len(inj)) if inj else None,
+        "benign": len(ben), "false_positives": len(false_pos),
+        "fpr": C.rnd(len(false_pos) / len(ben)) if ben else None,
+        "misses": misses, "false_positive_texts": false_pos,
+    }
+
+
+def by_family(rows: list[dict[str, Any]]) -> dict[str, str]:
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        if r["label"] == "injection":
+            counts[r["family"]][1] += 1
+            counts[r["family"]][0] += bool(detect_instructions(r["text"]))
+    return {fam: f"{hit}/{n}" for fam, (hit, n) in sorted(counts.items())}
+
+
+def demo_chunks() -> list[str]:
+    texts = []
+    config = ChunkingConfig()
+    for path in sorted(C.DEMO_CORPUS.rglob("*")):
+        if path.is_file() and path.suffix.lower() in SUPPORTED_SUFFIXES:
+            parsed = reader_for(path).read(path.read_bytes(), path)
+            texts += [c.text for c in chunk_document(path.stem, parsed, path.stem, config)]
+    return texts
+
+
+def time_per_text(texts: list[str], repeats: int) -> dict[str, Any]:
+    """Microseconds per text: best and median of ``repeats`` passes over all texts."""
+    passes = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for text in texts:
+            detect_instructions(text)
+        passes.append((time.perf_counter() - t) / len(texts) * 1e6)
+    chars = sum(map(len, texts)) / len(texts)
+    return {"texts": len(texts), "mean_chars": round(chars), "us_per_text_best": C.rnd(min(passes), 1),
+            "us_per_text_median": C.rnd(statistics.median(passes), 1), "repeats": repeats}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="one timing repeat")
+    ap.add_argument("--out", help="result path (default benchmarks/results/injection_detector[_quick].json)")
+    args = ap.parse_args()
+    rows = load_rows()
+    result: dict[str, Any] = {"machine": C.machine_info(), "detector_version": DETECTOR_VERSION,
+                              "targets_on_test_split": TARGETS, "splits": {}}
+    for split in ("dev", "test"):
+        part = [r for r in rows if r["split"] == split]
+        entry = {"all": score(part), "by_language": {}, "recall_by_family": by_family(part)}
+        for lang in sorted({r["lang"] for r in part}):
+            entry["by_language"][lang] = score([r for r in part if r["lang"] == lang])
+        result["splits"][split] = entry
+        C.log(f"{split}: recall {entry['all']['recall']}, FPR {entry['all']['fpr']}")
+    test = result["splits"]["test"]["all"]
+    result["meets_targets_on_test"] = test["recall"] >= TARGETS["recall"] and test["fpr"] <= TARGETS["fpr"]
+
+    paragraphs = C.load_xquad(["en", "de"])
+    xquad_hits = [f"{f.kind}: {f.excerpt}" for p in paragraphs for f in detect_instructions(p.context)]
+    result["xquad_dev_paragraphs"] = {"paragraphs": len(paragraphs), "findings": len(xquad_hits), "texts": xquad_hits}
+
+    repeats = 1 if args.quick else 5
+    chunks = demo_chunks()
+    result["speed"] = {"demo_corpus_chunks": time_per_text(chunks, repeats),
+                       "xquad_paragraphs": time_per_text([p.context for p in paragraphs], repeats)}
+    flagged = sum(bool(detect_instructions(c)) for c in chunks)
+    result["demo_corpus_chunks_flagged"] = flagged
+    name = "injection_detector_quick" if args.quick else "injection_detector"
+    C.write_result(name, result, args.out)
+
+
+if __name__ == "__main__":
+    main()
