@@ -28,6 +28,7 @@ from beleg.index.filters import FilterLike, combine
 from beleg.index.snapshot import Snapshot
 from beleg.ingest.metadata import MetadataRule, normalize
 from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor, TextSource
+from beleg.query.self_query import Inferred, apply_constraints, infer_constraints
 from beleg.retrieve.retriever import SearchOptions, StaleSnapshot, search
 from beleg.types import ANONYMOUS, Chunk, Document, Hit, Principal
 
@@ -353,7 +354,7 @@ class KnowledgeBase:
                weights: tuple[float, float] = (1.0, 1.0), mmr_lambda: float | None = None,
                candidates: int | None = None, reranker: Reranker | None = None,
                rerank_top: int | None = None, coverage_power: float | None = 2.0,
-               principal: Principal | None = None) -> list[Hit]:
+               principal: Principal | None = None, self_query: bool | Inferred = True) -> list[Hit]:
         """Search the index.
 
         Args:
@@ -374,6 +375,11 @@ class KnowledgeBase:
                 :func:`beleg.retrieve.retriever.bm25_weight`.
             principal: Who is asking; hits are limited to documents they may read.
                 None means anonymous: public documents only.
+            self_query: Apply the constraints the query states in words (product, status,
+                language and date range as filters, the version as a boost; see
+                :mod:`beleg.query.self_query`); False: search the words only; an
+                :class:`~beleg.query.self_query.Inferred` (from :meth:`infer_constraints`)
+                is applied as given. ``filters``/``where`` on a key win over an inferred one.
         """
         if not query or not query.strip():
             raise ConfigError("the query is empty; pass the words to search for")
@@ -388,14 +394,30 @@ class KnowledgeBase:
                 vectors[text] = self._embed_query(text)
             return vectors[text]
 
-        try:
-            return search(self.snapshot(), self.catalog, query, options, embed, expr, reranker,
-                          principal or ANONYMOUS, strict=True)
-        except StaleSnapshot:
-            # A commit replaced some of the chunks found: search the new state once more rather
-            # than return fewer hits (a second race just drops the vanished chunks).
-            return search(self.snapshot(), self.catalog, query, options, embed, expr, reranker,
-                          principal or ANONYMOUS)
+        def run(narrowed: Any) -> list[Hit]:  # one permission-checked search
+            try:
+                return search(self.snapshot(), self.catalog, query, options, embed, narrowed, reranker,
+                              principal or ANONYMOUS, strict=True)
+            except StaleSnapshot:
+                # A commit replaced some of the chunks found: search the new state once more rather
+                # than return fewer hits (a second race just drops the vanished chunks).
+                return search(self.snapshot(), self.catalog, query, options, embed, narrowed, reranker,
+                              principal or ANONYMOUS)
+
+        if self_query is False:
+            return run(expr)
+        inferred = self_query if isinstance(self_query, Inferred) else self.infer_constraints(query, principal)
+        return apply_constraints(run, expr, inferred, options.k)
+
+    def infer_constraints(self, question: str, principal: Principal | None = None, *, filters: FilterLike = None,
+                          where: str | None = None, context: Sequence[str] = ()) -> Inferred:
+        """The constraints ``question`` states (self-query), from values ``principal`` may see.
+
+        Constraints on keys that ``filters``/``where`` name are marked overridden. Pass the
+        result to :meth:`search` (``self_query=``) to apply it; its ``to_json()`` is the trace.
+        """
+        inferred = infer_constraints(question, lambda key: self.metadata_values(key, principal), context=context)
+        return inferred.overridden_by(combine(filters, where))
 
     def ask(self, question: str, *, principal: Principal | None = None, filters: FilterLike = None,
             where: str | None = None, context: Sequence[str] = (), llm: Any = None, options: Any = None,

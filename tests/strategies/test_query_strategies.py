@@ -54,10 +54,12 @@ class StubKB:
 
     # The real computation over the stub's snapshot.
     metadata_values = KnowledgeBase.metadata_values
+    infer_constraints = KnowledgeBase.infer_constraints
 
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10, filters: Any = None,
-               principal: Principal | None = None) -> list[Hit]:
-        self.searches.append({"query": query, "mode": mode, "filters": filters, "principal": principal})
+               principal: Principal | None = None, self_query: Any = True) -> list[Hit]:
+        self.searches.append({"query": query, "mode": mode, "filters": filters, "principal": principal,
+                              "self_query": self_query})
         n = len(self.searches)
         return [Hit(f"c{n}", f"d{n}", f"s{n}", "t", (), 0, 1, 1.0, query, {})]
 

@@ -24,6 +24,8 @@ from beleg.answer.types import REFUSAL, Answer, Citation, Conflict, Source
 from beleg.backends.llms.base import LLM, Completion, Message
 from beleg.index.analyzer import detect_language
 from beleg.index.filters import FilterLike, combine
+from beleg.query.intent import Intent, no_retrieval_intent
+from beleg.query.self_query import disabled_json
 from beleg.types import ANONYMOUS, Hit, Principal
 
 if TYPE_CHECKING:
@@ -46,6 +48,8 @@ class AnswerOptions:
     order: Order = "rank"
     max_tokens: int = 700
     regenerate: bool = True
+    #: Apply the question's self-query constraints to retrieval (:mod:`beleg.query.self_query`).
+    self_query: bool = True
 
 
 class _Usage:
@@ -78,7 +82,13 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     opts = options or AnswerOptions()
     principal = principal or ANONYMOUS
     t0 = time.perf_counter()
+    intent = no_retrieval_intent(question)
+    if intent is not None:  # arithmetic or small talk: answered by rule, no search, no sources
+        return _no_retrieval(question, intent, t0)
     expr = combine(filters, where)
+    # Self-query reads the user's question (and conversation) once; every search applies it.
+    inferred = kb.infer_constraints(question, principal, filters=expr, context=context) if opts.self_query else None
+    self_query = inferred if inferred is not None else False
     versions = kb.metadata_values("version", principal)
     products = kb.metadata_values("product", principal)
     target = find_target(question, expr, context, versions, products)
@@ -91,17 +101,18 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         from beleg.strategies import run_strategy
 
         planned = run_strategy(kb, opts.strategy, question, principal=principal, filters=expr, k=opts.k,
-                               mode=opts.mode, llm=llm, context=context)
+                               mode=opts.mode, llm=llm, context=context, self_query=self_query)
         hits, strategy_trace, queries = planned.hits[:opts.k], planned.trace.to_json(), list(planned.trace.queries)
         if planned.groups and len(planned.groups) > 1:
             # Each sub-question keeps its own evidence; every group's best hits are sources.
             groups = {q: g[:opts.k] for q, g in planned.groups.items()}
             hits = _merge(*groups.values())[: 2 * opts.k]
     else:
-        hits = kb.search(query, mode=opts.mode, k=opts.k, filters=expr, principal=principal)
+        hits = kb.search(query, mode=opts.mode, k=opts.k, filters=expr, principal=principal, self_query=self_query)
         if target.version is not None and target.origin != "filter":
             pinned = combine(expr, {"version": target.version})
-            hits = _merge(kb.search(query, mode=opts.mode, k=opts.k, filters=pinned, principal=principal), hits)
+            hits = _merge(kb.search(query, mode=opts.mode, k=opts.k, filters=pinned, principal=principal,
+                                    self_query=self_query), hits)
             queries.append(f"{query} [version = {target.version}]")
     t_retrieve = time.perf_counter()
 
@@ -123,6 +134,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         "queries": queries,
         "retrieval": {"mode": opts.mode, "k": opts.k, "filter": None if expr is None else repr(expr),
                       "hits": len(hits)},
+        "self_query": inferred.to_json() if inferred is not None else disabled_json(),
         "flagged": [_flag_trace(s) for s in sources if s.flags or s.quarantine.active],
         "evidence_coverage": None if coverage is None else round(coverage, 4),
         "best_eligible_score": next((round(s.score, 4) for s in scored if s.source.eligible), None),
@@ -153,6 +165,17 @@ def _flag_trace(src: Source) -> dict[str, Any]:
     return {"label": src.label, "source": src.hit.source, "flags": list(src.flags),
             "withheld": "whole" if q.whole else ("passages" if q.spans else "none"),
             "passages": len(q.spans), "fields": list(q.fields)}
+
+
+def _no_retrieval(question: str, intent: Intent, t0: float) -> Answer:
+    """An answer by rule (beleg.query.intent): no search, no sources, nothing to cite."""
+    problem = intent.calculation.problem if intent.calculation is not None else None
+    decision = f"{intent.kind}: {problem}" if problem else intent.kind
+    trace = {"route": "no-retrieval", "intent": intent.to_json(), "queries": [], "decision": decision,
+             "llm": {"backend": None, "calls": 0, "tokens": 0},
+             "latency_ms": {"total": round(1000 * (time.perf_counter() - t0), 1)}}
+    # Not a refusal, even for "10 / 0": the question was understood and answered by rule.
+    return Answer(question, intent.answer, False, backend="rule", trace=trace)
 
 
 def _same_language(question: str, sources: Sequence[Source]) -> bool:

@@ -17,7 +17,6 @@ A source with nothing but instruction-like prose is never eligible and is withhe
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,9 @@ from beleg.answer.quarantine import Quarantine, quarantine_hit
 from beleg.answer.types import Source
 from beleg.errors import ConfigError
 from beleg.index.filters import And, Cmp, Expr
+# One version rule for search (self-query), answering and strategies; re-exported here for
+# the modules that import it from this one.
+from beleg.query.versions import asked_versions, version_mentions  # noqa: F401
 from beleg.types import Hit
 
 
@@ -77,28 +79,6 @@ class GovernancePolicy:
 
 
 # ---------------------------------------------------------------------- versions
-_VERSION = re.compile(r"(?<![\w.,])v?(\d{1,2}\.\d{1,2})(?![\d.,]*\d)(?!\s*(?:%|percent|prozent|[kmg]i?b\b|€|eur))",
-                      re.IGNORECASE)
-_CUE = re.compile(r"(?:^|\b(?:version|versions|versionen|release|releases|in|ab|seit|für|fuer|bei|from|to|unter|"
-                  r"mit|with|of|von|and|und|vs|auf|on))\W*$", re.IGNORECASE)
-
-
-def version_mentions(text: str, products: Iterable[str] = ()) -> list[str]:
-    """Version numbers the text asks about: ``"What was the limit in Ferrolink 2.4?"`` → ``["2.4"]``.
-
-    A bare decimal is a version only after a cue (a product name, "version", "in", "ab",
-    ...), so "99.95" or "1.5 MB" are not taken for versions.
-    """
-    names = [re.escape(p) for p in products if p]
-    product_cue = re.compile(rf"\b(?:{'|'.join(names)})\W*$", re.IGNORECASE) if names else None
-    out: list[str] = []
-    for m in _VERSION.finditer(text):
-        before = text[max(0, m.start() - 30): m.start()]
-        if _CUE.search(before) or (product_cue is not None and product_cue.search(before)):
-            out.append(m.group(1))
-    return list(dict.fromkeys(out))
-
-
 def version_from_filter(expr: Expr | None) -> str | None:
     """The version an equality filter pins (``version = 2.4``), if any."""
     if isinstance(expr, Cmp) and expr.key == "version" and expr.op in ("=", "==") and not isinstance(expr.value, tuple):
@@ -123,22 +103,19 @@ class Target:
 
 def find_target(question: str, expr: Expr | None, context: Sequence[str], known_versions: set[str],
                 products: Iterable[str]) -> Target:
-    """Decide the version a question is about; a filter wins over the question, the question over context."""
+    """Decide the version a question is about; a filter wins over the question, the question over context.
+
+    The question and context rule is :func:`beleg.query.versions.asked_versions`, the one
+    self-query boosts with, so a search and its answer agree on the version.
+    """
     pinned = version_from_filter(expr)
     if pinned:
         return Target(pinned, "filter")
-    mentioned = version_mentions(question, products)
-    if known_versions:
-        unknown = tuple(v for v in mentioned if v not in known_versions)
-        known = [v for v in mentioned if v in known_versions]
-        if known:
-            return Target(known[0], "question")
-        if unknown:
-            return Target(None, "question", unknown)
-    for turn in reversed(context):
-        found = [v for v in version_mentions(turn, products) if v in known_versions]
-        if found:
-            return Target(found[0], "conversation")
+    asked = asked_versions(question, context, known_versions, products)
+    if asked.known:
+        return Target(asked.known[0], asked.origin)
+    if asked.unknown:
+        return Target(None, "question", asked.unknown)
     return Target(None, "none")
 
 

@@ -48,6 +48,12 @@ def _strategy_arg(p: argparse.ArgumentParser) -> None:
                    help="retrieval strategy: " + ", ".join(STRATEGIES) + " (default hybrid; see docs/strategies.md)")
 
 
+def _self_query_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-self-query", action="store_true",
+                   help="do not read constraints from the question's words (product, version, status, language, "
+                        "date range; see docs/strategies.md)")
+
+
 def _llm_args(p: argparse.ArgumentParser, title: str) -> None:
     g = p.add_argument_group(title)
     g.add_argument("--llm", metavar="PROVIDER:MODEL",
@@ -73,6 +79,7 @@ def _resolve_llm(args: argparse.Namespace) -> Any:
 
 def _answer_args(p: argparse.ArgumentParser) -> None:
     _strategy_arg(p)
+    _self_query_arg(p)
     p.add_argument("--mode", choices=("dense", "bm25", "hybrid"), default="hybrid", help="retriever (default hybrid)")
     p.add_argument("-k", type=int, default=8, help="sources to retrieve (default 8)")
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE", help="metadata equality (repeatable)")
@@ -155,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", default="1,1", metavar="BM25,DENSE", help="fusion weights (default 1,1)")
     p.add_argument("--mmr", type=float, default=None, metavar="LAMBDA", help="diversify with MMR (0..1)")
     _strategy_arg(p)
+    _self_query_arg(p)
     _llm_args(p, "LLM for strategies that use one (rewrite, multi-query, hyde, decompose, agent, ...)")
     _principal_args(p)
     p.add_argument("--json", action="store_true", help="print hits and the trace (queries issued, steps) as JSON")
@@ -278,23 +286,35 @@ def cmd_search(args: argparse.Namespace) -> int:
         if args.strategy == "hybrid":
             import time
 
+            from beleg.query.self_query import disabled_json
+
             t0 = time.perf_counter()
+            inferred = None if args.no_self_query else kb.infer_constraints(
+                args.query, _principal(args), filters=from_assignments(args.filter), where=args.where)
             hits = kb.search(args.query, mode=args.mode, k=args.k, filters=from_assignments(args.filter),
                              where=args.where, fusion=args.fusion, rrf_k=args.rrf_k, weights=weights,
-                             mmr_lambda=args.mmr, principal=_principal(args))
+                             mmr_lambda=args.mmr, principal=_principal(args),
+                             self_query=inferred if inferred is not None else False)
             trace = {"strategy": "hybrid", "mode": args.mode, "queries": [args.query], "steps": [],
-                     "llm": {"calls": 0, "tokens": 0}, "latency_ms": round(1000 * (time.perf_counter() - t0), 1)}
+                     "llm": {"calls": 0, "tokens": 0}, "latency_ms": round(1000 * (time.perf_counter() - t0), 1),
+                     "self_query": inferred.to_json() if inferred is not None else disabled_json()}
+            notes = inferred.notes() if inferred is not None else []
         else:
             result = run_strategy(kb, args.strategy, args.query, principal=_principal(args),
                                   filters=from_assignments(args.filter), where=args.where, k=args.k, mode=args.mode,
-                                  llm=_resolve_llm(args))
+                                  llm=_resolve_llm(args), self_query=not args.no_self_query)
             hits, trace = result.hits, result.trace.to_json()
             if result.groups:
                 trace["groups"] = {q: [h.chunk_id for h in g] for q, g in result.groups.items()}
+            notes = [n for n in result.trace.notes if n.startswith("self-query:")]
     if args.json:
-        print(json.dumps({"hits": [h.to_json() for h in hits], "trace": trace}, indent=2, ensure_ascii=False))
+        print(json.dumps({"hits": [h.to_json() for h in hits], "trace": trace, "self_query": trace.get("self_query")},
+                         indent=2, ensure_ascii=False))
     else:
-        print(render_hits(hits, args.query, Style(sys.stdout.isatty())))
+        style = Style(sys.stdout.isatty())
+        for line in notes:  # say what the question's words changed, and how to switch it off
+            print(style.dim(f"{line}  [--no-self-query: words only]"))
+        print(render_hits(hits, args.query, style))
     return 0
 
 
@@ -462,7 +482,7 @@ def _answer_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     llm = _resolve_llm(args)
     policy = GovernancePolicy.from_json(read_config_table("governance", args.config))
     options = AnswerOptions(k=args.k, mode=args.mode, strategy=args.strategy, policy=policy,
-                            budget_tokens=args.budget, order=args.order)
+                            budget_tokens=args.budget, order=args.order, self_query=not args.no_self_query)
     return llm, options, from_assignments(args.filter)
 
 

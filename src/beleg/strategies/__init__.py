@@ -73,7 +73,7 @@ def run_strategy(kb: KnowledgeBase, name: str, question: str, **context: Any) ->
     if not strategy.offline and context.get("llm") is None:
         raise NeedsLLMError(f"strategy {name!r} has no offline method: it needs an LLM (--llm PROVIDER:MODEL); "
                             f"offline strategies: {', '.join(offline_strategies())}")
-    ctx = StrategyContext(kb, strategy=strategy.name, **context)
+    ctx = StrategyContext(kb, strategy=strategy.name, question=question, **context)
     try:
         result = strategy.run(question, ctx)
     except BudgetExhausted as exc:

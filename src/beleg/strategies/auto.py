@@ -3,7 +3,8 @@
 Routes, tried in this order; the trace notes the route and why:
 
 1. **no retrieval**: greetings, thanks and questions about the assistant itself ("hi",
-   "danke", "what can you do"): no search, no hits.
+   "danke", "what can you do"), and questions that are only arithmetic ("12*8"): no
+   search, no hits. The rules live in :mod:`beleg.query.intent`, shared with answering.
 2. **decomposed**: a multi-part question (several question marks, two coordinated
    questions, or two identifiers joined by "and"/"und"). The shared detector of the
    ``decompose`` strategy is used when that module provides one, else the rule here;
@@ -33,6 +34,7 @@ from typing import Any
 from beleg.answer.conversation import retrieval_query
 from beleg.errors import ConfigError, NeedsLLMError
 from beleg.index.analyzer import detect_language
+from beleg.query.intent import is_small_talk, no_retrieval_intent
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
 from beleg.strategies.base import StrategyContext, StrategyResult
 from beleg.strategies.iterative import (
@@ -45,16 +47,6 @@ from beleg.strategies.iterative import (
 #: Below this coverage of the first search's top hits the iterative plan runs.
 ROUTE_THRESHOLD = 0.6
 
-_SMALL_TALK = re.compile(
-    r"^\W*(?:(?:hi|hello|hey|hallo|moin|servus|grüß gott|gruess gott|guten (?:morgen|tag|abend)|good (?:morning|"
-    r"afternoon|evening)|danke(?: schön| sehr)?|vielen dank|dankeschön|thanks?(?: you)?(?: (?:so|very) much)?|"
-    r"thx|cheers|ok(?:ay)?|bye|goodbye|tschüss|tschüs|ciao|bis bald)(?:[\s,!.]+(?:there|again|everyone|"
-    r"beleg|bot))?|"
-    r"(?:what|which things?) (?:can|could) you (?:do|help(?: me)? with)|who are you|what are you|"
-    r"how can you help(?: me)?|help|hilfe|was kannst du(?: alles)?(?: tun| machen)?|wer bist du|"
-    r"wie kannst du (?:mir )?helfen)\W*$",
-    re.IGNORECASE,
-)
 _IDENT = r"(?:[A-Z]{1,4}-\d{3,5}|`[^`]+`|/[\w{}./-]+|\d{1,2}\.\d{1,2})"
 _IDENT_PAIR = re.compile(rf"{_IDENT}\s*(?:,\s*{_IDENT}\s*)*(?:,?\s+(?:and|und|or|oder)\s+){_IDENT}")
 _WH = (r"what|which|how|where|when|why|who|is|are|does|do|did|can|could|should|was|were|"
@@ -63,11 +55,6 @@ _TWO_QUESTIONS = re.compile(rf"(?:,\s*|\s+)(?:and|und|or|oder)\s+(?:{_WH})\b", r
 #: Names a decompose module may give its shared detector (a bool, or the sub-questions).
 _DETECTORS = ("is_multi_part", "looks_multi_part", "is_multipart", "detect_multi_part", "multi_part",
               "split_question", "split_questions", "sub_questions")
-
-
-def is_small_talk(question: str) -> bool:
-    """Greetings, thanks, goodbyes and questions about the assistant itself."""
-    return bool(_SMALL_TALK.match(question.strip()))
 
 
 def looks_multi_part(question: str) -> bool:
@@ -118,8 +105,11 @@ class AutoStrategy:
         self.threshold = threshold
 
     def run(self, question: str, ctx: StrategyContext) -> StrategyResult:
-        if is_small_talk(question):
-            ctx.note("route: no retrieval (greeting, thanks or a question about the assistant)")
+        intent = no_retrieval_intent(question)
+        if intent is not None:
+            why = "arithmetic, computed exactly" if intent.kind == "arithmetic" else \
+                "greeting, thanks or a question about the assistant"
+            ctx.note(f"route: no retrieval ({why}; beleg.query.intent)")
             return StrategyResult([], ctx.trace)
         several, detector = multi_part(question, sorted(visible_products(ctx)))
         if several:

@@ -8,7 +8,10 @@ way it can reach the index or the LLM. The context
 * enforces the :class:`Budget` (LLM calls, retrieval rounds, wall time) by raising
   :class:`BudgetExhausted`, which :func:`run_strategy` turns into a partial result with a
   note, never an error;
-* records a :class:`Trace`: every query issued, hits per step, LLM calls and tokens, latency.
+* records a :class:`Trace`: every query issued, hits per step, LLM calls and tokens, latency;
+* applies the **self-query** constraints of the user's question (:mod:`beleg.query.self_query`)
+  to every search: read once from the question (and the conversation), never from a
+  generated query, so every step, like plain search and answering, gets the same ones.
 
 Strategies without an honest offline method raise :class:`beleg.errors.NeedsLLMError`
 when no LLM is configured; none silently falls back to plain search.
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from beleg.backends.llms.base import LLM, Message
 from beleg.errors import BelegError, NeedsLLMError
 from beleg.index.filters import Expr, FilterLike, combine
+from beleg.query.self_query import Inferred, disabled_json
 from beleg.retrieve.fusion import rrf
 from beleg.types import ANONYMOUS, Hit, Principal
 
@@ -73,9 +77,11 @@ class Trace:
     rounds: int = 0
     notes: list[str] = field(default_factory=list)
     latency_ms: float = 0.0
+    #: What self-query read from the question and how it was applied (``Inferred.to_json``).
+    self_query: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "strategy": self.strategy,
             "queries": self.queries,
             "steps": [s.to_json() for s in self.steps],
@@ -86,6 +92,9 @@ class Trace:
             "notes": self.notes,
             "latency_ms": round(self.latency_ms, 1),
         }
+        if self.self_query is not None:
+            out["self_query"] = self.self_query
+        return out
 
 
 @dataclass(slots=True)
@@ -103,7 +112,8 @@ class StrategyContext:
 
     def __init__(self, kb: KnowledgeBase, *, principal: Principal | None = None, filters: FilterLike = None,
                  where: str | None = None, k: int = 10, mode: str = "hybrid", llm: LLM | None = None,
-                 budget: Budget | None = None, context: Sequence[str] = (), strategy: str = "hybrid") -> None:
+                 budget: Budget | None = None, context: Sequence[str] = (), strategy: str = "hybrid",
+                 question: str | None = None, self_query: bool | Inferred = True) -> None:
         self.kb = kb
         self.principal = principal or ANONYMOUS
         self.filter: Expr | None = combine(filters, where)
@@ -116,6 +126,22 @@ class StrategyContext:
         self._t0 = time.perf_counter()
         #: Every hit list fetched so far, for a partial result when the budget runs out.
         self.fetched: list[list[Hit]] = []
+        #: The question's self-query constraints, applied to every search (None: off).
+        self.inferred: Inferred | None = self._infer(question, self_query)
+
+    def _infer(self, question: str | None, self_query: bool | Inferred) -> Inferred | None:
+        """Read the constraints from the user's question once; generated queries add none."""
+        if isinstance(self_query, Inferred):
+            inferred: Inferred | None = self_query.overridden_by(self.filter)
+        elif self_query and question:
+            inferred = self.kb.infer_constraints(question, self.principal, filters=self.filter,
+                                                 context=self.context)
+        else:
+            inferred = None
+        self.trace.self_query = disabled_json() if inferred is None else inferred.to_json()
+        for line in inferred.notes() if inferred is not None else ():
+            self.note(line)
+        return inferred
 
     # ------------------------------------------------------------------ budget
     def elapsed(self) -> float:
@@ -141,8 +167,9 @@ class StrategyContext:
         if self.trace.rounds >= self.budget.max_rounds:
             raise BudgetExhausted(f"retrieval budget of {self.budget.max_rounds} rounds spent")
         t0 = time.perf_counter()
-        hits = self.kb.search(query, mode=mode or self.mode, k=k or self.k,
-                              filters=combine(self.filter, extra), principal=self.principal)
+        hits = self.kb.search(query, mode=mode or self.mode, k=k or self.k, filters=combine(self.filter, extra),
+                              principal=self.principal,
+                              self_query=self.inferred if self.inferred is not None else False)
         self.trace.rounds += 1
         self.trace.queries.append(query)
         self.trace.steps.append(Step(step, query, [h.chunk_id for h in hits], 1000 * (time.perf_counter() - t0)))
@@ -173,8 +200,10 @@ class StrategyContext:
         return result
 
     def visible_mask(self) -> Any:
-        """Chunks this principal may read under the caller's filter (for statistics over evidence)."""
-        return self.kb.snapshot().chunk_mask(self.filter, self.principal)
+        """Chunks this principal may read under the caller's filter and the question's inferred
+        filters (for statistics over evidence)."""
+        inferred = self.inferred.filter_expr() if self.inferred is not None else None
+        return self.kb.snapshot().chunk_mask(combine(self.filter, inferred), self.principal)
 
     def note(self, text: str) -> None:
         self.trace.notes.append(text)
