@@ -31,7 +31,7 @@ READERS = [TextReader(), MarkdownReader(), HtmlReader(), PdfReader(), DocxReader
 # Growth of the process's peak resident memory the whole fuzz run may cause.
 MAX_RSS_GROWTH_MIB = 400
 
-_EXAMPLES = int(os.environ.get("BELEG_FUZZ_EXAMPLES", "120"))
+_EXAMPLES = int(os.environ.get("BELEG_FUZZ_EXAMPLES", "250"))
 _SEED = os.environ.get("BELEG_FUZZ_SEED")
 
 
