@@ -315,7 +315,7 @@ def test_test_split_false_positive_target_and_recall_floor() -> None:
 
 
 @pytest.mark.xfail(strict=True, reason="recall on the held-out split is 0.939 (62/66), below the 0.95 target; "
-                                       "the split is not tuned on, so this stays red until a general fix lands")
+                                       "the split is not tuned on; remove this marker when a general fix makes it pass")
 def test_test_split_recall_target() -> None:
     misses, _, n_inj, _ = _misses_and_false_positives("test")
     assert (n_inj - len(misses)) / n_inj >= 0.95, misses

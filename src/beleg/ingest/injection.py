@@ -8,12 +8,13 @@ with flagged chunks (withhold them, or show them with a warning).
 The patterns aim at phrases addressed to an AI assistant, not at ordinary technical
 imperatives. Product documentation is full of legitimate commands ("ignore the header",
 "do not retry", "send the request ID", "tell Ferrolink support", "send your API key as a
-bearer token"), so every family below needs a signal that documentation does not use:
-an *instructions/prompt/rules* object with a "previous/above" qualifier, a role noun
-("assistant", "AI", "model"), *the user* as the audience, or a credential sent to a
-recipient (an address, "us", "me") or by e-mail. Negated sentences ("never e-mail your
-password") are not exfiltration requests, and sentences describing software ("the
-endpoint should respond only with 2xx") are not output constraints; both are skipped.
+bearer token"), so every family (in :mod:`beleg.ingest.injection_patterns`) needs a
+signal that documentation does not use: an *instructions/prompt/rules* object with a
+"previous/above" qualifier, the model as the addressee, *the user* as the audience of a
+claim, or a credential sent to a recipient, put into the answer or into a URL. Negated
+sentences ("never e-mail your password") are not exfiltration requests, and sentences
+describing software ("the endpoint should respond only with 2xx") are not output
+constraints; both are skipped.
 
 Obfuscation (zero-width characters, look-alike letters, letter-spacing, markup between
 words, table cells) is undone first by :mod:`beleg.ingest.injection_normalize`; findings
