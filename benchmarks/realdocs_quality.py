@@ -52,7 +52,8 @@ def groups(queries: Iterable[Any]) -> dict[str, list[str]]:
         out["all"].append(q.qid)
         out[f"type:{q.info.get('type')}"].append(q.qid)
         out[f"language:{q.info.get('language')}"].append(q.qid)
-    return dict(out)
+    # all, then the types, then the languages (each alphabetically): a stable table order.
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] != "all", not kv[0].startswith("type:"), kv[0])))
 
 
 def retrieval_by_group(report: EvalReport, by_group: dict[str, list[str]]) -> dict[str, Any]:

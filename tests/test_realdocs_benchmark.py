@@ -155,12 +155,18 @@ def test_gold_checker_finds_wrong_strings_sections_and_false_cross_lingual(upstr
                      "answer": ["iputils-ping"]}
     answered = {"id": "u", "question": "?", "language": "en", "type": "unanswerable", "relevant": [],
                 "answer": ["x"]}
-    problems, _ = check_gold.check(_gold(tmp_path, corpus, [typo, section, same_language, answered, *_padding(3)]))
+    # The English start page exists too and answers as well: it must be listed.
+    one_side = {"id": "o", "question": "Was ist ioBroker?", "language": "en", "type": "cross-lingual",
+                "relevant": [{"doc": "de/README.md", "grade": 2}], "answer": ["Text über ioBroker"]}
+    problems, _ = check_gold.check(_gold(tmp_path, corpus, [typo, section, same_language, answered, one_side,
+                                                            *_padding(3)]))
     text = "\n".join(problems)
     assert "question t: none of ['iputil-ping'] occurs" in text
     assert "question s: section 'Nope' matches no heading" in text
     assert "question c: cross-lingual, but a grade-2 document is in the question's language" in text
     assert "question u: an unanswerable question needs relevant: [] and no answer" in text
+    assert "question o: de/README.md is listed but its counterpart en/README.md is not" in text
+    assert "question a" not in text and len(problems) == 6
     assert "4 unanswerable questions; at least 10 required" in text
 
 

@@ -10,7 +10,9 @@ Checks (every problem is listed, exit status 1 if there is any):
     gold strings occurs in one of its grade-2 documents, under the same matching rule the
     answer evaluation uses (``beleg.evaluate.answers.contains_gold``): the strings are
     copied from the pages, so this catches a typo or a page that changed upstream;
-  * a cross-lingual question is asked in a language that no grade-2 document is in;
+  * a cross-lingual question is asked in a language that no grade-2 document is in, and a
+    listed page's counterpart in the other language (``de/x.md`` ↔ ``en/x.md``), when the
+    corpus has it, is listed too (so a page that also answers is never missed);
   * an unanswerable question has ``relevant: []`` and no answer.
 
 Usage:  python benchmarks/realdocs/check_gold.py [--gold FILE]
@@ -98,6 +100,18 @@ def check_question(q: dict[str, Any], corpus: Path, problems: list[str]) -> None
         problems.append(f"{where}: none of {answer!r} occurs in a grade-2 document")
     if qtype == "cross-lingual" and q.get("language") in grade2_langs:
         problems.append(f"{where}: cross-lingual, but a grade-2 document is in the question's language")
+    listed = {str(rel.get("doc")) for rel in relevant}
+    for doc in sorted(listed):
+        other = counterpart(doc)
+        if other and other not in listed and (corpus / other).is_file():
+            problems.append(f"{where}: {doc} is listed but its counterpart {other} is not (add it with its grade)")
+
+
+def counterpart(doc: str) -> str | None:
+    """The same page in the other language (``de/x.md`` ↔ ``en/x.md``), None for other paths."""
+    lang, sep, rest = doc.partition("/")
+    others = sorted(LANGUAGES - {lang})
+    return f"{others[0]}/{rest}" if sep and lang in LANGUAGES and len(others) == 1 else None
 
 
 def check(gold_path: Path) -> tuple[list[str], Counter]:

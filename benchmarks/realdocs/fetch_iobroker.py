@@ -128,7 +128,7 @@ def list_tree(git_dir: Path) -> list[tuple[str, str]]:
     rows = []
     for line in out.splitlines():
         meta, path = line.split("\t", 1)
-        mode, kind, blob = meta.split()
+        _mode, kind, blob = meta.split()
         if kind == "blob" and path.endswith(".md"):
             rows.append((path, blob))
     return rows
@@ -141,7 +141,10 @@ def read_blobs(git_dir: Path, blobs: list[str]) -> dict[str, bytes]:
     pos = 0
     for blob in blobs:
         header_end = raw.index(b"\n", pos)
-        oid, kind, size = raw[pos:header_end].decode().split()
+        header = raw[pos:header_end].decode().split()
+        if len(header) != 3:  # "<oid> missing"
+            raise FetchError(f"{git_dir} lacks blob {blob} of commit {COMMIT}; fetch the commit with its files")
+        oid, _kind, size = header
         start = header_end + 1
         out[oid] = raw[start:start + int(size)]
         pos = start + int(size) + 1  # content is followed by a newline
