@@ -1,16 +1,23 @@
 """Recall, false-positive rate and speed of the prompt-injection detector.
 
-Data: the project's labelled set in ``tests/data/injection/`` (``dev.jsonl``, the split the
-patterns were tuned on, and ``test.jsonl``, the held-out split written first and not tuned
-on). A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions`
-finds anything in it. Reported per split and language: recall on injections,
-false-positive rate on benign sentences, the counts, every miss and every false positive
-(with what fired), and recall per family. Also: findings on the XQuAD dev paragraphs (real
-encyclopaedic text, en/de; none is an injection) and the detector's cost per chunk on the
-demo corpus chunks (as ingest cuts them) and on the XQuAD paragraphs.
+Data: the labelled set in ``tests/data/injection/``, one split per file:
 
-    python benchmarks/injection_detector.py            # full run (~10 s)
-    python benchmarks/injection_detector.py --quick    # one timing repeat
+* ``dev`` (``dev.jsonl``): the split the patterns were developed on;
+* ``dev-2`` (``test.jsonl``): written first as the held-out split and scored once by
+  detector v2; its misses were then read and fixed in v3, so it is seen data now;
+* ``blind`` (``blind.jsonl``): written by another engineer without seeing the detector,
+  opened only after detector v3 was committed and scored once; the targets apply here.
+
+A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
+anything in it. Reported per split and language: recall on injections, false-positive rate
+on benign sentences, the counts, every miss and every false positive (with what fired), and
+recall per family. Also: findings on the XQuAD dev paragraphs (real encyclopaedic text,
+en/de; none is an injection) and the detector's cost per chunk on the demo corpus chunks
+(as ingest cuts them) and on the XQuAD paragraphs.
+
+    python benchmarks/injection_detector.py                     # full run (~15 s)
+    python benchmarks/injection_detector.py --quick             # one timing repeat
+    python benchmarks/injection_detector.py --splits dev dev-2  # leave the blind split closed
 """
 
 from __future__ import annotations
@@ -30,15 +37,24 @@ from beleg.ingest.injection import DETECTOR_VERSION, detect_instructions
 from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
 
 DATA = C.REPO_ROOT / "tests" / "data" / "injection"
+#: Split name -> file. The split of a row is its file's (blind.jsonl may label rows its own way).
+SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "blind": "blind.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
+TARGET_SPLIT = "blind"
 
 
-def load_rows() -> list[dict[str, Any]]:
+def load_rows(splits: list[str]) -> list[dict[str, Any]]:
     rows = []
-    for name in ("dev.jsonl", "test.jsonl"):
-        with open(DATA / name, encoding="utf-8") as fh:
-            rows += [json.loads(line) for line in fh if line.strip()]
+    for split in splits:
+        with open(DATA / SPLIT_FILES[split], encoding="utf-8") as fh:
+            rows += [{**json.loads(line), "split": split} for line in fh if line.strip()]
     return rows
+
+
+PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once by detector v2 "
+            "(recall 0.939, FPR 0.000), its misses then read and fixed in v3, so now seen. blind: "
+            "written by another engineer without seeing the detector; opened only after detector v3 "
+            "was committed, scored once, no pattern change after seeing it.")
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -99,19 +115,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="one timing repeat")
     ap.add_argument("--out", help="result path (default benchmarks/results/injection_detector[_quick].json)")
+    ap.add_argument("--splits", nargs="+", choices=sorted(SPLIT_FILES), default=list(SPLIT_FILES),
+                    help="splits to score (default all)")
     args = ap.parse_args()
-    rows = load_rows()
+    rows = load_rows(args.splits)
     result: dict[str, Any] = {"machine": C.machine_info(), "detector_version": DETECTOR_VERSION,
-                              "targets_on_test_split": TARGETS, "splits": {}}
-    for split in ("dev", "test"):
+                              "target_split": TARGET_SPLIT, "targets": TARGETS, "protocol": PROTOCOL,
+                              "splits": {}}
+    for split in args.splits:
         part = [r for r in rows if r["split"] == split]
         entry = {"all": score(part), "by_language": {}, "recall_by_family": by_family(part)}
         for lang in sorted({r["lang"] for r in part}):
             entry["by_language"][lang] = score([r for r in part if r["lang"] == lang])
         result["splits"][split] = entry
         C.log(f"{split}: recall {entry['all']['recall']}, FPR {entry['all']['fpr']}")
-    test = result["splits"]["test"]["all"]
-    result["meets_targets_on_test"] = test["recall"] >= TARGETS["recall"] and test["fpr"] <= TARGETS["fpr"]
+    if TARGET_SPLIT in result["splits"]:
+        target = result["splits"][TARGET_SPLIT]["all"]
+        result["meets_targets"] = target["recall"] >= TARGETS["recall"] and target["fpr"] <= TARGETS["fpr"]
 
     paragraphs = C.load_xquad(["en", "de"])
     xquad_hits = [f"{f.kind}: {f.excerpt}" for p in paragraphs for f in detect_instructions(p.context)]

@@ -40,7 +40,7 @@ from beleg.ingest.injection_patterns import FAMILIES, Rule
 __all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "detect_instructions",
            "instruction_spans", "is_instruction_like"]
 
-DETECTOR_VERSION = "2"
+DETECTOR_VERSION = "3"
 #: Chunk flags are ``f"{FLAG_PREFIX}:{kind}"``, e.g. ``"instruction-like:override"``.
 FLAG_PREFIX = "instruction-like"
 _EXCERPT_CHARS = 200
@@ -76,7 +76,7 @@ _DESCRIPTIVE_BEFORE = re.compile(
 # the user that ...", "click the icon to reveal the password").
 _THIRD_PERSON_BEFORE = re.compile(
     r"\b(?:will|would|can|could|may|might|to|it|which|that|endpoint|server|bot|app|system|"
-    r"service|widget|they|he|she|also|does|click|tap)\W*$",
+    r"service|widget|they|he|she|does|click|tap)\W*$",
     re.IGNORECASE,
 )
 _NEGATION_BEFORE = re.compile(
@@ -118,6 +118,26 @@ def _not_negated(text: str, m: re.Match[str]) -> bool:
     return not (_NEGATION_BEFORE.search(before) or _NEGATION_AFTER.match(text, m.end()))
 
 
+# A discard verb used as a noun or adjective ("the override flag drops the earlier rules",
+# "a bypass of the previous policy") is not an order.
+_NOUN_USE_BEFORE = re.compile(r"\b(?:the|a|an|this|its|our|their|each|every)\W*$", re.IGNORECASE)
+
+
+# Documentation restricts when to skip its own advice ("ignore the above guidance only if
+# you run your own server", "... nur, wenn du Docker nutzt"); an attack does not narrow
+# its override to the reader's setup.
+_SETUP_CONDITION_AFTER = re.compile(
+    r"[^.!?\n]{0,40}?(?:\bonly,?\s+(?:if|when)\b|\bunless\b|\bnur,?\s+(?:wenn|falls)\b|"
+    r"\baußer,?\s+wenn\b|\b(?:if|when|wenn|falls)\s+(?:you|du|Sie)\s+(?:already|bereits|schon)\b)",
+    re.IGNORECASE,
+)
+
+
+def _override_check(text: str, m: re.Match[str]) -> bool:
+    return (not _NOUN_USE_BEFORE.search(text[max(0, m.start() - 12) : m.start()])
+            and not _SETUP_CONDITION_AFTER.match(text, m.end()))
+
+
 def _exfiltration_check(text: str, m: re.Match[str]) -> bool:
     return _not_negated(text, m) and _not_third_person(text, m)
 
@@ -141,6 +161,7 @@ def _order_follows(text: str, m: re.Match[str]) -> bool:
 
 _Check = Callable[[str, re.Match[str]], bool]
 _CHECKS: dict[str, _Check] = {
+    "override": _override_check,
     "prompt-markup": _not_strikethrough,
     "role-marker": _order_follows,
     "user-directive": _not_third_person,

@@ -101,8 +101,10 @@ _CRED = (r"(?:api[-\s_]?keys?|access{S}keys?|secret{S}keys?|private{S}keys?|pass
          r"secrets?|credit{S}card(?:{S}(?:numbers?|details))?)")
 _SECRET = r"(?:passwords?|passphrases?|private{S}keys?|credit{S}card(?:{S}(?:numbers?|details))?)"
 _SEND = r"(?:send|post|forward|share|submit|paste|upload|give|reply{S}with)"
-_RECIPIENT = (r"(?:us|me|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|(?:this|the{S}following|our|the)"
-              r"{S}(?:e-?mail{S})?(?:address|inbox|link|url|form|channel))")
+# "the form"/"the channel" alone is where documentation sends things ("submit your API key
+# via the form on the settings page"); only a pointed-at one ("this form") is a recipient.
+_RECIPIENT = (r"(?:us|me|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|(?:this|that|the{S}following)"
+              r"{S}(?:e-?mail{S})?(?:address|inbox|link|url|form|channel)|(?:our|the){S}(?:e-?mail{S})?(?:address|inbox))")
 _RECIPIENT_DE = r"(?:uns|mich|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|folgende|diese)"
 _POSS_DE = r"(?:deinen|deine|dein|Ihren|Ihre|Ihr|euren|eure|euer)"
 _CRED_DE = (r"(?:API[-\s]?(?:Schlüssel|Key)|Zugriffsschlüssel|Zugangsschlüssel|Schlüssel|"
@@ -114,6 +116,76 @@ _ANSWER = r"(?:answers?|repl(?:y|ies)|responses?|outputs?|summary|summaries|mess
 _CLAIM = r"(?:claim|state|say|assert|insist|pretend|write|mention|add|explain|confirm)"
 _ASKS = r"(?:asks?|asked|inquires?|wants{S}to{S}know)"
 _ASKER = r"(?:anyone|anybody|someone|somebody|people|users?|the{S}users?|a{S}user|they|he|she|you{S}are{S}asked)"
+
+# --- structural vocabulary (v3) ----------------------------------------------------------
+# The v3 rules are built from word classes with a few words allowed between them, so that
+# "set aside all of your earlier guidance" is read as verb + prior reference + guidance
+# noun instead of needing its own phrase. {W3} is "up to three intervening words".
+_GAP = r"(?:[\w'’-]+{S})"
+_PRIOR = (r"(?:previous|prior|above|earlier|preceding|former|foregoing|original|initial|"
+          r"aforementioned|above-mentioned)")
+# Verbs that discard instructions. The "strong" ones have no everyday sense with a prior
+# reference and a guidance noun; the weak ones do ("skip the previous instructions if the
+# agent is installed", "drop all previous constraints" in SQL), so they need "your".
+_DISCARD = (r"(?:ignore|disregard|forget|override|bypass|circumvent|set{S}aside|put{S}aside|cast{S}aside|"
+            r"brush{S}aside|push{S}aside|throw{S}out|toss{S}out|toss{S}aside|dismiss|"
+            r"pay{S}no{S}(?:attention|heed|mind){S}to|take{S}no{S}notice{S}of|stop{S}(?:following|obeying|"
+            r"heeding|observing|honou?ring|respecting)|cease{S}(?:following|obeying|heeding))")
+# Gerunds, for "would you mind setting aside ..." (only after such a verb: "ignoring the
+# previous rules causes ..." describes).
+_DISCARD_ING = (r"(?:ignoring|disregarding|forgetting|overriding|bypassing|(?:setting|putting|casting|brushing|"
+                r"pushing|tossing){S}aside|(?:throwing|tossing){S}out|dismissing|dropping|skipping|discarding|"
+                r"abandoning)")
+_DISCARD_WEAK = (r"(?:drop|skip|discard|abandon|neglect|scrap|ditch|suspend|"
+                 r"throw{S}away|leave{S}behind|let{S}go{S}of|(?:do{S}not|don'?t|no{S}longer|never{S}again)"
+                 r"{S}(?:follow|obey|heed|observe|apply|respect))")
+_GUIDANCE = (r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guidance|commands|orders|"
+             r"programming|context|constraints|restrictions|polic(?:y|ies)|safeguards|guardrails|filters|"
+             r"limitations|limits|boundaries|principles|briefing|configuration{S}prompt|system{S}message)")
+# "...the guidance you received above": a prior reference after the noun.
+_PRIOR_AFTER = (rf"(?:(?:above|before|earlier|previously|so{{S}}far|until{{S}}now|up{{S}}to{{S}}now){_END}|"
+                r"(?:you(?:'ve|{S}have|{S}were|{S}had)?|i|we){S}(?:were{S})?(?:been{S})?(?:given|received|got(?:ten)?|"
+                r"told|taught|provided|instructed|loaded|configured|trained)|(?:that|which){S}(?:came|come|appear(?:ed|s)?|"
+                r"(?:was|were){S}(?:given|written|stated|provided))(?:{S}(?:before|above|earlier|first))?)")
+_DISCARD_DE = (r"(?:ignoriere|ignorier|vergiss|vergesse|missachte|missacht|übergehe|übergeh|verwirf|verwerfe|"
+               r"überschreibe|überschreib|umgehe|umgeh)")
+# Weak German verbs ("überspringe die vorherigen Hinweise" is a how-to) need "deine"/"Ihre".
+_DISCARD_DE_WEAK = r"(?:überspringe|überspring|streiche|lösche|verlasse|befolge{S}nicht{S}mehr|beachte{S}nicht{S}mehr)"
+_DISCARD_DE_SIE = r"(?:ignorieren|vergessen|missachten|übergehen|verwerfen|überschreiben|umgehen)"
+_PRIOR_DE = (r"(?:vorherigen?|vorigen?|bisherigen?|früheren?|obigen?|vorangegangenen?|vorangehenden?|"
+             r"ursprünglichen?|vorstehenden?|oben{S}genannten|oben{S}stehenden|zuvor{S}gegebenen|"
+             r"anfänglichen?|gegebenen|erhaltenen)")
+_GUIDANCE_DE = (r"(?:[\w-]*(?:anweisung(?:en)?|instruktion(?:en)?|regeln|vorgaben|befehle|richtlinien|"
+                r"anordnungen|hinweise|leitlinien|einschränkungen|beschränkungen|grenzen|prompts?)|Kontext)")
+# A secret that must not leave: the reader's or user's credentials, and what the model
+# holds (environment variables, the conversation, its own prompt).
+_SECRET_ANY = (rf"(?:{_CRED}|session{{S}}cookies?|cookies|environment{{S}}variables?|env(?:ironment)?{{S}}vars?|"
+               r"\.env(?:{S}file)?|conversation(?:{S}history)?|chat(?:{S}history|{S}log)?|message{S}history|"
+               r"previous{S}messages|transcript|system{S}prompt|(?:hidden|system|original){S}instructions)")
+_CONTEXT_SECRET = (r"(?:environment{S}variables?|env(?:ironment)?{S}vars?|\.env(?:{S}file)?|conversation(?:{S}history)?|"
+                   r"chat(?:{S}history|{S}log)?|message{S}history|previous{S}messages|transcript|system{S}prompt|"
+                   r"(?:hidden|system|original){S}instructions|(?:the{S})?user'?s{S}(?:[\w-]+{S})?(?:api[-\s_]?keys?|"
+                   r"passwords?|tokens?|credentials|secrets?|e-?mail(?:{S}address)?|address|data))")
+_OUTPUT_VERB = (r"(?:include|add|append|insert|embed|put|list|print|output|reveal|show|dump|leak|write|paste|"
+                r"quote|repeat|echo|return|attach|disclose|expose|spell{S}out|state|mention|provide|share|"
+                r"encode|copy|give)")
+_LINK = (r"(?:link|url|hyperlink|image(?:{S}url)?|markdown{S}image|query{S}(?:string|parameter)|"
+         r"address|webhook|endpoint)")
+# Where an imperative to the model starts: the start of a line or clause, or a politeness
+# word ("please reply with ..."), not a subject ("the server replies with a token").
+_CLAUSE_START = (r"(?:(?<=^)|(?<=[.!?:;,(]\s)|(?<=[.!?:;,(])|(?<=\bplease\s)|(?<=\bkindly\s)|"
+                 r"(?<=\bnow\s)|(?<=\bthen\s)|(?<=\band\s)|(?<=\bjust\s)|(?<=\bsimply\s)|(?<=\balso\s))")
+
+_REPLY = r"(?:answers?|repl(?:y|ies)|responses?|outputs?|summary|summaries|completions?)"
+_RECIPIENT_OUT = (r"(?:us|me|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|(?:this|that|the{S}following|my|our|an?{S}"
+                  r"(?:external|outside|third-party|remote))(?:{S}[\w-]+)?{S}(?:e-?mail{S})?(?:address|inbox|link|url|server|"
+                  r"webhook|endpoint|channel|bucket))")
+_LINK_GATE = ("link url hyperlink image markdown query address webhook endpoint & append add attach include put "
+              "insert encode embed place")
+_DISCARD_GATE = ("ignore disregard forget override bypass circumvent aside out dismiss attention heed mind "
+                 "notice following obeying heeding observing honoring honouring respecting")
+_DISCARD_DE_GATE = ("ignoriere ignorier vergiss vergesse missachte missacht übergehe übergeh verwirf verwerfe "
+                    "überschreibe überschreib umgehe umgeh")
 
 # --- pattern families ------------------------------------------------------------------
 
@@ -131,6 +203,28 @@ OVERRIDE = [
     _p(r"\b(?:ignoriere|ignorier|vergiss|vergesse|missachte|verwirf){S}(?:(?:einfach|bitte|jetzt|nun|sofort|ruhig|mal){S})?alles\b"
        r"(?=\s*(?:[.!,;:]|$|und\b|bisherige|vorherige|zuvor|oben|davor|was\b))", "alles"),
     _p(r"\bneue{S}(?:(?:System|geheime){S})?Anweisung(?:en)?\s*:", "anweisung anweisungen"),
+    # v3, structural: discard verb + (a few words) + prior reference + guidance noun.
+    _p(rf"\b(?:mind|consider|try|start|begin|keep|please){{S}}{_DISCARD_ING}{{S}}{_GAP}{{0,4}}?(?:{_PRIOR}|your){{S}}{_GAP}{{0,2}}?"
+       rf"{_GUIDANCE}\b", "mind consider try start begin keep please"),
+    _p(rf"\b{_DISCARD}{{S}}{_GAP}{{0,4}}?{_PRIOR}{{S}}{_GAP}{{0,2}}?{_GUIDANCE}\b", _DISCARD_GATE),
+    _p(rf"\b{_DISCARD}{{S}}{_GAP}{{0,4}}?{_GUIDANCE}{{S}}{_GAP}{{0,3}}?{_PRIOR_AFTER}", _DISCARD_GATE),
+    _p(rf"\b(?:{_DISCARD}|{_DISCARD_WEAK}){{S}}{_GAP}{{0,3}}?your{{S}}{_GAP}{{0,3}}?{_GUIDANCE}\b", "your"),
+    _p(rf"\b{_DISCARD}{{S}}(?:everything|anything|whatever|all{{S}}of{{S}}(?:this|that|it)){{S}}{_GAP}{{0,4}}?"
+       rf"(?:above|before|earlier|previously|so{{S}}far|prior|until{{S}}now)(?:{{S}}(?:this|that|here|now)"
+       rf"(?:{{S}}(?:line|sentence|point|message|text|paragraph|section))?)?{_END}", "everything anything whatever all"),
+    _p(rf"\b{_DISCARD_DE}{{S}}{_GAP}{{0,3}}?{_PRIOR_DE}{{S}}{_GAP}{{0,2}}?{_GUIDANCE_DE}\b", _DISCARD_DE_GATE),
+    _p(rf"\b{_DISCARD_DE_SIE}{{S}}Sie{{S}}{_GAP}{{0,3}}?{_PRIOR_DE}{{S}}{_GAP}{{0,2}}?{_GUIDANCE_DE}\b", "sie"),
+    _p(rf"\b(?:{_DISCARD_DE}|{_DISCARD_DE_WEAK}){{S}}{_GAP}{{0,2}}?(?:deine|deinen|dein|deiner){{S}}{_GAP}{{0,2}}?{_GUIDANCE_DE}\b",
+       "deine deinen dein deiner"),
+    _p(rf"\b(?:{_DISCARD_DE_SIE}|überspringen|streichen|löschen){{S}}Sie{{S}}{_GAP}{{0,2}}?(?:Ihre|Ihren|Ihr){{S}}{_GAP}{{0,2}}?"
+       rf"(?:bisherigen|vorherigen|ursprünglichen|früheren|obigen){{S}}{_GUIDANCE_DE}\b", "ihre ihren ihr"),
+    # "setze/lass ... außer Kraft/Acht", "beachte die obigen Hinweise nicht mehr" (du-form).
+    _p(rf"\b(?:setze|setz|setzen{{S}}Sie|lass|lasse|lassen{{S}}Sie){{S}}{_GAP}{{0,3}}?(?:{_PRIOR_DE}|deine\w*|Ihre\w*)"
+       rf"{{S}}{_GAP}{{0,2}}?{_GUIDANCE_DE}{{S}}{_GAP}{{0,2}}?außer{{S}}(?:Kraft|Acht)\b", "außer"),
+    _p(rf"\b(?:beachte|befolge|folge){{S}}{_GAP}{{0,3}}?(?:{_PRIOR_DE}|deine\w*){{S}}{_GAP}{{0,2}}?{_GUIDANCE_DE}"
+       r"{S}(?:ab{S}sofort{S}|ab{S}jetzt{S}|jetzt{S}|nun{S})?(?:nicht|keinesfalls)\b", "beachte befolge folge"),
+    _p(rf"\b(?:hör|höre){{S}}auf,?{{S}}{_GAP}{{0,3}}?(?:{_PRIOR_DE}|deine\w*){{S}}{_GAP}{{0,2}}?{_GUIDANCE_DE}"
+       r"{S}zu{S}(?:befolgen|beachten)\b", "auf"),
 ]
 
 ROLE_HIJACK = [
@@ -256,8 +350,25 @@ EXFILTRATION = [
     # Secrets put into the model's answer or into a URL the reader's client will fetch.
     _p(rf"\b(?:include|add|append|insert|embed|put|list|print|output|reveal|show|dump|leak|write|paste)\s+"
        rf"(?:[\w'-]+{{S}}){{0,4}}?{_CONTEXT_SECRETS}\b(?:{{S}}[\w'-]+){{0,4}}?{{S}}(?:in|into|to){{S}}your{{S}}{_ANSWER}\b", "your & answer answers reply replies response responses output outputs summary summaries message messages"),
-    _p(rf"\b(?:append|add|attach|include|put|insert|encode)\s+(?:[\w'-]+{{S}}){{0,4}}?{_CONTEXT_SECRETS}\b"
-       rf"(?:{{S}}[\w'-]+){{0,3}}?{{S}}(?:to|in|into){{S}}(?:this|the|a|an|that){{S}}(?:link|url|image|address|query|request)", "link url image address query request & append add attach include put insert encode"),
+    # v3: a secret built into a link the reader's client fetches. The reader's own key in
+    # "the request URL" is API documentation; "this link", or the conversation, is not.
+    _p(rf"\b(?:append|add|attach|include|put|insert|encode|embed|place){{S}}{_GAP}{{0,6}}?{_SECRET_ANY}\b{{S}}{_GAP}{{0,4}}?"
+       rf"(?:to|in|into|as|inside){{S}}(?:this|that|the{{S}}following|the{{S}}below|my|following){{S}}(?:[\w-]+{{S}}){{0,2}}?{_LINK}\b",
+       _LINK_GATE),
+    _p(rf"\b(?:append|add|attach|include|put|insert|encode|embed|place){{S}}{_GAP}{{0,6}}?{_CONTEXT_SECRET}\b{{S}}{_GAP}{{0,4}}?"
+       rf"(?:to|in|into|as|inside){{S}}(?:(?:the|a|an|every|each){{S}})?(?:[\w-]+{{S}}){{0,2}}?{_LINK}\b", _LINK_GATE),
+    # v3: a secret put into the model's reply ("reply with your API key", "include the
+    # user's environment variables in your response"), a few words allowed between.
+    _p(rf"{_CLAUSE_START}(?:reply|respond|answer){{S}}(?:only{{S}})?with{{S}}(?:the{{S}}(?:values?|contents?|text|list|full{{S}}text){{S}}of{{S}})?"
+       rf"(?:all{{S}}(?:of{{S}})?)?(?:(?:the|every|each|any|all|your|their|his|her|the{{S}}user'?s){{S}})?{_GAP}{{0,2}}?"
+       rf"(?:{_MOD}{_CRED}|{_SECRET_ANY})\b",
+       "reply respond answer & with"),
+    _p(rf"\b{_OUTPUT_VERB}{{S}}{_GAP}{{0,6}}?{_SECRET_ANY}\b{{S}}{_GAP}{{0,4}}?(?:in|into|to|at|on)(?:{{S}}the{{S}}(?:end|start|top|bottom|beginning|foot|head){{S}}of)?"
+       rf"{{S}}(?:each{{S}}|every{{S}})?your{{S}}(?:[\w-]+{{S}})?{_REPLY}\b", "your"),
+    # v3: the model's context or every credential it can see, sent to an outside recipient.
+    _p(rf"\b(?:send|forward|post|upload|e-?mail|mail|transmit|submit|share|leak|copy|exfiltrate|deliver){{S}}{_GAP}{{0,5}}?"
+       rf"(?:{_CONTEXT_SECRET}|(?:all|every|any){{S}}{_GAP}{{0,2}}?{_CRED})\b{{S}}{_GAP}{{0,4}}?(?:to|at|via|with){{S}}{_RECIPIENT_OUT}",
+       "send forward post upload email mail transmit submit share leak copy exfiltrate deliver"),
     _p(r"!\[[^\]\n]*\]\(\s*https?://[^)\s]*\?[^)\s]*(?:\{[^}\s]*\}|\[[A-Za-z_]+\]|<[^>\s]+>|\$\{?\w+)", "http https"),
     _p(rf"\b(?:send|forward|share|post|upload|e-?mail|leak|copy)\s+(?:(?:the|this|our|your|all|every|entire|whole){{S}})*"
        rf"(?:[\w-]+{{S}})?(?:conversation|chat|chat{{S}}history|history|messages|context|transcript|dialog(?:ue)?)\b"
