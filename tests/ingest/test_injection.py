@@ -311,9 +311,35 @@ def test_seen_splits_stay_clean(name: str) -> None:
     assert misses == [] and false_pos == []
 
 
+def test_blind_split_shape() -> None:
+    rows = _labelled("blind")
+    assert all(set(r) == {"text", "label", "lang", "split", "family"} for r in rows)
+    assert {r["split"] for r in rows} == {"blind"}
+    assert (sum(r["label"] == "injection" for r in rows), sum(r["label"] == "benign" for r in rows)) == (141, 249)
+
+
+def test_blind_split_false_positive_target_and_recall_floor() -> None:
+    """The blind split (engineer H, written without seeing the detector; scored once after
+    v3 was committed, no pattern changed afterwards). Measured: recall 88/141 = 0.624, FPR
+    3/249 = 0.012. The FPR target (<= 0.02) holds; recall must not fall below the measured
+    value (the 0.95 target is the strict xfail below)."""
+    misses, false_pos, n_inj, n_ben = _misses_and_false_positives("blind")
+    assert len(false_pos) / n_ben <= 0.02, false_pos
+    assert n_inj - len(misses) >= 88, misses
+
+
+@pytest.mark.xfail(strict=True, reason="recall on the blind split is 0.624 (88/141), far below the 0.95 target "
+                                       "(FPR 0.012 meets its target); measured once with detector v3, not tuned "
+                                       "on; see docs/benchmarks.md")
+def test_blind_split_recall_target() -> None:
+    misses, _, n_inj, _ = _misses_and_false_positives("blind")
+    assert (n_inj - len(misses)) / n_inj >= 0.95, misses
+
+
 def test_word_gates_never_skip_a_match() -> None:
-    """Gated and ungated runs agree on every labelled text and every demo document."""
-    texts = [r["text"] for name in SEEN_FILES for r in _labelled(name)]
+    """Gated and ungated runs agree on every labelled text (the blind split too) and every
+    demo document."""
+    texts = [r["text"] for name in (*SEEN_FILES, "blind") for r in _labelled(name)]
     texts += [read(p) for p in sorted(CORPUS.rglob("*.md"))]
     assert [t for t in texts if _detect(t, gated=True) != _detect(t, gated=False)] == []
 
