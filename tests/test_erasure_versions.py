@@ -18,30 +18,13 @@ from beleg.index.config import IndexConfig
 from beleg.index.versions import IndexBusyError
 from beleg.ingest.chunking import ChunkingConfig
 
-SECRET = "Zorbulax-Geheimnis-4711"
-NAME = "Quintessa Marlowe-Brandt"
-PUBLIC = "# Relay guide\n\nRestart the relay service after every configuration change.\n"
+from test_erasure import NAME, PUBLIC, SECRET, _file_bytes, _traces  # the same byte scan as plain erasure
+
 PRIVATE = (f"---\ntitle: Incident with {NAME}\ntenant: alpha\nacl: [ops-alpha]\n---\n# Incident\n\n"
            f"Escalations go to {NAME}; the vault phrase is {SECRET}.\n\n## Aftermath\n\n"
            + " ".join(f"Review item {i} of the relay incident with the platform team." for i in range(40)) + "\n")
 INSIDER = beleg.Principal("u", "alpha", ("ops-alpha",))
 WINDOW = IndexConfig(ChunkingConfig("window", 60, 10))
-
-
-def _file_bytes(index: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(index.rglob("*")) if p.is_file())
-
-
-def _traces(kb: Any, doc_id: str) -> list[bytes]:
-    """Byte patterns that would betray the document in one version: text, name, source, id, vectors."""
-    doc = kb.catalog.document(doc_id)
-    patterns = [SECRET.encode(), SECRET.lower().encode(), NAME.encode(), b"quintessa", b"zorbulax",
-                doc.source.encode(), doc.doc_id.encode()]
-    for (vector,) in kb.catalog.db.execute(
-            "SELECT e.vector FROM chunks c JOIN embeddings e ON e.embed_hash = c.embed_hash WHERE c.doc_id = ?",
-            (doc_id,)):
-        patterns.append(bytes(vector[:32]))
-    return patterns
 
 
 @pytest.fixture()
