@@ -33,6 +33,82 @@ class ParsedDocument:
     headings: tuple[Heading, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
     title: str | None = None
+    #: Where ``text`` starts in the decoded file, as (character offset, lines before it), for
+    #: readers that keep the text as written (Markdown, plain text); None for extracted text.
+    #: Ingest stores it in the document's metadata under the reserved keys below.
+    file_position: tuple[int, int] | None = None
+
+
+#: Reserved document metadata keys (set by readers that keep the text as written, never shown
+#: as metadata): where the document text starts in the decoded file, as a character offset
+#: and as the number of file lines before it.
+BODY_OFFSET_KEY, BODY_LINE_KEY = "_body_offset", "_body_line"
+RESERVED_METADATA_KEYS = frozenset({BODY_OFFSET_KEY, BODY_LINE_KEY})
+#: What ``start``/``end`` count in, in every JSON output.
+OFFSETS = "document-text"
+
+
+def stored_file_position(metadata: dict[str, Any]) -> tuple[int, int] | None:
+    """The (offset, line) a document's metadata records, or None."""
+    offset, line = metadata.get(BODY_OFFSET_KEY), metadata.get(BODY_LINE_KEY)
+    if type(offset) is int and type(line) is int and offset >= 0 and line >= 0:
+        return offset, line
+    return None
+
+
+def with_file_position(metadata: dict[str, Any], position: tuple[int, int] | None) -> dict[str, Any]:
+    """``metadata`` with the reserved keys set from ``position`` only: a front-matter key or an
+    ingest rule cannot claim a file position."""
+    out = shown_metadata(metadata)
+    if position is not None:
+        out[BODY_OFFSET_KEY], out[BODY_LINE_KEY] = position
+    return out
+
+
+def shown_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Metadata without the reserved keys, for display and JSON."""
+    return {k: v for k, v in metadata.items() if k not in RESERVED_METADATA_KEYS}
+
+
+def file_position(metadata: dict[str, Any], document_text: str | None, start: int | None,
+                  end: int | None) -> dict[str, Any]:
+    """Where document offsets ``[start, end)`` lie in the file: character offsets in the decoded
+    file (``file_start``/``file_end``) and 1-based lines (``line_start``/``line_end``, the
+    lines of the first and last character). Null, with ``file_offsets`` saying why, when the
+    reader does not keep the file's text as written (HTML, PDF, DOCX) or the document was
+    indexed before readers recorded it (re-ingest to get them)."""
+    position = stored_file_position(metadata)
+    known = position is not None and start is not None and end is not None
+    out: dict[str, Any] = {"offsets": OFFSETS, "file_start": None, "file_end": None,
+                           "line_start": None, "line_end": None}
+    if not known:
+        out["file_offsets"] = ("unknown: the document text is extracted from the file (HTML, PDF, DOCX) "
+                               "or was indexed before file offsets were recorded")
+        return out
+    assert position is not None and start is not None and end is not None
+    offset, line = position
+    out["file_start"], out["file_end"] = offset + start, offset + end
+    if document_text is not None:
+        out["line_start"] = line + document_text.count("\n", 0, start) + 1
+        out["line_end"] = line + document_text.count("\n", 0, max(start, end - 1)) + 1
+    out["file_offsets"] = "decoded file characters (newlines as \\n, no byte-order mark)"
+    return out
+
+
+def add_file_positions(items: list[dict[str, Any]], document: Any) -> list[dict[str, Any]]:
+    """Fill :func:`file_position` fields into JSON objects that carry ``doc_id``/``start``/``end``
+    (search hits, answer citations and sources); ``document(doc_id)`` returns the stored
+    :class:`Document` or None. Returns ``items``, updated in place."""
+    docs: dict[str, Any] = {}
+    for item in items:
+        doc_id = item.get("doc_id")
+        if doc_id is not None and doc_id not in docs:
+            docs[doc_id] = document(doc_id)
+        doc = docs.get(doc_id) if doc_id is not None else None
+        position = file_position(doc.metadata if doc else {}, doc.text if doc else None, item.get("start"),
+                                 item.get("end"))
+        item.update(position)
+    return items
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +172,10 @@ class Hit:
     #: Ingest-time findings on the chunk (see :attr:`Chunk.flags`).
     flags: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        """The `search --json` contract for one hit."""
+    def to_json(self, document_text: str | None = None) -> dict[str, Any]:
+        """The `search --json` contract for one hit. ``start``/``end`` count characters of the
+        document text (``"offsets": "document-text"``); ``file_start``/``file_end`` and, given
+        the document's text, ``line_start``/``line_end`` say where that is in the file."""
         return {
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
@@ -106,9 +184,10 @@ class Hit:
             "heading_path": " > ".join(self.heading_path),
             "start": self.start,
             "end": self.end,
+            **file_position(self.metadata, document_text, self.start, self.end),
             "score": self.score,
             "text": self.text,
-            "metadata": self.metadata,
+            "metadata": shown_metadata(self.metadata),
             "scores": self.scores,
             "flags": list(self.flags),
         }

@@ -9,13 +9,17 @@ when the question asks about a version no source covers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from beleg.answer.conflicts import detect_conflicts
 from beleg.answer.evidence import Target
+from beleg.answer.markup import table_row
 from beleg.answer.scoring import Sentence
+from beleg.answer.sentences import Span, split_sentences
 from beleg.answer.types import REFUSAL, Citation, Conflict
+from beleg.index.analyzer import detect_language
 
 #: Refuse when the best eligible sentence scores below this ...
 REFUSE_BELOW = 0.35
@@ -37,50 +41,157 @@ class Extract:
 
 #: The next sentence of the same paragraph joins the answer when it scores within this of the chosen one.
 CONTINUE_MARGIN = 0.12
-_MAX_LIST_ITEMS = 5
+#: A quote with its context (a list, a command, a table header) stays within this many characters.
+MAX_CONTEXT_CHARS = 1500
+_MAX_LIST_SPANS = 12
+#: A sentence that announces what follows: it is only useful with the list, command or table after it.
+_ANNOUNCES = re.compile(r"\b(?:the\s+following|as\s+follows|below\b(?!\s*[-+\d])|(?:siehe|wie)\s+unten|"
+                        r"folgende[nmrs]?|wie\s+folgt|im\s+folgenden|nachfolgende?[nmrs]?|nachstehende?[nmrs]?)",
+                        re.IGNORECASE)
+# What may stand between a sentence and the block it announces: blank lines, shortcode tags
+# ({{< code >}}, {% highlight %}), table separator rows and list markers.
+_GAP = re.compile(r"(?:\s|\{\{[%<].*?[%>]\}\}|\{%.*?%\}|\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t]*)?|"
+                  r"(?<![^\s])(?:[-*+]|\d{1,3}[.)])(?=\s))*", re.DOTALL)
 
 
-def _cite(s: Sentence, end: int | None = None) -> Citation:
+def announces(sentence: str) -> bool:
+    """True for "Run the following command:", "Die Werte sind wie folgt", "... below"."""
+    return sentence.rstrip().endswith(":") or _ANNOUNCES.search(sentence) is not None
+
+
+def _cite(s: Sentence, end: int | None = None, start: int | None = None, display: str | None = None) -> Citation:
     h = s.source.hit
+    start = s.doc_start if start is None else start
     end = s.doc_end if end is None else end
-    quote = h.text[s.doc_start - h.start: end - h.start]
-    return Citation(s.source.label, h.chunk_id, h.doc_id, h.source, quote, s.doc_start, end, True)
+    quote = h.text[start - h.start: end - h.start]
+    return Citation(s.source.label, h.chunk_id, h.doc_id, h.source, quote, start, end, True, display=display)
+
+
+def _gap_ok(gap: str, max_newlines: int) -> bool:
+    """Only blank lines, shortcode tags, separators or list markers lie between two blocks."""
+    m = _GAP.fullmatch(gap)
+    return m is not None and gap.count("\n") <= max_newlines
+
+
+def _following(chosen: Sentence) -> list[Span]:
+    """The chunk's spans after the chosen sentence (chunk offsets); a line of shortcode tags
+    alone (``{{< code >}}``) is markup around the next block, not a block."""
+    rel_end = chosen.doc_end - chosen.source.hit.start
+    return [sp for sp in split_sentences(chosen.source.hit.text)
+            if sp.start >= rel_end and not _GAP.fullmatch(sp.text)]
+
+
+def announced_end(chosen: Sentence) -> tuple[int, bool]:
+    """Where the block a sentence announces ends (document offset), and whether it was cut.
+
+    The first block after the sentence counts when it is a list (its items, up to the next
+    non-item), a fenced code block, a table (its rows), or, after a sentence ending in
+    ":", one short paragraph. The quote is bounded (:data:`MAX_CONTEXT_CHARS`; a long code
+    block is cut at a line end) and never grows over a withheld sentence."""
+    hit, quarantine = chosen.source.hit, chosen.source.quarantine
+    text, base = hit.text, hit.start
+    end = chosen.doc_end - base
+    limit = chosen.doc_start - base + MAX_CONTEXT_CHARS
+    spans = _following(chosen)
+    if not spans or not _gap_ok(text[end:spans[0].start], 5):
+        return end + base, False
+    first = spans[0]
+    if first.kind == "code":
+        cut = first.end if first.end <= limit else text.rfind("\n", first.start, limit)
+        if cut <= first.start or quarantine.overlaps(end, cut):
+            return end + base, False
+        return cut + base, cut < first.end
+    if first.kind in ("list-item", "table-row"):
+        kinds = ("list-item", "code") if first.kind == "list-item" else ("table-row",)
+        for n, sp in enumerate(spans[:_MAX_LIST_SPANS]):
+            if sp.kind not in kinds or sp.end > limit or quarantine.overlaps(end, sp.end):
+                return end + base, n < len(spans) and sp.kind in kinds
+            if n and not _gap_ok(text[end:sp.start], 2):
+                break
+            end = sp.end
+        return end + base, False
+    if first.kind == "sentence" and chosen.text.rstrip().endswith(":"):
+        para_end = end
+        for sp in spans:
+            if sp.kind != "sentence" or "\n\n" in text[para_end:sp.start] and para_end != end:
+                break
+            para_end = sp.end
+        if para_end <= limit and not quarantine.overlaps(end, para_end):
+            return para_end + base, False
+    return end + base, False
 
 
 def extend(chosen: Sentence, scored: Sequence[Sentence]) -> int:
-    """Where the quoted answer ends: a sentence that introduces a list (ends with ':') takes
-    the list items after it; otherwise the next sentence of the same paragraph joins when
-    it is nearly as good an answer. The quote stays one contiguous span of the document,
-    and never grows over a withheld (instruction-like) sentence between the two."""
+    """Where the quoted answer ends: a sentence that announces what follows (ends with ':',
+    or says "the following", "below", "folgende", "wie folgt") takes that list, command or
+    table; otherwise the next sentence of the same paragraph joins when it is nearly as good
+    an answer. The quote stays one contiguous span of the document, and never grows over a
+    withheld (instruction-like) sentence between the two."""
+    if announces(chosen.text):
+        return announced_end(chosen)[0]
     same = sorted((s for s in scored if s.source.label == chosen.source.label and s.doc_start > chosen.doc_start),
                   key=lambda s: s.doc_start)
     text = chosen.source.hit.text
     base = chosen.source.hit.start
-    quarantine = chosen.source.quarantine
     end = chosen.doc_end
-    if chosen.text.rstrip().endswith(":"):
-        for n, s in enumerate(same[:_MAX_LIST_ITEMS]):
-            gap = text[end - base: s.doc_start - base]
-            # Markdown puts a blank line between "The causes are:" and its list, none inside it.
-            if s.span.kind != "list-item" or gap.count("\n") > (2 if n == 0 else 1):
-                break
-            if quarantine.overlaps(end - base, s.doc_end - base):
-                break
-            end = s.doc_end
-        return end
     if same and same[0].span.kind == chosen.span.kind == "sentence" and same[0].score >= chosen.score - CONTINUE_MARGIN:
         if "\n\n" not in text[end - base: same[0].doc_start - base] and \
-                not quarantine.overlaps(end - base, same[0].doc_end - base):
+                not chosen.source.quarantine.overlaps(end - base, same[0].doc_end - base):
             end = same[0].doc_end
     return end
+
+
+def table_header(chosen: Sentence) -> tuple[int, str] | None:
+    """The header row of the table a chosen table row belongs to: (document offset of its
+    start, its text), when the header is in the same chunk and is not the row itself."""
+    text, base = chosen.source.hit.text, chosen.source.hit.start
+    line_start = text.rfind("\n", 0, chosen.doc_start - base) + 1
+    top = line_start
+    while top > 0:
+        prev = text.rfind("\n", 0, top - 1) + 1
+        if not text[prev:top - 1].lstrip().startswith("|"):
+            break
+        top = prev
+    if top == line_start:
+        return None
+    header_line = text[top:text.find("\n", top)]
+    second = text[top + len(header_line) + 1:].split("\n", 1)[0]
+    if not _SEPARATOR.match(second):
+        return None
+    offset = top + len(header_line) - len(header_line.lstrip())
+    return base + offset, header_line.strip()
+
+
+_SEPARATOR = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t]*)?$")
+
+
+def quote_answer(chosen: Sentence, scored: Sequence[Sentence]) -> tuple[Citation, str]:
+    """The chosen sentence's citation with the context it depends on, and the text a person
+    reads (markup removed; a table row named by its header: "Port: 8081; Host: ::1")."""
+    if chosen.span.kind == "table-row":
+        header = table_header(chosen)
+        display = table_row(header[1] if header else None, chosen.text)
+        start = header[0] if header and chosen.doc_end - header[0] <= MAX_CONTEXT_CHARS else None
+        c = _cite(chosen, start=start, display=display)
+        return c, display
+    end, cut = announced_end(chosen) if announces(chosen.text) else (extend(chosen, scored), False)
+    c = _cite(chosen, end)
+    shown = c.shown + ("\n…" if cut else "")
+    return (c if not cut else replace(c, display=shown)), shown
 
 
 def refusal(reason: str) -> Extract:
     return Extract(REFUSAL, True, (), (), None, reason)
 
 
-def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW) -> Sentence | None:
+def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW,
+           language: str | None = None) -> Sentence | None:
     """The answer sentence: among eligible sentences near the best score, the most governing one.
+
+    With ``language`` (the question's), a source in that language that governs equally
+    (same version, status and authority) wins over its twin in another language when its
+    best sentence is within :data:`LANGUAGE_MARGIN` of the best: a German question about a
+    page that exists in German and English is answered from the German page.
 
     (Ranking equally governing sources by sentence score instead of retrieval position was
     measured and lost: demo gold contains-gold 0.614 → 0.578.)"""
@@ -89,7 +200,24 @@ def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW) -> Se
         return None
     best = eligible[0].score
     near = [s for s in eligible if s.score >= best - GOVERN_MARGIN]
-    return min(near, key=lambda s: (s.source.rank, -s.score))
+    chosen = min(near, key=lambda s: (s.source.rank, -s.score))
+    if language in (None, "?") or _language(chosen) == language:
+        return chosen
+    twins = [s for s in eligible if s.score >= best - LANGUAGE_MARGIN and _language(s) == language
+             and _governance(s) == _governance(chosen)]
+    return max(twins, key=lambda s: s.score) if twins else chosen
+
+
+#: How far below the best a same-language, equally governing sentence may score and still win.
+LANGUAGE_MARGIN = 0.15
+
+
+def _language(s: Sentence) -> str:
+    return str(s.source.hit.metadata.get("language") or "en")
+
+
+def _governance(s: Sentence) -> tuple[str | None, str, str]:
+    return s.source.version, s.source.status, s.source.authority
 
 
 def extract_answer(question: str, scored: Sequence[Sentence], target: Target, coverage: float = 1.0,
@@ -98,13 +226,13 @@ def extract_answer(question: str, scored: Sequence[Sentence], target: Target, co
         return refusal(f"no source covers version {', '.join(target.unknown)}")
     if coverage < min_coverage:
         return refusal(f"the sources cover {coverage:.2f} of the question's terms (< {min_coverage})")
-    chosen = choose(scored, refuse_below)
+    chosen = choose(scored, refuse_below, detect_language(question, default="?"))
     if chosen is None:
         top = next((s.score for s in scored if s.source.eligible), None)
         return refusal("no eligible source" if top is None else f"best sentence scores {top:.2f} < {refuse_below}")
     conflicts, others = detect_conflicts(question, chosen, scored, refuse_below)
-    first = _cite(chosen, extend(chosen, scored))
-    text = f"{first.quote} [{chosen.source.label}]"
+    first, shown = quote_answer(chosen, scored)
+    text = f"{shown} [{chosen.source.label}]"
     citations = [first]
     if conflicts:
         lines = [f"Sources disagree on {conflicts[0].fact}:"]

@@ -9,7 +9,11 @@ so choosing it well is the whole job. A sentence's score mixes three signals:
 * **dense similarity**: the e5 cosine between question and sentence, rescaled to [0, 1];
   it carries cross-lingual questions, where terms cannot match.
 * **answer type**: "how long" wants a duration, "how large" a size; a sentence that holds
-  a value of the expected kind gains, one that holds none loses.
+  a value of the expected kind gains, one that holds none loses. A how-to question ("how
+  do I", "wie installiere ich") prefers a sentence with a command or code (inline, or the
+  code block it leads into); a question asking for a name ("which option", "what was it
+  called before", "wie hieß") prefers a sentence that names something the question does
+  not, and one whose tense cue (previously/früher vs now/jetzt) matches the question's.
 
 Lexical weight is lower when question and source differ in language. The weights were
 set on XQuAD dev and the demo gold set (see docs/benchmarks.md, "Answers").
@@ -50,6 +54,60 @@ _DEFINITION = re.compile(r"^\s*(?:what\s+is|what's|what\s+are|what\s+does|was\s+
                          r"was\s+hei(?:ß|ss)t)\s+(?P<subject>.+?)(?:\s+(?:mean|stand\s+for))?\s*\??\s*$", re.IGNORECASE)
 
 
+#: How-to questions: a sentence with a command or code, or leading into a code block, gains this.
+HOWTO_CODE_BONUS = 0.06
+_HOWTO = re.compile(r"^\W*(?:how\s+(?:do|can|could|should|would|must)\s+(?:i|we|you|one)\b|how\s+to\b|"
+                    r"wie\s+(?:kann|k\u00f6nnte|muss|soll|sollte|l\u00e4sst|lasse)\s+(?:ich|man|wir|sich)\b|"
+                    r"wie\s+\w+(?:e|t)\s+(?:ich|man)\b)", re.IGNORECASE)
+#: Questions asking for a name: a sentence naming something the question does not gains this.
+NAME_BONUS = 0.06
+#: ... and one whose tense cue matches the question's (asked "before", says "previously") this.
+TENSE_BONUS = 0.05
+_WHICH = re.compile(r"^\W*(?:which|welche[rsmn]?|was\s+f\u00fcr)\b", re.IGNORECASE)
+_NAMING = re.compile(r"^\W*(?:what|was|wie)\b.*\b(?:called|named|name[sd]?|hei(?:\u00df|ss)t|hie(?:\u00df|ss)(?:en)?|"
+                     r"hei(?:\u00df|ss)en|genannt|bezeichnet|namen?s?)\b", re.IGNORECASE)
+_PAST = re.compile(r"\b(?:before|previously|formerly|old|older|earlier|originally|used\s+to|renamed\s+from|"
+                   r"fr\u00fcher|vorher|zuvor|bisher|ehemals|ehemalige[nrms]?|alte[nrms]?|urspr\u00fcnglich|"
+                   r"hie(?:\u00df|ss)(?:en)?|umbenannt)\b", re.IGNORECASE)
+_PRESENT = re.compile(r"\b(?:now|new|newer|renamed\s+to|current|currently|jetzt|nun|neue[nrms]?|neu|aktuell)\b",
+                      re.IGNORECASE)
+# Names: code spans, quoted words, dotted/underscored identifiers, CamelCase, CONSTANTS.
+_NAME = re.compile(r"`([^`\n]+)`|[\"\u201e\u201c\u00ab]([^\"\u201c\u201d\u00bb\n]{1,60})[\"\u201c\u201d\u00bb]|"
+                   r"\b([A-Za-z][\w-]*(?:[._:/][\w-]+)+|[a-z]+[A-Z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z]{3,}\d*)\b")
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
+# Between a sentence and the code block it leads into: blank lines and shortcode tags only.
+_CODE_GAP = re.compile(r"(?:\s|\{\{[%<].*?[%>]\}\}|\{%.*?%\})*", re.DOTALL)
+
+
+def is_howto_question(question: str) -> bool:
+    """"How do I install ...", "how to ...", "Wie kann ich ...", "Wie installiere ich ..."."""
+    return _HOWTO.match(question) is not None
+
+
+def is_naming_question(question: str) -> bool:
+    """"Which option ...", "Welche Datei ...", "What was the variable called before?", "Wie hieß ..."."""
+    return _WHICH.match(question) is not None or _NAMING.match(question) is not None
+
+
+def names_in(sentence: str, question: str) -> list[str]:
+    """The names a sentence holds that the question does not (case-insensitive)."""
+    asked = question.casefold()
+    names = (next(g for g in m.groups() if g) for m in _NAME.finditer(sentence))
+    return [n for n in names if n.strip() and n.strip().casefold() not in asked]
+
+
+def tense_match(question: str, sentence: str) -> int:
+    """+1 when the sentence has the question's tense cue (past or present), -1 when it has only
+    the other one, 0 when the question has none or the sentence has both or neither."""
+    q_past, q_now = bool(_PAST.search(question)), bool(_PRESENT.search(question))
+    if q_past == q_now:
+        return 0
+    s_past, s_now = bool(_PAST.search(sentence)), bool(_PRESENT.search(sentence))
+    if s_past == s_now:
+        return 0
+    return 1 if s_past == q_past else -1
+
+
 def is_definition_question(question: str) -> bool:
     """"What is E-5031?", "Was bedeutet der Fehlercode E-4012?": a short subject, no further clause."""
     m = _DEFINITION.match(question)
@@ -69,6 +127,8 @@ class Sentence:
     dense: float = 0.0
     type_match: int = 0  # +1 holds the expected kind, -1 expected kind absent, 0 no expectation
     score: float = 0.0
+    #: The sentence holds inline code or leads into a code block (see ``HOWTO_CODE_BONUS``).
+    code_context: bool = False
 
     @property
     def text(self) -> str:
@@ -84,14 +144,30 @@ def candidate_sentences(sources: Sequence[Source], *, eligible_only: bool = Fals
     for src in sources:
         if (eligible_only and not src.eligible) or src.quarantine.whole:
             continue
-        for span in split_sentences(src.hit.text):
+        spans = split_sentences(src.hit.text)
+        for i, span in enumerate(spans):
             if span.kind not in _ANSWER_KINDS or len(span.text.split()) < _MIN_WORDS:
                 continue
             if src.quarantine.overlaps(span.start, span.end):
                 continue
             out.append(Sentence(src, span, src.hit.start + span.start, src.hit.start + span.end,
-                                tuple(extract_values(span.text))))
+                                tuple(extract_values(span.text)),
+                                code_context=_code_context(src.hit.text, span, _next_block(spans, i))))
     return out
+
+
+def _next_block(spans: Sequence[Span], i: int) -> Span | None:
+    """The span after ``spans[i]``, past lines that hold only shortcode tags."""
+    return next((sp for sp in spans[i + 1:] if not _CODE_GAP.fullmatch(sp.text)), None)
+
+
+def _code_context(text: str, span: Span, following: Span | None) -> bool:
+    """The sentence holds inline code, or the next block, past blank lines and shortcode tags, is code."""
+    if _INLINE_CODE.search(span.text):
+        return True
+    return following is not None and following.kind == "code" and \
+        _CODE_GAP.fullmatch(text, span.end, following.start) is not None and \
+        text.count("\n", span.end, following.start) <= 5
 
 
 class VectorCache:
@@ -164,6 +240,7 @@ class SentenceScorer:
         kind = expected_kind(question)
         dense = self._dense(question, sentences)
         definitional = is_definition_question(question)
+        howto, naming = is_howto_question(question), is_naming_question(question)
         firsts: dict[str, int] = {}
         for s in sentences:  # the first answer-capable sentence of each chunk
             cid = s.source.hit.chunk_id
@@ -187,8 +264,9 @@ class SentenceScorer:
                 score += DEFINITION_BONUS
             if positions is not None and s.source.hit.chunk_id in positions:
                 score += RETRIEVAL_PRIOR / (1 + positions[s.source.hit.chunk_id])
+            score += _answer_form_bonus(question, s, howto, naming)
             out.append(Sentence(s.source, s.span, s.doc_start, s.doc_end, s.values, lexical, float(dense[i]),
-                                type_match, float(score)))
+                                type_match, float(score), s.code_context))
         out.sort(key=lambda s: (-s.score, s.source.rank, s.doc_start))
         return out
 
@@ -203,6 +281,18 @@ class SentenceScorer:
             m = self.embed_passages(texts)
         cos = m @ q
         return np.clip((cos - DENSE_FLOOR) / DENSE_SPAN, 0.0, 1.0)
+
+
+def _answer_form_bonus(question: str, s: Sentence, howto: bool, naming: bool) -> float:
+    """How-to questions want a command; naming questions want the name, in the asked tense."""
+    bonus = 0.0
+    if howto and s.code_context:
+        bonus += HOWTO_CODE_BONUS
+    if naming:
+        if names_in(s.text, question):
+            bonus += NAME_BONUS
+        bonus += TENSE_BONUS * tense_match(question, s.text)
+    return bonus
 
 
 def _passage(s: Sentence) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from beleg.answer.markup import plain
 from beleg.answer.quarantine import Quarantine, quarantine_hit
 from beleg.types import Hit
 
@@ -109,6 +110,13 @@ class Citation:
     end: int | None
     verified: bool
     problem: str | None = None
+    #: What a person reads: the quote without markup (:func:`beleg.answer.markup.plain`),
+    #: or a rendering such as a table row with its header's names; None means ``plain(quote)``.
+    display: str | None = None
+
+    @property
+    def shown(self) -> str:
+        return self.display if self.display is not None else plain(self.quote)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -117,8 +125,10 @@ class Citation:
             "doc_id": self.doc_id,
             "source": self.source,
             "quote": self.quote,
+            "display": self.shown,
             "start": self.start,
             "end": self.end,
+            "offsets": "document-text",
             "verified": self.verified,
         }
         if self.problem:

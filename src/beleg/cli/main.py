@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from beleg.errors import BelegError
 from beleg.kb import default_index_dir
+from beleg.types import add_file_positions
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -307,8 +308,9 @@ def cmd_search(args: argparse.Namespace) -> int:
             if result.groups:
                 trace["groups"] = {q: [h.chunk_id for h in g] for q, g in result.groups.items()}
             notes = [n for n in result.trace.notes if n.startswith("self-query:")]
+        hits_json = add_file_positions([h.to_json() for h in hits], kb.catalog.document) if args.json else []
     if args.json:
-        print(json.dumps({"hits": [h.to_json() for h in hits], "trace": trace, "self_query": trace.get("self_query")},
+        print(json.dumps({"hits": hits_json, "trace": trace, "self_query": trace.get("self_query")},
                          indent=2, ensure_ascii=False))
     else:
         style = Style(sys.stdout.isatty())
@@ -501,7 +503,9 @@ def _ask_once(kb: Any, args: argparse.Namespace, question: str, context: list[st
     answer = kb.ask(question, principal=_principal(args), filters=filters, where=args.where, context=context,
                     llm=llm, options=options, on_token=on_token if stream else None)
     if args.json:
-        print(json.dumps(answer.to_json(), ensure_ascii=False, indent=None if args.command == "chat" else 2))
+        out = answer.to_json()
+        add_file_positions(out["citations"] + out["sources"], kb.catalog.document)
+        print(json.dumps(out, ensure_ascii=False, indent=None if args.command == "chat" else 2))
         return answer
     style = Style(sys.stdout.isatty())
     show_text = True

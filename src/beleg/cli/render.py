@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from beleg.answer.markup import plain
 from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.index.analyzer import analyze, analyze_query
 from beleg.types import Hit
@@ -68,7 +69,8 @@ def render_hits(hits: Sequence[Hit], query: str, style: Style) -> str:
             meta.get("language"), meta.get("tenant") and f"tenant {meta['tenant']}") if x)
         lines.append(f"{rank:>2}. {hit.score:.4f}  {style.bold(path)}  {style.dim('[' + facts + ']')}")
         lines.append(f"    {style.dim(hit.source)}  {style.dim(f'chars {hit.start}-{hit.end}')}")
-        lines.append("    " + snippet(hit.text, query, str(meta.get("language", "en")), style))
+        # The snippet is read, not checked: markup is removed (offsets above stay the document's).
+        lines.append("    " + snippet(plain(hit.text), query, str(meta.get("language", "en")), style))
     return "\n".join(lines)
 
 

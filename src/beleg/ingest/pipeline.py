@@ -38,7 +38,7 @@ from beleg.ingest.injection import chunk_flags
 from beleg.ingest.metadata import MetadataRule, resolve, widening
 from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
 from beleg.ingest.readers.base import normalize_newlines
-from beleg.types import Chunk, Document, Heading, ParsedDocument
+from beleg.types import Chunk, Document, Heading, ParsedDocument, stored_file_position, with_file_position
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -267,7 +267,8 @@ class Ingestor:
 
         def handle(item: tuple[Document, tuple[Heading, ...]], result: FileResult) -> None:
             doc, headings = item
-            parsed = ParsedDocument(doc.text, headings, dict(doc.metadata), doc.metadata.get("title"))
+            parsed = ParsedDocument(doc.text, headings, dict(doc.metadata), doc.metadata.get("title"),
+                                    stored_file_position(doc.metadata))
             self._add(parsed, doc.source, doc.text.encode(), doc.doc_id, result, content_hash=doc.content_hash)
 
         return self._drive(list(items), [d.source for d, _ in items], handle, "doc")
@@ -327,6 +328,7 @@ class Ingestor:
         the document it had under an older id, and stops it taking another file's document."""
         self._stage = "metadata"
         meta = resolve(source, parsed.metadata, parsed.text, parsed.title, self.rules, self.statuses)
+        meta = with_file_position(meta, parsed.file_position)  # reserved keys come from the reader only
         declared_id = meta.pop("id", None)
         doc_id = printable(str(declared_id)) if declared_id not in (None, "") else fallback_id
         result.doc_id = doc_id

@@ -15,7 +15,7 @@ import yaml
 
 from beleg.errors import IngestError, NoContent
 from beleg.ingest.readers.base import decode_text, iso_date, require_content
-from beleg.ingest.readers.text import trim_blank_edges
+from beleg.ingest.readers.text import body_position, trim_blank_edges
 from beleg.types import Heading, ParsedDocument
 from beleg.yamlfile import MAX_DEPTH, YamlAliasError, YamlDepthError, load_yaml
 
@@ -188,4 +188,5 @@ class MarkdownReader:
         if not title:
             title = next((h.title for h in headings if h.level == 1), None)
         logger.debug("read %s: %d headings, metadata keys %s", path.name, len(headings), sorted(metadata))
-        return ParsedDocument(text=text, headings=headings, metadata=metadata, title=title or None)
+        return ParsedDocument(text=text, headings=headings, metadata=metadata, title=title or None,
+                              file_position=body_position(decoded, body))  # the body is a suffix of the file

@@ -22,6 +22,14 @@ def trim_blank_edges(text: str) -> str:
     return _LEADING_BLANK_LINES.sub("", text).rstrip()
 
 
+def body_position(decoded: str, body: str) -> tuple[int, int]:
+    """Where the text starts in the file (:attr:`beleg.types.ParsedDocument.file_position`): for a body that
+    is a suffix of ``decoded``, after :func:`trim_blank_edges` drops its leading blank lines,
+    ``text == decoded[offset:offset + len(text)]`` and its first line is file line ``line + 1``."""
+    offset = len(decoded) - len(body) + (len(body) - len(_LEADING_BLANK_LINES.sub("", body)))
+    return offset, decoded.count("\n", 0, offset)
+
+
 class TextReader:
     """Reads ``.txt``/``.text`` files. Plain text declares no headings, metadata or title."""
 
@@ -30,8 +38,9 @@ class TextReader:
     def read(self, data: bytes, path: Path, encoding: str | None = None) -> ParsedDocument:
         """Decode ``data`` (UTF-8 unless ``encoding`` is given) and return it as the text."""
         require_content(data)
-        text = trim_blank_edges(decode_text(data, path, encoding))
+        decoded = decode_text(data, path, encoding)
+        text = trim_blank_edges(decoded)
         if not text:
             raise NoContent("file contains only whitespace; nothing to index")
         logger.debug("read %s: %d characters of plain text", path.name, len(text))
-        return ParsedDocument(text=text)
+        return ParsedDocument(text=text, file_position=body_position(decoded, decoded))

@@ -1,0 +1,174 @@
+"""The extractive answer quotes a sentence with the context it depends on, reads without
+markup, prefers commands for how-to and names for naming questions, and answers in the
+question's language when an equally governing source has it.
+
+Sentences are scored by hand here (or by the scorer with IDF 1 and no embedder), so each
+test isolates one rule; the end-to-end path is covered in tests/cli/test_file_offsets_cli.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from beleg.answer.evidence import Target
+from beleg.answer.extractive import MAX_CONTEXT_CHARS, choose, extract_answer
+from beleg.answer.scoring import Sentence, SentenceScorer, candidate_sentences, is_howto_question, is_naming_question
+from beleg.answer.types import Source
+from beleg.types import Hit
+
+NO_TARGET = Target(None, "none")
+
+
+def _source(text: str, label: str = "S1", rank: int = 1, *, start: int = 0, **meta: Any) -> Source:
+    metadata = {"language": "en", "status": "current", "authority": "guide", **meta}
+    hit = Hit(f"c-{label}", f"d-{label}", f"{label}.md", label, (label,), start, start + len(text), 1.0, text,
+              metadata)
+    return Source(label, hit, rank)
+
+
+def _scored(sources: list[Source], best: str, others: float = 0.5, top: float = 0.9) -> list[Sentence]:
+    """Every candidate sentence at ``others``; the one starting with ``best`` at ``top``."""
+    out = [replace(s, score=top if s.text.startswith(best) else others) for s in candidate_sentences(sources)]
+    assert any(s.score == top for s in out), [s.text for s in out]
+    return sorted(out, key=lambda s: (-s.score, s.source.rank, s.doc_start))
+
+
+def _answer(text: str, best: str, question: str = "How do I install it?", start: int = 0) -> tuple[Any, str]:
+    src = _source(text, start=start)
+    ex = extract_answer(question, _scored([src], best), NO_TARGET)
+    assert not ex.refused, ex.reason
+    return ex, "P" * start + text  # the document text the hit's offsets point into
+
+
+def _exact(ex: Any, document: str) -> None:
+    for c in ex.citations:
+        assert document[c.start:c.end] == c.quote
+
+
+def test_a_sentence_announcing_a_command_takes_the_code_block() -> None:
+    text = ("# Install\n\nTo install the adapter, run the following command in a shell:\n\n"
+            "```bash\niobroker add mqtt --host 127.0.0.1\n```\n\nAfterwards open the admin page.")
+    ex, doc = _answer(text, "To install", start=40)
+    _exact(ex, doc)
+    quote = ex.citations[0].quote
+    assert quote.startswith("To install") and quote.endswith("```")
+    assert "iobroker add mqtt --host 127.0.0.1" in ex.answer
+    assert "```" not in ex.answer and "Afterwards" not in ex.answer
+
+
+def test_following_without_a_colon_and_past_a_shortcode_tag_in_german() -> None:
+    text = ("Die Installation erfolgt mit folgendem Befehl\n\n{{< code lang=\"bash\" >}}\n"
+            "```\nnpm install iobroker.zigbee\n```\n{{< /code >}}\n\nDanach den Adapter starten.")
+    ex, doc = _answer(text, "Die Installation", "Wie installiere ich den Adapter?")
+    _exact(ex, doc)
+    assert "npm install iobroker.zigbee" in ex.citations[0].quote
+    assert "npm install iobroker.zigbee" in ex.answer and "{{" not in ex.answer
+
+
+def test_a_colon_takes_its_list_across_a_blank_line_up_to_the_next_paragraph() -> None:
+    text = ("The adapter needs these settings:\n\n- `host`: the broker address\n- `port`: usually 1883\n\n"
+            "Other settings are optional.")
+    ex, doc = _answer(text, "The adapter needs")
+    _exact(ex, doc)
+    assert ex.citations[0].quote.endswith("usually 1883")
+    assert "`host`: the broker address" in ex.answer and "Other settings" not in ex.answer
+
+
+def test_context_is_bounded_and_a_cut_code_block_is_marked() -> None:
+    lines = "\n".join(f"echo step {i} of a very long installation script" for i in range(200))
+    text = f"Run the script below:\n\n```sh\n{lines}\n```\n"
+    ex, doc = _answer(text, "Run the script")
+    _exact(ex, doc)
+    quote = ex.citations[0].quote
+    assert len(quote) <= MAX_CONTEXT_CHARS and quote.endswith("installation script")  # cut at a line end
+    assert ex.answer.endswith("… [S1]") and ex.citations[0].to_json()["display"].endswith("…")
+
+
+def test_a_table_row_is_quoted_with_its_header_and_shown_by_name() -> None:
+    text = ("Defaults:\n\n| Setting | Default | Meaning |\n|---|---|---|\n| host | 0.0.0.0 | listen address |\n"
+            "| port | 8081 | admin web port |\n")
+    src = _source(text)
+    rows = [s for s in candidate_sentences([src]) if s.span.kind == "table-row"]
+    scored = sorted((replace(s, score=0.9 if "8081" in s.text else 0.5) for s in candidate_sentences([src])),
+                    key=lambda s: -s.score)
+    ex = extract_answer("Which port does the admin use?", scored, NO_TARGET)
+    _exact(ex, text)
+    c = ex.citations[0]
+    assert c.quote.startswith("| Setting | Default |") and c.quote.endswith("| port | 8081 | admin web port |")
+    assert ex.answer == "Setting: port; Default: 8081; Meaning: admin web port [S1]"
+    assert c.to_json()["display"] == "Setting: port; Default: 8081; Meaning: admin web port"
+    assert len(rows) == 3  # header, host, port
+
+
+def test_the_answer_text_has_no_markup_but_the_quote_is_exact() -> None:
+    text = ("{{% notice info %}}The **retry window** is 72 hours, see [contract]({{% relref \"c.md\" %}})."
+            "{{% /notice %}}")
+    ex, doc = _answer(text, "{{% notice", "How long is the retry window?")
+    _exact(ex, doc)
+    assert ex.answer == "The retry window is 72 hours, see contract. [S1]"
+    assert "**retry window**" in ex.citations[0].quote
+
+
+def _stub_scorer() -> SentenceScorer:
+    """The real scoring code with every term weighing 1 and no embedder (dense part 0)."""
+    scorer = SentenceScorer.__new__(SentenceScorer)
+    scorer.terms = type("Terms", (), {"idf": staticmethod(lambda term: 1.0)})()  # type: ignore[assignment]
+    scorer.embed_queries = scorer.embed_passages = None
+    scorer.cache = None
+    return scorer
+
+
+def _best(question: str, text: str) -> str:
+    scored = _stub_scorer().score(question, candidate_sentences([_source(text)]))
+    return scored[0].text
+
+
+def test_how_to_questions_prefer_the_sentence_that_leads_into_a_command() -> None:
+    text = ("You can install the adapter on every host.\n\nTo install the adapter on a host:\n\n"
+            "```\niobroker add x\n```")
+    assert _best("How do I install the adapter on a host?", text).startswith("To install")
+    assert _best("Wie kann ich den Adapter installieren?", "Den Adapter installieren Sie im Admin.\n\n"
+                 "Den Adapter installieren Sie mit `iobroker add x`.").endswith("`iobroker add x`.")
+
+
+def test_naming_questions_prefer_the_sentence_with_the_asked_name_in_the_asked_tense() -> None:
+    text = ("{{% notice info %}}The setting is now called `dataDir`.{{% /notice %}}\n\n"
+            "Previously the setting was called `storagePath`.")
+    assert "storagePath" in _best("What was the setting called before?", text)
+    assert "dataDir" in _best("What is the setting called now?", text)
+    which = "The adapter settings file is important.\n\nThe adapter settings file is `iobroker.json`."
+    assert "iobroker.json" in _best("Which file holds the adapter settings?", which)
+
+
+def test_question_forms() -> None:
+    assert is_howto_question("How to enable SSL?") and is_howto_question("Wie aktiviere ich SSL?")
+    assert not is_howto_question("How long is the retry window?")
+    assert is_naming_question("Welche Datei enthält die Einstellungen?") and is_naming_question("Wie hieß das früher?")
+    assert not is_naming_question("What is the retry window?")
+
+
+def _twins(de_authority: str = "guide") -> list[Sentence]:
+    en = _source("The admin listens on port 8081 by default.", "S1", 1)
+    de = _source("Der Admin lauscht standardmäßig auf Port 8081.", "S2", 2, language="de", authority=de_authority)
+    scored = [replace(s, score=0.80 if s.source.label == "S1" else 0.70) for s in candidate_sentences([en, de])]
+    return sorted(scored, key=lambda s: -s.score)
+
+
+def test_a_german_question_is_answered_from_the_equally_governing_german_twin() -> None:
+    scored = _twins()
+    assert choose(scored, language="de").source.label == "S2"
+    assert choose(scored, language="en").source.label == "S1"
+    ex = extract_answer("Auf welchem Port lauscht der Admin?", scored, NO_TARGET)
+    assert ex.citations[0].label == "S2" and "Port 8081" in ex.answer
+
+
+def test_the_language_preference_never_overrides_governance() -> None:
+    scored = _twins(de_authority="community")  # the German page governs less
+    assert choose(scored, language="de").source.label == "S1"
+
+
+def test_a_command_wrapped_in_a_shortcode_counts_as_following_code() -> None:
+    text = ("The adapter can be installed in many ways.\n\nInstall the adapter with\n\n{{< code >}}\n"
+            "```\niobroker add x\n```\n{{< /code >}}")
+    assert _best("How do I install the adapter?", text).startswith("Install the adapter")
