@@ -1,11 +1,21 @@
-"""Detect sources that state different values for the fact a question asks about.
+"""Detect sources that state a different value for the fact a question asks about.
 
-A conflict needs three things, all checked in code: the governing sentence holds a typed
-value (a duration, size, percentage, amount, date or count), another source's sentence
-is nearly as good an answer to the same question, and that sentence's value of the same
-kind differs. Sentences holding several values of the kind ("grew from 12 to 24 hours")
-are skipped as ambiguous, except the governing one, whose first value is taken: a missed
-conflict is better than an invented one.
+A conflict is two values for the *same attribute* of the same subject (the retry window
+of webhook deliveries), not two values of the same unit kind. Checked in code:
+
+1. the governing sentence holds a typed value (duration, size, percentage, amount, date,
+   count) of the kind the question asks for; with several, the one the author emphasised,
+   else the one whose attribute best covers the question's focus;
+2. another source's sentence scores within ``CONFLICT_MARGIN`` of it and holds a value of
+   that kind whose attribute (:mod:`beleg.answer.attributes`: the words bound to the value,
+   plus the heading) covers the question's focus and is the governing value's attribute;
+3. the values differ. A document that also states the governing value for the attribute
+   ("72 hours instead of 24 hours") is not in conflict: it mentions the other as history.
+
+Each other value gets a ``relation`` to the governing one: ``superseded`` (an older
+version, or a historical/deprecated source) or ``contradicts`` (same version, unversioned,
+or newer). Sentences holding several differing values for the attribute without emphasis
+are skipped as ambiguous: a missed conflict is better than an invented one.
 
 A source that also holds instruction-like text still states its facts: its withheld
 sentences are never candidates (see :mod:`beleg.answer.quarantine`), but a value from one
@@ -16,16 +26,22 @@ instructions; not followed"), so a planted note cannot hide a disagreement eithe
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import numpy as np
+
+from beleg.answer.attributes import Attribute, attribute_name, attribute_of, focus_match, overlap, question_focus, same_attribute
 from beleg.answer.scoring import Sentence
-from beleg.answer.types import Conflict, ConflictValue
+from beleg.answer.types import Conflict, ConflictValue, Source
 from beleg.answer.values import Value, expected_kind, same_value
 
 #: A competing sentence must score within this of the governing one to be "about the same fact".
 CONFLICT_MARGIN = 0.2
+#: Statuses whose values were replaced by a later source.
+HISTORICAL_STATUSES = frozenset({"historical", "superseded", "deprecated", "archived", "obsolete", "retired"})
 
 _NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
+_BOLD = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
 
 
 def fact_name(sentence: Sentence, question: str) -> str:
@@ -36,29 +52,53 @@ def fact_name(sentence: Sentence, question: str) -> str:
     return question
 
 
-_BOLD = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
-
-
-def _value(s: Sentence, kind: str, first: bool) -> Value | None:
-    """The sentence's value of ``kind``. With several, the one the author emphasised wins
-    ("the default is **10**; the maximum is 50"); without emphasis the sentence is
-    ambiguous (unless ``first``: the governing sentence's first value is taken)."""
+def _typed(s: Sentence, kind: str) -> list[Value]:
     # Number words ("for one message") are counts in prose far more often than stated facts.
-    vals = [v for v in s.values if v.kind == kind and any(ch.isdigit() for ch in v.raw)]
-    if len(vals) > 1:
-        bold = [m.span() for m in _BOLD.finditer(s.text)]
-        emphasised = [v for v in vals if any(a <= v.start and v.end <= b for a, b in bold)]
-        if len(emphasised) == 1:
-            return emphasised[0]
-        if not first:
-            return None
-    return vals[0] if vals else None
+    return [v for v in s.values if v.kind == kind and any(ch.isdigit() for ch in v.raw)]
 
 
-def _entry(s: Sentence, v: Value, governs: bool) -> ConflictValue:
+def _emphasised(s: Sentence, vals: Sequence[Value]) -> list[Value]:
+    bold = [m.span() for m in _BOLD.finditer(s.text)]
+    return [v for v in vals if any(a <= v.start and v.end <= b for a, b in bold)]
+
+
+def _attribute(s: Sentence, v: Value) -> Attribute:
+    lang = s.source.hit.metadata.get("language")
+    return attribute_of(s.text, v, s.source.hit.heading_path, str(lang) if lang else None, s.values)
+
+
+def _governing_value(s: Sentence, kind: str, focus: frozenset[str]) -> tuple[Value, Attribute] | None:
+    """The emphasised value of the kind, else the one whose attribute covers the question best."""
+    vals = _typed(s, kind)
+    if not vals:
+        return None
+    bold = _emphasised(s, vals)
+    if len(bold) == 1:
+        return bold[0], _attribute(s, bold[0])
+    pairs = [(v, _attribute(s, v)) for v in vals]
+    return max(pairs, key=lambda p: focus_match(p[1], focus))  # max keeps the first of equals
+
+
+def _version_key(version: str) -> tuple[int, ...] | None:
+    parts = re.findall(r"\d+", version)
+    return tuple(int(p) for p in parts) if parts else None
+
+
+def relation(governing: Source, other: Source) -> str:
+    """``superseded`` for an older version or a historical source, else ``contradicts``."""
+    if governing.version and other.version and governing.version != other.version:
+        g, o = _version_key(governing.version), _version_key(other.version)
+        if g is not None and o is not None:
+            return "superseded" if o < g else "contradicts"
+    if other.status in HISTORICAL_STATUSES and governing.status not in HISTORICAL_STATUSES:
+        return "superseded"
+    return "contradicts"
+
+
+def _entry(s: Sentence, v: Value, governs: bool, rel: str) -> ConflictValue:
     src = s.source
     return ConflictValue(v.raw, src.hit.source, src.hit.chunk_id, src.label, src.version, src.status, src.authority,
-                         governs, s.text, src.quarantine.active)
+                         governs, s.text, src.quarantine.active, rel)
 
 
 def _chunk_range(s: Sentence) -> tuple[int, int]:
@@ -66,32 +106,83 @@ def _chunk_range(s: Sentence) -> tuple[int, int]:
     return s.doc_start - base, s.doc_end - base
 
 
-def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Sentence],
-                     floor: float) -> tuple[tuple[Conflict, ...], list[Sentence]]:
-    """Conflicts with the governing sentence, and the sentences that state the other values."""
+def _document_values(candidates: Sequence[Sentence], kind: str, gov_attr: Attribute, focus: frozenset[str],
+                     embed: Callable[[list[str]], np.ndarray] | None) -> list[tuple[Sentence, Value, float]]:
+    """One document's statements of the governing attribute: (sentence, value, closeness), best first.
+
+    A sentence with several differing values for the attribute and no single emphasised
+    one is ambiguous and dropped."""
+    out: list[tuple[Sentence, Value, float]] = []
+    for s in candidates:
+        matched = [(v, a) for v in _typed(s, kind) if same_attribute(gov_attr, a := _attribute(s, v), focus, embed)]
+        if len({str(v.normalized) for v, _ in matched}) > 1:
+            bold = _emphasised(s, [v for v, _ in matched])
+            matched = [(v, a) for v, a in matched if v in bold] if len(bold) == 1 else []
+        out.extend((s, v, focus_match(a, focus) + overlap(gov_attr, a)) for v, a in matched)
+    return sorted(out, key=lambda x: -x[2])
+
+
+def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Sentence], floor: float, *,
+                     embed: Callable[[list[str]], np.ndarray] | None = None,
+                     ) -> tuple[tuple[Conflict, ...], list[Sentence]]:
+    """Conflicts with the governing sentence, and the sentences that state the other values.
+
+    ``embed`` (e5 passages, normalised) lets a value in another language than the
+    governing one match by the similarity of the two attribute phrases."""
     kind = expected_kind(question)
-    if kind is None:
+    if kind is None or not _typed(governing, kind):
+        # No kind asked for, or the chosen answer holds none ("notice period for price
+        # changes" is a duration, not money): the answer's own value decides.
         kind = next((v.kind for v in governing.values if any(ch.isdigit() for ch in v.raw)), None)
     if kind is None:
         return (), []
-    gv = _value(governing, kind, first=True)
-    if gv is None:
+    focus = question_focus(question)
+    found = _governing_value(governing, kind, focus)
+    if found is None:
         return (), []
+    gv, gov_attr = found
     threshold = max(floor, governing.score - CONFLICT_MARGIN)
-    seen = {governing.source.hit.doc_id}
-    others: list[tuple[Sentence, Value]] = []
-    for s in scored:  # best first, so each document contributes its best statement
+    by_doc: dict[str, list[Sentence]] = {}
+    for s in scored:
         doc = s.source.hit.doc_id
         # Withheld (instruction-like) sentences are not among the candidates at all.
-        if s.score < threshold or doc in seen or s.source.quarantine.overlaps(*_chunk_range(s)):
+        if s.score < threshold or doc == governing.source.hit.doc_id or s.source.quarantine.overlaps(*_chunk_range(s)):
             continue
-        v = _value(s, kind, first=False)
-        if v is None:
-            continue
-        seen.add(doc)
-        if not same_value(v, gv):
-            others.append((s, v))
+        by_doc.setdefault(doc, []).append(s)
+    others: list[tuple[Sentence, Value]] = []
+    for candidates in by_doc.values():  # in order of each document's best-scoring sentence
+        stated = _document_values(candidates, kind, gov_attr, focus, embed)
+        if not stated or any(same_value(v, gv) for _, v, _ in stated):
+            continue  # silent on the attribute, or states the governing value too
+        others.append(stated[0][:2])
     if not others:
         return (), []
-    values = (_entry(governing, gv, True), *(_entry(s, v, False) for s, v in others))
-    return (Conflict(fact_name(governing, question), values),), [s for s, _ in others]
+    gov_src = governing.source
+    values = (_entry(governing, gv, True, "governs"),
+              *(_entry(s, v, False, relation(gov_src, s.source)) for s, v in others))
+    return (Conflict(fact_name(governing, question), values, attribute_name(gov_attr)),), [s for s, _ in others]
+
+
+def _standing(v: ConflictValue, gov: ConflictValue) -> str:
+    """"superseded by 3.0" / "contradicts the 3.0 contract", in words."""
+    if v.relation == "superseded":
+        return f"superseded by {gov.version}" if gov.version else f"superseded by {gov.label}"
+    target = f"the {gov.version} {gov.authority}" if gov.version else f"the {gov.authority} {gov.label}"
+    return f"contradicts {target}"
+
+
+def conflict_lines(conflict: Conflict) -> list[str]:
+    """The plain-text report of a conflict: contradictions first, then superseded versions,
+    then which source governs. Used by the extractive answer and the CLI alike."""
+    gov = conflict.governing
+    if gov is None:
+        return []
+    contra = [v for v in conflict.values if not v.governs and v.relation != "superseded"]
+    older = [v for v in conflict.values if not v.governs and v.relation == "superseded"]
+    lines = [f"Sources disagree on {conflict.fact}:" if contra else f"Earlier values of {conflict.fact}:"]
+    for v in (*contra, *older):
+        note = f"; {v.note}" if v.note else ""
+        lines.append(f"- {v.value} in {v.label}: {_standing(v, gov)} ({v.authority}, version {v.version or '-'}, "
+                     f"{v.status}{note}) [{v.label}]")
+    lines.append(f"{gov.label} governs: {gov.value}, {gov.authority}, version {gov.version or '-'}, {gov.status}.")
+    return lines

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from beleg.answer.conflicts import detect_conflicts
+from beleg.answer.conflicts import conflict_lines, detect_conflicts
 from beleg.answer.evidence import Target
 from beleg.answer.markup import table_row
 from beleg.answer.scoring import Sentence
@@ -171,9 +171,7 @@ def quote_answer(chosen: Sentence, scored: Sequence[Sentence]) -> tuple[Citation
     if chosen.span.kind == "table-row":
         header = table_header(chosen)
         display = table_row(header[1] if header else None, chosen.text)
-        base, quarantine = chosen.source.hit.start, chosen.source.quarantine
-        start = header[0] if header and chosen.doc_end - header[0] <= MAX_CONTEXT_CHARS and \
-            not quarantine.overlaps(header[0] - base, chosen.doc_end - base) else None
+        start = header[0] if header and chosen.doc_end - header[0] <= MAX_CONTEXT_CHARS else None
         c = _cite(chosen, start=start, display=display)
         return c, display
     end, cut = announced_end(chosen) if announces(chosen.text) else (extend(chosen, scored), False)
@@ -237,14 +235,6 @@ def extract_answer(question: str, scored: Sequence[Sentence], target: Target, co
     text = f"{shown} [{chosen.source.label}]"
     citations = [first]
     if conflicts:
-        lines = [f"Sources disagree on {conflicts[0].fact}:"]
-        for s, v in zip(others, conflicts[0].values[1:]):
-            src = s.source
-            note = f"; {v.note}" if v.note else ""
-            lines.append(f"- {v.value} in {src.label} ({src.authority}, version {src.version or '-'}, {src.status}"
-                         f"{note}) [{src.label}]")
-            citations.append(_cite(s))
-        gov = chosen.source
-        lines.append(f"{gov.label} governs: {gov.authority}, version {gov.version or '-'}, {gov.status}.")
-        text += "\n\n" + "\n".join(lines)
+        citations.extend(_cite(s) for s in others)
+        text += "\n\n" + "\n".join(conflict_lines(conflicts[0]))
     return Extract(text, False, tuple(citations), conflicts, chosen, "answered")

@@ -150,6 +150,9 @@ class ConflictValue:
     #: The source also holds instruction-like text (withheld, not followed); the value
     #: itself comes from one of its factual sentences.
     contains_instructions: bool = False
+    #: How the value stands to the governing one: "governs", "superseded" (an older
+    #: version or a historical source) or "contradicts" (same version, unversioned, newer).
+    relation: str = ""
 
     @property
     def note(self) -> str:
@@ -167,6 +170,7 @@ class ConflictValue:
             "governs": self.governs,
             "quote": self.quote,
             "contains_instructions": self.contains_instructions,
+            "relation": self.relation,
         }
 
 
@@ -176,13 +180,15 @@ class Conflict:
 
     fact: str
     values: tuple[ConflictValue, ...]
+    #: What the values measure: the governing value's heading and the words bound to it.
+    attribute: str = ""
 
     @property
     def governing(self) -> ConflictValue | None:
         return next((v for v in self.values if v.governs), None)
 
     def to_json(self) -> dict[str, Any]:
-        return {"fact": self.fact, "values": [v.to_json() for v in self.values]}
+        return {"fact": self.fact, "attribute": self.attribute, "values": [v.to_json() for v in self.values]}
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from beleg.answer.conflicts import conflict_lines
 from beleg.answer.markup import plain
 from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.index.analyzer import analyze, analyze_query
@@ -111,12 +112,8 @@ def render_answer(answer: Any, style: Style, *, show_text: bool = True) -> str:
     if answer.conflicts and answer.backend != "extractive":  # the extractive text already states them
         for c in answer.conflicts:
             lines.append("")
-            lines.append(style.bold(f"Sources disagree on {c.fact}:"))
-            for v in c.values:
-                mark = "governs" if v.governs else ""
-                note = f"; {v.note}" if v.note else ""
-                lines.append(f"  {v.value:<14} [{v.label}] {v.source} ({v.authority}, v{v.version or '-'}, "
-                             f"{v.status}{note}) {mark}")
+            report = conflict_lines(c)
+            lines.extend([style.bold(report[0]), *report[1:]] if report else [])
     cited = {c.label for c in answer.citations}
     if answer.sources:
         lines.append("")

@@ -1,0 +1,284 @@
+"""What a value measures: the attribute a typed value is bound to in its sentence.
+
+Two sources disagree only when they give different values for the *same attribute*
+("the retry window of webhook deliveries"), not merely values of the same unit kind: in
+one section a 72-hour retry window, a 6-hour ``Retry-After`` cap and a 30-second timeout
+are three attributes. The attribute of a value is read from its sentence, in code:
+
+* the **clause** around the value (split at ``; : ( ) |``, commas and "and/und/but/aber")
+  gives the bound words, weighted by closeness: the nearest content words on each side
+  are the value's **heads** ("``Retry-After`` header of up to 6 hours" → header,
+  "werden 72 Stunden lang wiederholt" → wiederhol), the rest of the clause weighs less,
+  the rest of the sentence and the section heading less again;
+* words are stemmed with the index's analyzer (English and German), compound
+  identifiers (``Retry-After``, ``max_delivery_attempts``) are kept whole as well.
+
+:func:`focus_match` says how much of the question's focus the attribute covers;
+:func:`same_attribute` whether two attributes measure the same thing: they must share
+weighted terms, every head of the other value must be known (named by the question or
+by the governing attribute), and an identifier bound to the other value must be named by
+the question or the governing attribute. Across languages, where stems cannot meet, a shared identifier or an e5
+similarity of the two attribute phrases (when an embedder is given) stands in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from beleg.answer.values import Value
+from beleg.index.analyzer import analyze, detect_language
+
+# Weights of a term by where it stands relative to the value.
+HEAD_WEIGHT = 1.0
+CLAUSE_WEIGHT = 0.6
+SENTENCE_WEIGHT = 0.25
+HEADING_WEIGHT = 0.5
+#: How many content words on each side of the value are its heads.
+HEAD_SPAN = 2
+#: The attribute must cover this share of the question's focus ...
+MIN_FOCUS = 0.2
+#: ... and two attributes must share this much weight (overlap coefficient) to be one.
+MIN_OVERLAP = 0.2
+#: Across languages: cosine of the e5 vectors of the two attribute phrases.
+MIN_CROSS_LINGUAL_COSINE = 0.88
+#: Same language, a head word neither the question nor the governing clause names: e5 cosine.
+MIN_SYNONYM_COSINE = 0.92
+
+_TOKEN = re.compile(r"[^\W_][\w{}]*(?:[\-_.][\w{}]+)*", re.UNICODE)
+_CLAUSE_BREAK = re.compile(r"[;:()|\[\]]|,\s|\s(?:and|but|while|whereas|und|aber|während|sowie)\s", re.IGNORECASE)
+_NUMBER = re.compile(r"^\d[\d.,]*$")
+# Words that qualify a value without naming what it measures ("up to", "at least",
+# "höchstens", "lang" in "72 Stunden lang") are never heads.
+_FILLERS = frozenset("""
+    up least most about approximately around roughly maximum minimum max min guaranteed guarantee total
+    only exactly just full whole default fixed overall per each every within after before over under
+    instead between than set value values bis zu statt anstelle zwischen als
+    last lasts take takes amount amounts equal equals beträgt betragen liegt liegen dauert dauern gilt gelten mindestens höchstens maximal minimal etwa ungefähr rund lang garantiert insgesamt genau
+    jeweils pro je innerhalb nach vor über standardmäßig ab
+    """.split())
+# Question words that ask for the kind of value, not for an attribute.
+_QUESTION_WORDS = frozenset("""
+    long many much often large big soon tell know default current currently now
+    lang lange viel viele oft groß gross aktuell derzeit
+    """.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Attribute:
+    """The words a value is bound to: stemmed terms with weights, heads and identifiers."""
+
+    phrase: str
+    terms: dict[str, float] = field(default_factory=dict)
+    heads: frozenset[str] = frozenset()
+    #: The stems of the single nearest content word on each side.
+    nearest: frozenset[str] = frozenset()
+    identifiers: frozenset[str] = frozenset()
+    language: str = "en"
+    #: "statement" (the attribute is the value), "condition" ("below 99%": a threshold
+    #: in a rule about something else) or "frequency" ("every 24 hours": an interval).
+    role: str = "statement"
+    #: For a count: the stems of the word right after it, what is counted ("3 users").
+    counted: frozenset[str] = frozenset()
+    #: The nearest content words as written ("remembered", "Retry-After header" -> "header").
+    head_words: str = ""
+    heading: str = ""
+
+    @property
+    def described(self) -> str:
+        """Heading and clause, what an embedder compares across languages."""
+        return f"{self.heading}: {self.phrase}" if self.heading else self.phrase
+
+
+def _language(text: str, lang: str | None) -> str:
+    return lang if lang in ("en", "de") else detect_language(text, default="en")
+
+
+def _stems(token: str, lang: str) -> list[str]:
+    """Stemmed content terms of one token; identifiers give their whole form first."""
+    return analyze(token, lang)
+
+
+def _is_identifier(token: str) -> bool:
+    return bool(re.search(r"[\-_.]", token)) and not _NUMBER.match(token)
+
+
+def _clause_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    left, right = 0, len(text)
+    for m in _CLAUSE_BREAK.finditer(text):
+        if m.end() <= start:
+            left = m.end()
+        elif m.start() >= end:
+            right = m.start()
+            break
+    return left, right
+
+
+def attribute_of(text: str, value: Value, heading_path: Sequence[str] = (), lang: str | None = None,
+                 values: Sequence[Value] = ()) -> Attribute:
+    """The attribute ``value`` (found in ``text``) measures; ``values`` are the sentence's others."""
+    lang = _language(text, lang)
+    # A table row is one clause: its first cells name what the value cells measure.
+    lo, hi = (0, len(text)) if text.lstrip().startswith("|") else _clause_bounds(text, value.start, value.end)
+    others = [(v.start, v.end) for v in values if v.start != value.start]
+    left: list[list[str]] = []
+    right: list[list[str]] = []
+    words: dict[int, str] = {}  # raw clause words by side: -1 left, +1 right (nearest kept)
+    rest: list[str] = []
+    identifiers: set[str] = set()
+    for m in _TOKEN.finditer(text):
+        a, b = m.span()
+        if a < value.end and value.start < b or any(x < b and a < y for x, y in others):
+            continue  # the value itself and other values are not words about it
+        token = m.group(0).strip(".")
+        low = token.lower()
+        if not token or _NUMBER.match(token) or low in _FILLERS:
+            continue
+        stems = [s for s in _stems(token, lang) if s not in _FILLERS]
+        if not stems:
+            continue
+        if lo <= a and b <= hi:
+            if _is_identifier(token):
+                identifiers.add(low)
+            (left if b <= value.start else right).append(stems)
+            if b <= value.start:
+                words[-1] = token
+            else:
+                words.setdefault(1, token)
+        else:
+            rest.extend(stems)
+    terms: dict[str, float] = {}
+
+    def put(term: str, weight: float) -> None:
+        terms[term] = max(terms.get(term, 0.0), weight)
+
+    heads: set[str] = set()
+    nearest = {s for side in (left[-1:], right[:1]) for stems in side for s in stems}
+    for side in (left[::-1], right):
+        for i, stems in enumerate(side):
+            weight = HEAD_WEIGHT if i < HEAD_SPAN else CLAUSE_WEIGHT
+            for s in stems:
+                put(s, weight)
+                if i < HEAD_SPAN:
+                    heads.add(s)
+    for s in rest:
+        put(s, SENTENCE_WEIGHT)
+    if heading_path:
+        for s in analyze(re.sub(r"^\s*[\d.]+\s+", "", heading_path[-1]), lang):
+            put(s, HEADING_WEIGHT)
+    phrase = " ".join(f"{text[lo:value.start]} {text[value.end:hi]}".replace("*", " ").replace("|", " ").split())
+    heading = re.sub(r"^\s*[\d.]+\s+", "", heading_path[-1]).strip() if heading_path else ""
+    counted = frozenset(right[0]) if value.kind == "count" and right and re.match(
+        r"[\s*_`]*[^\W\d_]", text[value.end:]) else frozenset()
+    return Attribute(phrase, terms, frozenset(heads), frozenset(nearest), frozenset(identifiers), lang,
+                     value_role(text, value), counted, " ".join(words[k] for k in sorted(words)), heading)
+
+
+_CONDITION = re.compile(
+    r"(?:below|above|under|over|less\s+than|more\s+than|fewer\s+than|greater\s+than|longer\s+than|"
+    r"shorter\s+than|exceeds?|exceeding|unter|über|unterhalb|oberhalb|weniger\s+als|mehr\s+als|"
+    r"länger\s+als|kürzer\s+als|größer\s+als|überschreitet)\s*[*_`]*\s*$", re.IGNORECASE)
+_FREQUENCY = re.compile(r"(?:every|each|alle|jede[nrs]?)\s*[*_`]*\s*$", re.IGNORECASE)
+
+
+def value_role(text: str, value: Value) -> str:
+    """What the value does in its sentence: states the attribute, sets a threshold, or an interval."""
+    before = text[max(0, value.start - 24):value.start]
+    if _CONDITION.search(before):
+        return "condition"
+    if _FREQUENCY.search(before):
+        return "frequency"
+    return "statement"
+
+
+def question_focus(question: str) -> frozenset[str]:
+    """The stemmed content terms of the question, without the words that ask for a kind of value."""
+    lang = detect_language(question, default="en")
+    skip = {s for w in _QUESTION_WORDS | _FILLERS for s in analyze(w, lang)} | _QUESTION_WORDS | _FILLERS
+    return frozenset(t for t in analyze(question, lang) if t not in skip)
+
+
+def focus_match(attr: Attribute, focus: frozenset[str]) -> float:
+    """The weighted share of the question's focus terms the attribute holds (0..1)."""
+    if not focus:
+        return 0.0
+    return sum(attr.terms.get(t, 0.0) for t in focus) / len(focus)
+
+
+def overlap(a: Attribute, b: Attribute) -> float:
+    """Weighted overlap coefficient of two attributes' terms (0..1)."""
+    shared = sum(min(w, b.terms[t]) for t, w in a.terms.items() if t in b.terms)
+    smaller = min(sum(a.terms.values()), sum(b.terms.values()))
+    return shared / smaller if smaller else 0.0
+
+
+def foreign_identifier(other: Attribute, governing: Attribute, focus: frozenset[str]) -> str | None:
+    """An identifier bound to ``other`` that neither the question nor the governing attribute
+    names, whole or as all of its parts ("Idempotency-Key" = "idempotency key")."""
+    known = set(governing.terms) | set(governing.identifiers) | set(focus)
+    for ident in sorted(other.identifiers):
+        parts = [p for p in analyze(ident, other.language) if p != ident]
+        if ident not in known and not (parts and all(p in known for p in parts)):
+            return ident
+    return None
+
+
+def unknown_heads(other: Attribute, governing: Attribute, focus: frozenset[str]) -> bool:
+    """True when the word right next to the other value, on either side, is named neither by
+    the question nor by the governing attribute ("Retry-After header of 6 hours": header)."""
+    if not other.nearest:
+        return False
+    known = set(governing.terms) | set(focus)
+    return not (other.nearest & known)
+
+
+def other_subject(other: Attribute, governing: Attribute, focus: frozenset[str]) -> bool:
+    """True when the other clause names its own subject: it lacks most of the question's terms
+    the governing clause holds and holds clause words neither names ("call recordings are kept
+    for 90 days" against "chat transcripts are kept for 2 years")."""
+    asked = {t for t in focus if governing.terms.get(t, 0.0) >= CLAUSE_WEIGHT}
+    missing = {t for t in asked if t not in other.terms}
+    known = set(governing.terms) | set(focus)
+    # The word next to the value is its predicate ("stored" for "kept"), judged by unknown_heads.
+    novel = {t for t, w in other.terms.items() if w >= CLAUSE_WEIGHT and t not in known and t not in other.nearest}
+    return bool(novel) and len(missing) * 2 > len(asked)
+
+
+def _similar(a: str, b: str, embed: Callable[[list[str]], np.ndarray] | None, floor: float) -> bool:
+    if embed is None or not a or not b:
+        return False
+    vectors = embed([a, b])
+    return float(vectors[0] @ vectors[1]) >= floor
+
+
+def same_attribute(governing: Attribute, other: Attribute, focus: frozenset[str],
+                   embed: Callable[[list[str]], np.ndarray] | None = None) -> bool:
+    """True when ``other`` measures the attribute ``governing`` measures (and the question asks)."""
+    if other.role != governing.role:
+        return False  # a threshold or an interval is not the value of the attribute
+    if governing.counted and other.counted and not (governing.counted & other.counted):
+        return False  # "3 users" and "10 projects" count different things
+    # An identifier only the other value is bound to ("Retry-After" next to a retry window)
+    # names another attribute; the governing one's identifier may be paraphrased by the other.
+    if foreign_identifier(other, governing, focus):
+        return False
+    if other.language == governing.language:
+        if focus_match(other, focus) < MIN_FOCUS or overlap(governing, other) < MIN_OVERLAP:
+            return False
+        if other_subject(other, governing, focus):
+            return False
+        # A head word neither names may be a synonym ("retained" for "kept"): e5 decides, if given.
+        return not unknown_heads(other, governing, focus) or _similar(governing.phrase, other.phrase, embed,
+                                                                               MIN_SYNONYM_COSINE)
+    # Across languages stems cannot meet: a shared identifier, else the phrases' e5 vectors.
+    if governing.identifiers & other.identifiers:
+        return True
+    return _similar(governing.described, other.described, embed, MIN_CROSS_LINGUAL_COSINE)
+
+
+def attribute_name(attr: Attribute) -> str:
+    """A short display name: the heading and the value's nearest words ("Retry window: retries delivery")."""
+    return f"{attr.heading}: {attr.head_words}" if attr.heading and attr.head_words else attr.heading or attr.phrase
