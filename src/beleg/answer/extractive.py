@@ -171,7 +171,9 @@ def quote_answer(chosen: Sentence, scored: Sequence[Sentence]) -> tuple[Citation
     if chosen.span.kind == "table-row":
         header = table_header(chosen)
         display = table_row(header[1] if header else None, chosen.text)
-        start = header[0] if header and chosen.doc_end - header[0] <= MAX_CONTEXT_CHARS else None
+        base, quarantine = chosen.source.hit.start, chosen.source.quarantine
+        start = header[0] if header and chosen.doc_end - header[0] <= MAX_CONTEXT_CHARS and \
+            not quarantine.overlaps(header[0] - base, chosen.doc_end - base) else None
         c = _cite(chosen, start=start, display=display)
         return c, display
     end, cut = announced_end(chosen) if announces(chosen.text) else (extend(chosen, scored), False)
