@@ -83,7 +83,7 @@ class Attribute:
     role: str = "statement"
     #: For a count: the stems of the word right after it, what is counted ("3 users").
     counted: frozenset[str] = frozenset()
-    #: The nearest content words as written ("remembered", "Retry-After header" -> "header").
+    #: The value's head words as written, in text order ("retries delivery").
     head_words: str = ""
     heading: str = ""
 
@@ -126,7 +126,8 @@ def attribute_of(text: str, value: Value, heading_path: Sequence[str] = (), lang
     others = [(v.start, v.end) for v in values if v.start != value.start]
     left: list[list[str]] = []
     right: list[list[str]] = []
-    words: dict[int, str] = {}  # raw clause words by side: -1 left, +1 right (nearest kept)
+    left_words: list[str] = []  # the clause's content words as written, for the display name
+    right_words: list[str] = []
     rest: list[str] = []
     identifiers: set[str] = set()
     for m in _TOKEN.finditer(text):
@@ -144,10 +145,7 @@ def attribute_of(text: str, value: Value, heading_path: Sequence[str] = (), lang
             if _is_identifier(token):
                 identifiers.add(low)
             (left if b <= value.start else right).append(stems)
-            if b <= value.start:
-                words[-1] = token
-            else:
-                words.setdefault(1, token)
+            (left_words if b <= value.start else right_words).append(token)
         else:
             rest.extend(stems)
     terms: dict[str, float] = {}
@@ -174,7 +172,7 @@ def attribute_of(text: str, value: Value, heading_path: Sequence[str] = (), lang
     counted = frozenset(right[0]) if value.kind == "count" and right and re.match(
         r"[\s*_`]*[^\W\d_]", text[value.end:]) else frozenset()
     return Attribute(phrase, terms, frozenset(heads), frozenset(nearest), frozenset(identifiers), lang,
-                     value_role(text, value), counted, " ".join(words[k] for k in sorted(words)), heading)
+                     value_role(text, value), counted, " ".join(left_words[-HEAD_SPAN:] + right_words[:HEAD_SPAN]), heading)
 
 
 _CONDITION = re.compile(
