@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from beleg.answer.citations import is_refusal, verify_answer, verify_quotes
@@ -20,6 +20,7 @@ from beleg.answer.evidence import GovernancePolicy, Target, assess, find_target
 from beleg.answer.extractive import MIN_COVERAGE, REFUSE_BELOW, choose, extract_answer
 from beleg.answer.prompt import Order, build_prompt, regenerate_message
 from beleg.answer.scoring import SentenceScorer, candidate_sentences
+from beleg.answer.support import DEFAULT_MIN_CONFIDENCE, Support, extractive_support, llm_support, rule_support
 from beleg.answer.types import REFUSAL, Answer, Citation, Conflict, Source
 from beleg.backends.llms.base import LLM, Completion, Message
 from beleg.index.analyzer import detect_language
@@ -50,6 +51,10 @@ class AnswerOptions:
     regenerate: bool = True
     #: Apply the question's self-query constraints to retrieval (:mod:`beleg.query.self_query`).
     self_query: bool = True
+    #: Refuse an answer whose confidence (:mod:`beleg.answer.support`) is below this; 0 answers all.
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE
+    #: With an LLM: also ask it, per claim, whether the cited text supports it (one call per claim).
+    llm_verifier: bool = False
 
 
 class _Usage:
@@ -62,6 +67,18 @@ class _Usage:
         self.calls += 1
         self.prompt += c.usage.prompt_tokens
         self.completion += c.usage.completion_tokens
+
+
+class _Counted:
+    """The answering LLM as the claim verifier, its calls counted in the answer's usage."""
+
+    def __init__(self, llm: LLM, usage: _Usage) -> None:
+        self.llm, self.usage = llm, usage
+
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        completion = self.llm.complete(list(messages), **kwargs)
+        self.usage.add(completion)
+        return completion
 
 
 def _merge(*lists: Sequence[Hit]) -> list[Hit]:
@@ -144,9 +161,11 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     if llm is None and groups:
         result = _extractive_parts(kb, question, sources, groups, scorer, target, opts, trace)
     elif llm is None:
-        result = _extractive(kb, question, sources, scored, target, coverage, opts, trace)
+        result = _extractive(kb, question, sources, scored, target, coverage, opts, trace, scorer, positions)
     else:
-        result = _generate(kb, question, sources, scored, target, context, llm, opts, trace, on_token)
+        result = _generate(kb, question, sources, scored, target, context, llm, opts, trace, on_token, scorer,
+                           positions)
+    result = _selective(result, opts.min_confidence)
     t_end = time.perf_counter()
     if strategy_trace is not None:
         trace["strategy"] = strategy_trace
@@ -175,7 +194,28 @@ def _no_retrieval(question: str, intent: Intent, t0: float) -> Answer:
              "llm": {"backend": None, "calls": 0, "tokens": 0},
              "latency_ms": {"total": round(1000 * (time.perf_counter() - t0), 1)}}
     # Not a refusal, even for "10 / 0": the question was understood and answered by rule.
-    return Answer(question, intent.answer, False, backend="rule", trace=trace)
+    exact = intent.calculation is not None and intent.calculation.value is not None
+    return Answer(question, intent.answer, False, backend="rule", trace=trace, support=rule_support(intent.kind, exact))
+
+
+def _selective(answer: Answer, min_confidence: float) -> Answer:
+    """Turn an answer whose confidence is below ``min_confidence`` into a refusal that names
+    the source the best candidate came from; the withheld text stays in the trace."""
+    if answer.refused or answer.support is None or answer.backend == "rule" or answer.confidence >= min_confidence:
+        return answer
+    first = answer.citations[0] if answer.citations else None
+    by_label = {s.label: s for s in answer.sources}
+    src = by_label.get(first.label) if first is not None else None
+    where = ""
+    if src is not None:
+        section = " > ".join(src.hit.heading_path) or src.hit.title
+        where = f" It came from [{src.label}] {src.hit.source}" + (f" ({section})" if section else "") + "."
+    text = (f"{REFUSAL} The best candidate was not shown to answer the question "
+            f"(confidence {answer.confidence:.2f} < {min_confidence:.2f}).{where}")
+    trace = {**answer.trace, "decision": f"confidence {answer.confidence:.2f} < {min_confidence:.2f}: "
+             "the best candidate was not shown to answer the question",
+             "withheld_answer": answer.answer}
+    return replace(answer, answer=text, refused=True, citations=(), conflicts=(), trace=trace)
 
 
 def _same_language(question: str, sources: Sequence[Source]) -> bool:
@@ -200,14 +240,18 @@ def _document_text(kb: KnowledgeBase) -> Callable[[str], str | None]:
 
 
 def _extractive(kb: KnowledgeBase, question: str, sources: list[Source], scored: list[Any], target: Target,
-                coverage: float | None, opts: AnswerOptions, trace: dict[str, Any]) -> Answer:
+                coverage: float | None, opts: AnswerOptions, trace: dict[str, Any], scorer: SentenceScorer,
+                positions: dict[str, int]) -> Answer:
     ex = extract_answer(question, scored, target, 1.0 if coverage is None else coverage, opts.refuse_below,
                         opts.min_coverage)
     trace["decision"] = ex.reason
     trace["llm"] = {"backend": None, "calls": 0, "tokens": 0}
     check = verify_quotes(ex.citations, sources, _document_text(kb))
+    support = None if ex.refused else extractive_support(
+        question, check.citations, sources, scorer.terms, chosen=ex.chosen, scored=scored, positions=positions,
+        quotes_verified=check.ok)
     return Answer(question, ex.answer, ex.refused, check.citations, ex.conflicts, tuple(sources), check.ok,
-                  check.problems, "extractive", trace)
+                  check.problems, "extractive", trace, support)
 
 
 def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], groups: dict[str, list[Hit]],
@@ -217,6 +261,7 @@ def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], g
     citations: list[Citation] = []
     conflicts: list[Conflict] = []
     decisions: dict[str, str] = {}
+    supports: list[Support] = []
     for sub, group in groups.items():
         ids = {h.chunk_id for h in group}
         mine = [s for s in sources if s.hit.chunk_id in ids]
@@ -224,6 +269,9 @@ def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], g
         eligible = [s for s in mine if s.eligible]
         coverage = scorer.coverage(sub, eligible) if _same_language(sub, eligible) else 1.0
         ex = extract_answer(sub, scored, target, coverage, opts.refuse_below, opts.min_coverage)
+        if not ex.refused:
+            supports.append(extractive_support(sub, ex.citations, mine, scorer.terms, chosen=ex.chosen,
+                                               scored=scored))
         decisions[sub] = ex.reason
         parts.append(f"{sub}\n{ex.answer}")
         citations.extend(ex.citations)
@@ -233,13 +281,22 @@ def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], g
     trace["llm"] = {"backend": None, "calls": 0, "tokens": 0}
     check = verify_quotes(citations, sources, _document_text(kb))
     answer = REFUSAL if refused else "\n\n".join(parts)
+    support = None if refused else _combined(supports, len(groups), check.ok)
     return Answer(question, answer, refused, () if refused else check.citations, tuple(conflicts), tuple(sources),
-                  check.ok, check.problems, "extractive", trace)
+                  check.ok, check.problems, "extractive", trace, support)
+
+
+def _combined(parts: list[Support], expected: int, quotes_verified: bool) -> Support:
+    """A decomposed answer is supported when every sub-answer is; its confidence is the weakest part's."""
+    checks = tuple(replace(c, name=f"part{i + 1}.{c.name}") for i, p in enumerate(parts) for c in p.checks)
+    supported = quotes_verified and len(parts) == expected and all(p.supported for p in parts)
+    confidence = min((p.confidence for p in parts), default=0.0) if len(parts) == expected else 0.0
+    return Support(supported, confidence, checks, parts[0].features if parts else {})
 
 
 def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: list[Any], target: Target,
               context: Sequence[str], llm: LLM, opts: AnswerOptions, trace: dict[str, Any],
-              on_token: Callable[[str], None] | None) -> Answer:
+              on_token: Callable[[str], None] | None, scorer: SentenceScorer, positions: dict[str, int]) -> Answer:
     usage = _Usage()
     if target.unknown:  # no source covers the version asked about: nothing to send
         trace["decision"] = f"no source covers version {', '.join(target.unknown)}"
@@ -265,6 +322,9 @@ def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: l
     if governing is not None and not refused:
         conflicts, _ = detect_conflicts(question, governing, scored, opts.refuse_below)
     trace["decision"] = "refused by the model" if refused else ("verified" if check.ok else "unverified")
+    support = None if refused else llm_support(question, text, check.citations, shown, scorer.terms,
+                                               quotes_verified=check.ok, scored=scored, positions=positions,
+                                               verifier=_Counted(llm, usage) if opts.llm_verifier else None)
     trace["prompt"] = {"included": list(prompt.included), "dropped": list(prompt.dropped),
                        "withheld": list(prompt.withheld), "redacted": list(prompt.redacted),
                        "tokens_estimated": prompt.tokens_estimated,
@@ -273,4 +333,4 @@ def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: l
                     "completion_tokens": usage.completion, "tokens": usage.prompt + usage.completion,
                     "regenerated": regenerated}
     return Answer(question, text, refused, check.citations, conflicts, tuple(sources), check.ok, check.problems,
-                  llm.name, trace)
+                  llm.name, trace, support)

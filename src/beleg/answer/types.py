@@ -195,10 +195,13 @@ class Conflict:
 class Answer:
     """An answer a person can check.
 
-    ``verified`` is True when every citation verified and no claim sentence lacks a
-    citation; ``problems`` lists what failed otherwise. A refusal has no citations and
-    ``verified`` True (there is nothing to check). ``trace`` records how it was made:
-    queries, retrieval, assessment, prompts' sizes, LLM calls, regenerations.
+    ``verified`` (= ``quotes_verified``) is True when every citation verified and no claim
+    sentence lacks a citation; ``problems`` lists what failed otherwise. A refusal has no
+    citations and ``verified`` True (there is nothing to check). It says nothing about
+    whether the quote answers the question: that is ``supported``, with ``confidence`` in
+    [0, 1], from ``support`` (:class:`beleg.answer.support.Support`; None for answers made
+    before support was assessed). ``trace`` records how it was made: queries, retrieval,
+    assessment, prompts' sizes, LLM calls, regenerations.
     """
 
     question: str
@@ -211,6 +214,21 @@ class Answer:
     problems: tuple[str, ...] = ()
     backend: str = "extractive"
     trace: dict[str, Any] = field(default_factory=dict)
+    support: Any = None
+
+    @property
+    def quotes_verified(self) -> bool:
+        """Labels exist, quotes are in the cited chunks, offsets are exact (the old ``verified``)."""
+        return self.verified
+
+    @property
+    def supported(self) -> bool:
+        """The cited text answers this question (see :mod:`beleg.answer.support`)."""
+        return bool(self.support is not None and self.support.supported)
+
+    @property
+    def confidence(self) -> float:
+        return 0.0 if self.support is None else float(self.support.confidence)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -218,6 +236,10 @@ class Answer:
             "answer": self.answer,
             "refused": self.refused,
             "verified": self.verified,
+            "quotes_verified": self.quotes_verified,
+            "supported": self.supported,
+            "confidence": round(self.confidence, 4),
+            "support": None if self.support is None else self.support.to_json(),
             "problems": list(self.problems),
             "backend": self.backend,
             "citations": [c.to_json() for c in self.citations],

@@ -211,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
         _index_arg(p)
         _answer_args(p)
         _principal_args(p)
+        p.add_argument("--min-confidence", type=float, default=None, metavar="X",
+                       help="refuse when the answer's confidence is below X in [0, 1] (default: the threshold "
+                            "chosen on development data, see docs/answers.md)")
         p.add_argument("--json", action="store_true", help="print the answer as JSON (one object per answer)")
 
     p = sub.add_parser("status", help="describe an index")
@@ -485,6 +488,14 @@ def _answer_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     policy = GovernancePolicy.from_json(read_config_table("governance", args.config))
     options = AnswerOptions(k=args.k, mode=args.mode, strategy=args.strategy, policy=policy,
                             budget_tokens=args.budget, order=args.order, self_query=not args.no_self_query)
+    if args.min_confidence is not None:
+        if not 0.0 <= args.min_confidence <= 1.0:
+            from beleg.errors import ConfigError
+
+            raise ConfigError(f"--min-confidence {args.min_confidence} is outside [0, 1]; give a value such as 0.5")
+        from dataclasses import replace
+
+        options = replace(options, min_confidence=args.min_confidence)
     return llm, options, from_assignments(args.filter)
 
 

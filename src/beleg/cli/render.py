@@ -131,14 +131,39 @@ def render_answer(answer: Any, style: Style, *, show_text: bool = True) -> str:
     others = [s.label for s in answer.sources if s.label not in cited and not _withholds(s)]
     if others:
         lines.append(style.dim(f"  also retrieved, not cited: {', '.join(others)}"))
+    lines.append(verdict_line(answer, style))
+    return "\n".join(lines)
+
+
+def verdict_line(answer: Any, style: Style) -> str:
+    """The two verdicts in one line. "✓" appears only under a supported answer: quotes that
+    verify may still not answer the question (the sentence next to the answer verifies too)."""
     if answer.refused:
         reason = answer.trace.get("decision")
-        lines.append(style.dim(f"(refused: {reason})" if reason else "(refused)"))
-    elif answer.verified:
-        lines.append(style.dim(f"✓ {len(answer.citations)} citation(s) verified against the documents"))
+        return style.dim(f"(refused: {reason})" if reason else "(refused)")
+    if answer.backend == "rule":  # arithmetic or small talk: nothing was cited, so nothing to verify
+        return style.dim("(answered by rule, no sources: " + ("computed exactly)" if answer.supported
+                                                               else "not an answer from the documents)"))
+    support = answer.support
+    if support is None:
+        judged = "support not assessed"
+    elif answer.supported:
+        judged = f"supported ({answer.confidence:.2f})"
     else:
-        lines.append(style.mark("UNVERIFIED: " + "; ".join(answer.problems)))
-    return "\n".join(lines)
+        judged = f"not shown to answer the question ({answer.confidence:.2f})"
+    if not answer.verified:
+        return style.mark(f"UNVERIFIED: {'; '.join(answer.problems)} · {judged}")
+    quotes = f"{len(answer.citations)} quote(s) verified"
+    if answer.supported:
+        return style.dim(f"✓ {quotes} · {judged}")
+    why = _failed_checks(support)
+    return style.mark(f"{quotes} · {judged}") + (style.dim(f"\n  why: {why}") if why else "")
+
+
+def _failed_checks(support: Any) -> str:
+    if support is None:
+        return ""
+    return "; ".join(c.why for c in support.checks if c.passed is False)
 
 
 def _withholds(source: Any) -> bool:

@@ -33,6 +33,7 @@ from beleg.errors import LLMResponseError
 from beleg.evaluate.datasets import Dataset, Query
 from beleg.evaluate.metrics import has_relevant
 from beleg.evaluate.runner import _principal
+from beleg.evaluate.selective import Outcome, expected_calibration_error, risk_coverage
 
 #: Turns a gold-set query into an answer; how (extractive, LLM, stub) is up to it.
 AnswerFn = Callable[[Query], Answer]
@@ -339,6 +340,12 @@ class AnswerQueryResult:
     citations: int
     citations_verified: int
     verified: bool
+    #: The answer's ``supported`` verdict and ``confidence`` (None: no candidate answer at all).
+    supported: bool
+    confidence: float | None
+    #: The candidate (the answer, or the one withheld for low confidence) is right: it contains
+    #: a gold string, and it is never right for an unanswerable question; None without gold.
+    candidate_correct: bool | None
     conflict_expected: bool
     conflicts_found: int
     governs_correct: bool | None
@@ -418,13 +425,22 @@ def score_answer(query: Query, answer: Answer, *, expected_refusal: bool, doc_ke
         leaked = bool(bad)
         flags += [f"leak:{key_of(s.hit.source)}" for s in bad]
 
+    candidate = answer.answer if not answer.refused else (answer.trace or {}).get("withheld_answer")
+    candidate_correct: bool | None = None
+    if expected_refusal:
+        candidate_correct = False
+    elif gold:
+        candidate_correct = bool(candidate) and contains_gold(str(candidate), gold)
+    has_candidate = answer.support is not None and (not answer.refused or candidate is not None)
     llm = answer.trace.get("llm") if isinstance(answer.trace, dict) else None
     llm = llm if isinstance(llm, dict) else {}
     return AnswerQueryResult(
         qid=query.qid, question=query.text, type=None if kind is None else str(kind),
         expected_refusal=expected_refusal, refused=answer.refused, contains_gold=found,
         citations=len(answer.citations), citations_verified=sum(c.verified for c in answer.citations),
-        verified=answer.verified, conflict_expected=conflict_expected, conflicts_found=len(answer.conflicts),
+        verified=answer.verified, supported=answer.supported,
+        confidence=round(answer.confidence, 4) if has_candidate else None, candidate_correct=candidate_correct,
+        conflict_expected=conflict_expected, conflicts_found=len(answer.conflicts),
         governs_correct=governs_correct, cites_governing=cites_governing, leaked=leaked, latency_s=latency_s,
         llm_calls=_to_int(llm.get("calls", 0)), llm_tokens=_to_int(llm.get("tokens", 0)),
         flags=list(dict.fromkeys(flags)), answer=answer.answer, gold=gold, governing=governing,
@@ -466,9 +482,25 @@ def tally(results: Sequence[AnswerQueryResult]) -> dict[str, tuple[int, int]]:
         "false_refusal_rate": (sum(r.refused for r in answerable), len(answerable)),
         "citation_validity": (sum(r.citations_verified for r in results), sum(r.citations for r in results)),
         "answers_verified": (sum(r.verified for r in answered), len(answered)),
+        "answers_supported": (sum(r.supported for r in answered), len(answered)),
+        "supported_but_wrong": (sum(r.supported and r.candidate_correct is False for r in answered),
+                                len([r for r in answered if r.candidate_correct is not None])),
         "conflict_detection": (sum(r.conflicts_found > 0 for r in conflict_qs), len(conflict_qs)),
         "governing_accuracy": (sum(bool(r.governs_correct) for r in governed), len(governed)),
     }
+
+
+def outcomes(results: Sequence[AnswerQueryResult]) -> list[Outcome]:
+    """The questions with a defined correctness, as :class:`~beleg.evaluate.selective.Outcome`."""
+    return [Outcome(r.confidence, bool(r.candidate_correct), r.expected_refusal)
+            for r in results if r.candidate_correct is not None]
+
+
+def _ece(results: Sequence[AnswerQueryResult]) -> float | None:
+    """ECE (10 bins) of the confidence of the answered questions with a defined correctness."""
+    scored = [r for r in results if not r.refused and r.confidence is not None and r.candidate_correct is not None]
+    return expected_calibration_error([r.confidence for r in scored if r.confidence is not None],
+                                      [bool(r.candidate_correct) for r in scored])
 
 
 def _summarise(results: Sequence[AnswerQueryResult], judged: bool) -> dict[str, float | int | None]:
@@ -491,6 +523,9 @@ def _summarise(results: Sequence[AnswerQueryResult], judged: bool) -> dict[str, 
         "citations": sum(x.citations for x in results),
         "citation_validity": ratios["citation_validity"],
         "answers_verified": ratios["answers_verified"],
+        "answers_supported": ratios["answers_supported"],
+        "supported_but_wrong": ratios["supported_but_wrong"],
+        "confidence_ece": _ece(results),
         "uncited_answers": sum(not x.refused and x.citations == 0 for x in results),
         "cited_flagged_sources": sum(any(f.startswith("cited-flag:") for f in x.flags) for x in results),
         "conflict_questions": t["conflict_detection"][1],
@@ -547,6 +582,7 @@ class AnswerEvalReport:
             "notes": self.notes,
             "summary": self.summary(),
             "by_type": self.by_type(),
+            "risk_coverage": risk_coverage(outcomes(self.results)),
         }
         if per_query:
             out["per_query"] = [r.to_json() for r in self.results]

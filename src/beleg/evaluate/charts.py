@@ -246,3 +246,47 @@ def diverging_bars(items: Sequence[tuple[str, float]], pos_label: str, neg_label
                      f' transform="rotate(-90 14 {_n(top + plot_h / 2)})"'))
     out.append("</svg>")
     return "".join(out)
+
+
+def risk_coverage_chart(points: Sequence[Mapping[str, float | None]], label: str = "accuracy against coverage",
+                        mark: float | None = None) -> str:
+    """Accuracy of the answered questions (y) against the share answered (x), one marker per
+    confidence threshold (hover: threshold, coverage, accuracy); ``mark`` rings one threshold.
+
+    Both axes span 0–1: coverage and accuracy are shares, and the curve's start (answer
+    everything) and end (answer little) are what the chart is read for."""
+    left, right, top, bottom = 52.0, 24.0, 14.0, 44.0
+    plot_w, plot_h = 520.0, 300.0
+    width, height = left + plot_w + right, top + plot_h + bottom
+
+    def sx(x: float) -> float:
+        return left + max(0.0, min(1.0, x)) * plot_w
+
+    def sy(y: float) -> float:
+        return top + (1.0 - max(0.0, min(1.0, y))) * plot_h
+
+    out = [_svg_open(width, height, label)]
+    for i in range(6):
+        t = i / 5
+        out.append(f'<line x1="{_n(left)}" y1="{_n(sy(t))}" x2="{_n(left + plot_w)}" y2="{_n(sy(t))}" '
+                   f'stroke="{_GRID}" stroke-width="1"/>')
+        out.append(_text(left - 6, sy(t) + 4, f"{t:.1f}", "end", "tick"))
+        out.append(_text(sx(t), top + plot_h + 17, f"{t:.1f}", "middle", "tick"))
+    out.append(f'<path d="M{_n(left)} {_n(top)}V{_n(top + plot_h)}H{_n(left + plot_w)}" stroke="{_INK}" '
+               f'fill="none" stroke-width="1"/>')
+    out.append(_text(left + plot_w / 2, height - 6, "coverage (share of questions answered)", "middle", "axis-label"))
+    out.append(_text(14, top + plot_h / 2, "accuracy of answered", "middle", "axis-label",
+                     f' transform="rotate(-90 14 {_n(top + plot_h / 2)})"'))
+    pts = [(float(p["coverage"]), float(p["accuracy"]), float(p["threshold"] or 0.0)) for p in points
+           if p.get("coverage") is not None and p.get("accuracy") is not None]
+    if len(pts) > 1:
+        path = " ".join(f"{_n(sx(c))},{_n(sy(a))}" for c, a, _ in pts)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{PALETTE[0]}" stroke-width="2"/>')
+    for c, a, t in pts:
+        out.append(_marker("circle", sx(c), sy(a), PALETTE[0],
+                           f"confidence >= {t:.2f}: coverage {c:.3f}, accuracy {a:.3f}"))
+        if mark is not None and abs(t - mark) < 1e-9:
+            out.append(f'<circle cx="{_n(sx(c))}" cy="{_n(sy(a))}" r="7" fill="none" stroke="{PALETTE[3]}" '
+                       f'stroke-width="2"><title>{escape(f"default threshold {t:.2f}")}</title></circle>')
+    out.append("</svg>")
+    return "".join(out)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from beleg.evaluate.answers import AnswerEvalReport, AnswerQueryResult, tally
+from beleg.evaluate.answers import AnswerEvalReport, AnswerQueryResult, outcomes, tally
+from beleg.evaluate.charts import risk_coverage_chart
+from beleg.evaluate.selective import risk_coverage
 from beleg.evaluate.report_text import plain
 
 # --------------------------------------------------------------------------- rendering
@@ -18,7 +20,11 @@ METRIC_ROWS: tuple[tuple[str, str, str], ...] = (
     ("refusal_f1", "refusal F1", "harmonic mean of refusal precision and recall"),
     ("false_refusal_rate", "false refusal rate", "answerable queries that were refused"),
     ("citation_validity", "citation validity", "citations whose quote verified in the cited document"),
-    ("answers_verified", "answers verified", "non-refused answers with every citation and claim verified"),
+    ("answers_verified", "quotes verified", "non-refused answers with every citation and claim verified"),
+    ("answers_supported", "answers supported", "non-refused answers whose cited text was shown to answer the question"),
+    ("supported_but_wrong", "supported but wrong", "answers marked supported without a gold string (or to an "
+                                                   "unanswerable question), over answered questions"),
+    ("confidence_ece", "confidence ECE", "expected calibration error of confidence, 10 bins, answered questions"),
     ("uncited_answers", "uncited answers", "non-refused answers without any citation (count)"),
     ("cited_flagged_sources", "cited flagged sources", "answers citing a source with an ingest flag (count)"),
     ("conflict_detection", "conflict detection", "conflict questions whose answer reports a conflict"),
@@ -41,7 +47,8 @@ _COUNTS = frozenset({"uncited_answers", "cited_flagged_sources", "leaks", "llm_c
 #: Columns of the per-type table: summary key, short label.
 TYPE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("n", "n"), ("answer_contains_gold", "gold"), ("refusal_f1", "ref F1"), ("false_refusal_rate", "false ref"),
-    ("citation_validity", "cit valid"), ("answers_verified", "verified"), ("conflict_detection", "conflicts"),
+    ("citation_validity", "cit valid"), ("answers_verified", "verified"), ("answers_supported", "supported"),
+    ("supported_but_wrong", "sup wrong"), ("conflict_detection", "conflicts"),
     ("governing_accuracy", "governs"), ("leaks", "leaks"), ("latency_p50_s", "p50 s"),
 )
 _JUDGE_COLUMNS = (("judge_faithfulness", "faithful"), ("judge_answer_relevance", "ans rel"),
@@ -72,6 +79,8 @@ def failure_reasons(r: AnswerQueryResult) -> list[str]:
         out.append("gold answer missing")
     if not r.refused and not r.verified:
         out.append("unverified")
+    if not r.refused and r.supported and r.candidate_correct is False:
+        out.append("supported but wrong")
     if not r.refused and r.citations == 0:
         out.append("uncited")
     if r.conflict_expected and r.conflicts_found == 0:
@@ -100,6 +109,7 @@ def render_answers_text(report: AnswerEvalReport) -> str:
     vw = max(len(r[1]) for r in rows)
     body = [f"{label:<{lw}}  {value:>{vw}}  {count}".rstrip() for label, value, count in rows]
     lines = [head, "", f"{'metric':<{lw}}  {'value':>{vw}}", "-" * max(len(b) for b in body), *body]
+    lines += ["", *risk_coverage_lines(report)]
 
     cols = _type_columns(report)
     by_type = report.by_type()
@@ -121,6 +131,34 @@ def render_answers_text(report: AnswerEvalReport) -> str:
     if len(failed) > 5:
         lines.append(f"  … and {len(failed) - 5} more (see the HTML report)")
     return "\n".join(lines)
+
+
+def risk_coverage_lines(report: AnswerEvalReport) -> list[str]:
+    """The risk–coverage table: answering only at confidence >= t, every 0.1."""
+    points = [p for p in risk_coverage(outcomes(report.results)) if round(p["threshold"] * 10, 6) % 1 == 0]
+    out = ["risk-coverage (answer only when confidence >= t)",
+           f"{'t':>4}  {'answered':>8}  {'coverage':>8}  {'accuracy':>8}  {'answerable acc':>14}  {'refusal recall':>14}"]
+    for p in points:
+        out.append(f"{p['threshold']:>4.1f}  {p['answered']:>8}  {format_metric('', p['coverage']):>8}  "
+                   f"{format_metric('', p['accuracy']):>8}  {format_metric('', p['answerable_accuracy']):>14}  "
+                   f"{format_metric('', p['refusal_recall']):>14}")
+    return out
+
+
+def _risk_coverage_html(report: AnswerEvalReport) -> str:
+    points = risk_coverage(outcomes(report.results))
+    rows = "".join(f'<tr><td class="num">{p["threshold"]:.2f}</td><td class="num">{p["answered"]}</td>'
+                   + "".join(_num_cell("", p[k]) for k in ("coverage", "accuracy", "answerable_accuracy",
+                                                             "refusal_recall")) + "</tr>" for p in points)
+    table = ('<table><thead><tr><th class="num" scope="col">confidence ≥</th><th class="num" scope="col">answered'
+             '</th><th class="num" scope="col">coverage</th><th class="num" scope="col">accuracy</th>'
+             '<th class="num" scope="col">answerable accuracy</th><th class="num" scope="col">refusal recall</th>'
+             f"</tr></thead><tbody>{rows}</tbody></table>")
+    chart = risk_coverage_chart(points, f"risk-coverage: {report.dataset}")
+    return ("<p>Answering only when the confidence reaches a threshold: the share of questions answered "
+            "(coverage) against the accuracy of those answers. A withheld candidate counts as refused; any "
+            f"answer to an unanswerable question is wrong.</p><figure>{chart}<figcaption>One point per "
+            "threshold; hover for its values.</figcaption></figure>" + table)
 
 
 def _e(value: Any) -> str:
@@ -161,7 +199,9 @@ def _failure_card(r: AnswerQueryResult, why: list[str]) -> str:
                 '<p class="desc">Problems: ' + _e("; ".join(r.problems)) + "</p>")
     return (f'<article class="fail" id="answer-{_e(r.qid)}"><h4><span class="mono">{_e(r.qid)}</span> '
             f"{badges}{_e(r.question)}</h4><p>{reasons}</p>{exp}"
-            f'<div class="lbl">Answer{" (refused)" if r.refused else ""}</div><p>{_e(r.answer)}</p>{problems}'
+            f'<div class="lbl">Answer{" (refused)" if r.refused else ""} · '
+            f'{"supported" if r.supported else "not shown to answer"} · confidence '
+            f'{"n/a" if r.confidence is None else f"{r.confidence:.2f}"}</div><p>{_e(r.answer)}</p>{problems}'
             f'<div class="lbl">Citations</div>{cite_html}{conflicts}</article>')
 
 
@@ -203,4 +243,5 @@ def render_answers_html(report: AnswerEvalReport) -> str:
             f'<span><b>{s["expected_refusals"]}</b> expected refusals</span><span><b>{s["refused"]}</b> refused</span>'
             f"</div><p>Ratios with nothing to count are n/a; {judge}.</p>"
             + (f'<div class="notes" role="note"><strong>Notes</strong><ul>{notes}</ul></div>' if notes else "")
-            + f"<h3>Metrics</h3>{metrics}<h3>By query type</h3>{types}<h3>Failures</h3>{fail_html}</section>")
+            + f"<h3>Metrics</h3>{metrics}<h3>Risk–coverage</h3>{_risk_coverage_html(report)}"
+            f"<h3>By query type</h3>{types}<h3>Failures</h3>{fail_html}</section>")

@@ -1,0 +1,243 @@
+"""The ``supported`` verdict: a quote that verifies is not thereby an answer to the question.
+
+Unit tests judge hand-built quotes (IDF 1 for every term, so each test isolates one
+check); the end-to-end tests go through ``ask``, ``chat``, the Python API and a
+``--strategy`` run on the demo corpus.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from beleg.answer import AnswerOptions
+from beleg.answer.support import (
+    Check,
+    Support,
+    asked_kind,
+    confidence_from,
+    extractive_support,
+    llm_support,
+    parse_verdict,
+)
+from beleg.answer.types import Answer, Citation, Source
+from beleg.cli.main import main
+from beleg.cli.render import Style, render_answer
+from beleg.index.analyzer import analyze_query
+from beleg.testing import ScriptedLLM
+from beleg.types import Hit
+
+Q = "How long does Ferrolink retry failed webhook deliveries?"
+
+
+class FlatIDF:
+    """Every question term weighs 1: the focus is every content term of the question."""
+
+    def weights(self, text: str, skip: frozenset[str] = frozenset()) -> dict[str, float]:
+        terms = analyze_query(text)
+        return {t: 1.0 for t in [t for t in terms if t not in skip] or terms}
+
+
+def _source(text: str, label: str = "S1", heading: tuple[str, ...] = ("Notes",), **meta: Any) -> Source:
+    hit = Hit(f"c-{label}", f"d-{label}", f"{label}.md", "Guide", heading, 0, len(text), 1.0, text,
+              {"language": "en", **meta})
+    return Source(label, hit, 1)
+
+
+def _cite(src: Source, quote: str) -> Citation:
+    a = src.hit.text.index(quote)
+    return Citation(src.label, src.hit.chunk_id, src.hit.doc_id, src.hit.source, quote, a, a + len(quote), True)
+
+
+def _support(question: str, text: str, quote: str, heading: tuple[str, ...] = ("Notes",)) -> Support:
+    src = _source(text, heading=heading)
+    return extractive_support(question, [_cite(src, quote)], [src], FlatIDF())  # type: ignore[arg-type]
+
+
+INSTALL = ("Adapters are installed from the admin page or the command line.\n\n"
+           "Use the following command:\n\n```\niobroker add zigbee\n```\n")
+
+
+def test_the_sentence_introducing_a_command_is_not_an_answer_to_how_to() -> None:
+    s = _support("How do I install the zigbee adapter from the command line?", INSTALL, "Use the following command:",
+                 heading=("Install the zigbee adapter",))
+    assert not s.supported
+    assert s.check("complete").passed is False and s.check("answer_type").passed is False
+    assert "command" in s.check("answer_type").why
+
+
+def test_the_quote_that_holds_the_command_is_supported() -> None:
+    text = "To install the zigbee adapter from the command line, run `iobroker add zigbee` as the iobroker user."
+    s = _support("How do I install the zigbee adapter from the command line?", text, text)
+    assert s.supported, s.checks
+    assert s.check("answer_type").passed is True
+
+
+def test_a_quote_taking_its_code_block_is_judged_as_returned() -> None:
+    quote = "Use the following command:\n\n```\niobroker add zigbee\n```"
+    s = _support("How do I install the zigbee adapter?", INSTALL, quote, heading=("Install the zigbee adapter",))
+    assert s.supported, s.checks
+
+
+def test_a_duration_question_needs_a_duration_in_the_quote() -> None:
+    text = "Ferrolink retries failed webhook deliveries. The retry window is 72 hours for failed webhook deliveries."
+    wrong = _support(Q, text, "Ferrolink retries failed webhook deliveries.")
+    right = _support(Q, text, "The retry window is 72 hours for failed webhook deliveries.",
+                     heading=("Ferrolink webhooks",))
+    assert not wrong.supported and wrong.check("answer_type").passed is False
+    assert right.supported, right.checks
+    assert right.confidence > wrong.confidence
+
+
+def test_focus_terms_elsewhere_in_the_chunk_do_not_count() -> None:
+    text = ("Audit logs are written by the gateway.\n\nSomething else entirely.\n\n"
+            "Webhook deliveries are retried for 72 hours.")
+    far = _support("How long are audit logs kept?", text, "Webhook deliveries are retried for 72 hours.")
+    assert far.check("focus").passed is False and not far.supported
+    assert "audit" in far.check("focus").why
+
+
+def test_the_previous_sentence_and_heading_are_context() -> None:
+    text = "Audit logs are archived nightly. They are kept for 90 days."
+    s = _support("How long are audit logs kept?", text, "They are kept for 90 days.")
+    assert s.check("focus").passed is True and s.supported
+
+
+def test_a_name_question_needs_a_name_beyond_the_question_words() -> None:
+    text = "The old variable was renamed. It was called `system.adapter.admin.0.alive` before version 5."
+    q = "What was the old variable called?"
+    assert asked_kind(q) == "name"
+    assert not _support(q, text, "The old variable was renamed.").check("answer_type").passed
+    assert _support(q, text, "It was called `system.adapter.admin.0.alive` before version 5.").supported
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("How long does it take?", "duration"), ("Wie lange dauert es?", "duration"),
+    ("How do I reset the password?", "instruction"), ("Wie kann ich das Passwort ändern?", "instruction"),
+    ("Which adapter reads Modbus?", "name"), ("Welcher Port wird benutzt?", "name"),
+    ("When was version 3 released?", "date"), ("Does the adapter support MQTT?", "yes-no"),
+    ("Explain the architecture", None),
+])
+def test_asked_kind(question: str, kind: str | None) -> None:
+    assert asked_kind(question) == kind
+
+
+def test_confidence_is_monotone_in_every_feature() -> None:
+    base = {"focus": 0.5, "type": 0.5, "complete": 1.0, "margin": 0.1, "score": 0.5, "governing": 0.0, "rank": 0.5}
+    for key in base:
+        assert confidence_from({**base, key: base[key] + 0.3}) >= confidence_from(base)
+    assert 0.0 < confidence_from(base) < 1.0
+
+
+# --------------------------------------------------------------------------- LLM answers
+
+
+def test_llm_claim_with_a_number_not_in_the_cited_text_is_not_supported() -> None:
+    src = _source("Ferrolink retries failed webhook deliveries for 72 hours.", heading=("Ferrolink webhooks",))
+    cite = _cite(src, "Ferrolink retries failed webhook deliveries for 72 hours.")
+    good = llm_support(Q, "Failed webhook deliveries are retried for 72 hours [S1].", [cite], [src], FlatIDF(),
+                       quotes_verified=True)  # type: ignore[arg-type]
+    bad = llm_support(Q, "Failed webhook deliveries are retried for 96 hours [S1].", [cite], [src], FlatIDF(),
+                      quotes_verified=True)  # type: ignore[arg-type]
+    assert good.supported, good.checks
+    assert not bad.supported and "'96'" in bad.check("claims").why
+
+
+def test_llm_verifier_pass_rejects_a_claim() -> None:
+    src = _source("Ferrolink retries failed webhook deliveries for 72 hours.", heading=("Ferrolink webhooks",))
+    cite = _cite(src, "Ferrolink retries failed webhook deliveries for 72 hours.")
+    text = "Failed webhook deliveries are retried for 72 hours [S1]."
+    no = ScriptedLLM(responder=lambda m: '{"supported": false, "reason": "the source talks about something else"}')
+    yes = ScriptedLLM(responder=lambda m: 'Sure: {"supported": true, "reason": "stated"}')
+    rejected = llm_support(Q, text, [cite], [src], FlatIDF(), quotes_verified=True, verifier=no)  # type: ignore[arg-type]
+    accepted = llm_support(Q, text, [cite], [src], FlatIDF(), quotes_verified=True, verifier=yes)  # type: ignore[arg-type]
+    assert rejected.check("llm_verifier").passed is False and not rejected.supported
+    assert accepted.check("llm_verifier").passed is True and accepted.supported
+    assert parse_verdict("no json") is None
+
+
+def test_llm_answer_through_the_pipeline_carries_support(demo_kb) -> None:
+    def faithful(messages: Any) -> str:
+        import re
+
+        for label, text in re.findall(r'<source label="(S\d+)"[^>]*>\n(.*?)\n</source>', messages[-1].content,
+                                      re.DOTALL):
+            m = re.search(r"[^.\n]*72 hours[^.\n]*\.", text)
+            if m:
+                return f'The retry window is 72 hours: "{m.group(0).strip()}" [{label}]'
+        return "The sources do not answer this."
+
+    a = demo_kb.ask(Q, llm=ScriptedLLM(responder=faithful), options=AnswerOptions(min_confidence=0.0))
+    assert a.quotes_verified and a.support is not None and a.supported, a.support
+    assert a.to_json()["support"]["checks"]["claims"]["passed"] is True
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def test_api_answer_has_both_verdicts(demo_kb) -> None:
+    a = demo_kb.ask(Q, options=AnswerOptions(min_confidence=0.0))
+    j = a.to_json()
+    assert j["quotes_verified"] is True and j["verified"] is True
+    assert j["supported"] is True and 0.0 <= j["confidence"] <= 1.0
+    assert set(j["support"]["checks"]) >= {"quotes", "answer_type", "focus", "complete"}
+
+
+def test_arithmetic_is_supported_small_talk_is_not(demo_kb) -> None:
+    a = demo_kb.ask("What is 12 multiplied by 8?")
+    assert a.answer.startswith("96") or "96" in a.answer
+    assert a.supported and a.confidence == 1.0 and not a.citations
+    hi = demo_kb.ask("hi")
+    assert not hi.supported and not hi.refused
+    out = render_answer(a, Style(False))
+    assert "citation(s) verified" not in out and "0 quote" not in out and "computed exactly" in out
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    out, _ = capsys.readouterr()
+    return code, out
+
+
+def test_min_confidence_turns_an_answer_into_a_refusal_naming_its_source(demo_kb, capsys) -> None:
+    code, out = _run(capsys, "ask", Q, "--index", str(demo_kb.path), "--json", "--min-confidence", "0.999")
+    data = json.loads(out)
+    assert code == 0 and data["refused"] is True and data["citations"] == []
+    assert "not shown to answer" in data["answer"] and "service-contract" in data["answer"]
+    assert data["trace"]["withheld_answer"] and "72 hours" in data["trace"]["withheld_answer"]
+    code, out = _run(capsys, "ask", Q, "--index", str(demo_kb.path), "--json", "--min-confidence", "0")
+    assert json.loads(out)["refused"] is False
+    assert main(["ask", Q, "--index", str(demo_kb.path), "--min-confidence", "2"]) != 0
+    assert "outside [0, 1]" in capsys.readouterr().err
+
+
+def test_same_verdicts_through_ask_chat_api_and_a_strategy(demo_kb, capsys, monkeypatch) -> None:
+    api = demo_kb.ask(Q).to_json()
+    _, out = _run(capsys, "ask", Q, "--index", str(demo_kb.path), "--json")
+    asked = json.loads(out)
+    monkeypatch.setattr("sys.stdin", io.StringIO(Q + "\n"))
+    _, out = _run(capsys, "chat", "--index", str(demo_kb.path), "--json")
+    chatted = json.loads(out.splitlines()[0])
+    for j in (asked, chatted):
+        assert (j["supported"], j["confidence"], j["support"]) == (api["supported"], api["confidence"], api["support"])
+    _, out = _run(capsys, "ask", Q, "--index", str(demo_kb.path), "--json", "--strategy", "multi-query")
+    strat = json.loads(out)
+    assert {"quotes_verified", "supported", "confidence", "support"} <= set(strat)
+    if not strat["refused"]:
+        checks = strat["support"]["checks"].values()
+        assert strat["supported"] == all(c["passed"] is not False for c in checks)
+
+
+def test_human_output_never_says_verified_alone_under_an_unsupported_answer() -> None:
+    src = _source(INSTALL, heading=("Install",))
+    cite = _cite(src, "Use the following command:")
+    unsupported = Support(False, 0.31, (Check("complete", False, "the quote ends with ':'"),))
+    a = Answer("How do I install it?", "Use the following command: [S1]", False, (cite,), (), (src,), True, (),
+               "extractive", {}, unsupported)
+    out = render_answer(a, Style(False))
+    assert "not shown to answer the question (0.31)" in out and "✓" not in out
+    ok = Answer(Q, "x [S1]", False, (cite,), (), (src,), True, (), "extractive", {}, Support(True, 0.87))
+    assert "supported (0.87)" in render_answer(ok, Style(False))
