@@ -133,6 +133,16 @@ def _attr(text: str, raw: str, heading: str = "", lang: str = "en"):
      ("Rechnungen werden 6 Jahre lang aufbewahrt.", "6 Jahre"), True),
     ("Wie lange werden Rechnungen aufbewahrt?", ("Rechnungen werden 10 Jahre aufbewahrt.", "10 Jahre"),
      ("Protokolldateien werden 90 Tage gespeichert.", "90 Tage"), False),
+    # German compounds meet their parts; spacing between attempts is an interval.
+    ("Wie lange ist die Kündigungsfrist?", ("Die Kündigungsfrist beträgt 3 Monate.", "3 Monate"),
+     ("Es gilt eine Frist von 6 Wochen.", "6 Wochen"), True),
+    ("Wie lange werden fehlgeschlagene Zahlungen erneut versucht?",
+     ("Fehlgeschlagene Zahlungen werden 7 Tage lang erneut versucht.", "7 Tage"),
+     ("Zwischen zwei Versuchen liegen 24 Stunden.", "24 Stunden"), False),
+    # The answer quoted is itself another attribute (a header): nothing to compare it with.
+    ("How long does the service retry webhooks?",
+     ("If the target sends a `Retry-After` header of up to 6 hours, the service waits that long.", "6 hours"),
+     ("Failed webhooks are retried for 24 hours.", "24 hours"), False),
 ])
 def test_same_attribute(question: str, governing: tuple[str, str], other: tuple[str, str], same: bool) -> None:
     lang = "de" if "Wie" in question else "en"
@@ -176,16 +186,14 @@ def test_labelled_set_is_large_enough() -> None:
     assert sum(1 for c in cases if not c["expected"]) >= 8  # same-unit non-conflicts
 
 
-def test_test_split_precision_target(test_split) -> None:
+def test_test_split_targets(test_split) -> None:
+    # Measured 12/13 correct of 13 predicted: precision and recall 0.923 (conflict_quality.json).
     assert test_split["precision"] >= 0.90, test_split["errors"]
+    assert test_split["recall"] >= 0.85, test_split["errors"]
     assert test_split["relation_accuracy"] == 1.0
 
 
-def test_test_split_recall_floor(test_split) -> None:
-    # Measured 11/13 = 0.846 with e5 cross-lingual matching (benchmarks/results/conflict_quality.json).
-    assert test_split["recall"] >= 0.846, test_split["errors"]
-
-
-@pytest.mark.xfail(strict=True, reason="test-split recall is 0.846 (11/13), below the 0.85 target")
-def test_test_split_recall_target(test_split) -> None:
-    assert test_split["recall"] >= 0.85
+def test_test_split_floor_without_embedder() -> None:
+    # What `ask` runs today (no embedder passed): measured precision 0.917, recall 0.846.
+    scores = conflict_quality.score_split(conflict_quality.load_cases("test"), None)
+    assert scores["precision"] >= 0.90 and scores["recall"] >= 0.84, scores["errors"]

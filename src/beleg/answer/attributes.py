@@ -79,7 +79,8 @@ class Attribute:
     identifiers: frozenset[str] = frozenset()
     language: str = "en"
     #: "statement" (the attribute is the value), "condition" ("below 99%": a threshold
-    #: in a rule about something else) or "frequency" ("every 24 hours": an interval).
+    #: in a rule about something else) or "frequency" ("every 24 hours", "between two
+    #: attempts": an interval).
     role: str = "statement"
     #: For a count: the stems of the word right after it, what is counted ("3 users").
     counted: frozenset[str] = frozenset()
@@ -172,7 +173,7 @@ def attribute_of(text: str, value: Value, heading_path: Sequence[str] = (), lang
     counted = frozenset(right[0]) if value.kind == "count" and right and re.match(
         r"[\s*_`]*[^\W\d_]", text[value.end:]) else frozenset()
     return Attribute(phrase, terms, frozenset(heads), frozenset(nearest), frozenset(identifiers), lang,
-                     value_role(text, value), counted, " ".join(left_words[-HEAD_SPAN:] + right_words[:HEAD_SPAN]), heading)
+                     value_role(text, value, text[lo:hi]), counted, " ".join(left_words[-HEAD_SPAN:] + right_words[:HEAD_SPAN]), heading)
 
 
 _CONDITION = re.compile(
@@ -180,14 +181,16 @@ _CONDITION = re.compile(
     r"shorter\s+than|exceeds?|exceeding|unter|über|unterhalb|oberhalb|weniger\s+als|mehr\s+als|"
     r"länger\s+als|kürzer\s+als|größer\s+als|überschreitet)\s*[*_`]*\s*$", re.IGNORECASE)
 _FREQUENCY = re.compile(r"(?:every|each|alle|jede[nrs]?)\s*[*_`]*\s*$", re.IGNORECASE)
+_SPACING = re.compile(r"\b(?:between|zwischen)\b", re.IGNORECASE)
 
 
-def value_role(text: str, value: Value) -> str:
-    """What the value does in its sentence: states the attribute, sets a threshold, or an interval."""
+def value_role(text: str, value: Value, clause: str = "") -> str:
+    """What the value does in its sentence: states the attribute, sets a threshold, or an
+    interval ("every 24 hours", "24 hours between two attempts")."""
     before = text[max(0, value.start - 24):value.start]
     if _CONDITION.search(before):
         return "condition"
-    if _FREQUENCY.search(before):
+    if _FREQUENCY.search(before) or _SPACING.search(clause):
         return "frequency"
     return "statement"
 
@@ -199,16 +202,40 @@ def question_focus(question: str) -> frozenset[str]:
     return frozenset(t for t in analyze(question, lang) if t not in skip)
 
 
+#: German compounds meet their parts: "Wiederholungsfenster" ~ "wiederholt", "Kündigungsfrist" ~ "Frist".
+MIN_COMPOUND_PART = 5
+
+
+def _related(a: str, b: str, compounds: bool) -> bool:
+    if a == b:
+        return True
+    if not compounds or not (a.isalpha() and b.isalpha()):
+        return False
+    short, long = sorted((a, b), key=len)
+    return len(short) >= MIN_COMPOUND_PART and (long.startswith(short) or long.endswith(short))
+
+
+def weight(attr: Attribute, term: str) -> float:
+    """The attribute's weight for ``term``; in German also through a compound it is part of."""
+    if term in attr.terms or attr.language != "de":
+        return attr.terms.get(term, 0.0)
+    return max((w for t, w in attr.terms.items() if _related(t, term, True)), default=0.0)
+
+
+def _known(term: str, known: set[str], compounds: bool) -> bool:
+    return term in known or (compounds and any(_related(term, k, True) for k in known))
+
+
 def focus_match(attr: Attribute, focus: frozenset[str]) -> float:
     """The weighted share of the question's focus terms the attribute holds (0..1)."""
     if not focus:
         return 0.0
-    return sum(attr.terms.get(t, 0.0) for t in focus) / len(focus)
+    return sum(weight(attr, t) for t in focus) / len(focus)
 
 
 def overlap(a: Attribute, b: Attribute) -> float:
     """Weighted overlap coefficient of two attributes' terms (0..1)."""
-    shared = sum(min(w, b.terms[t]) for t, w in a.terms.items() if t in b.terms)
+    shared = sum(min(w, weight(b, t)) for t, w in a.terms.items())
     smaller = min(sum(a.terms.values()), sum(b.terms.values()))
     return shared / smaller if smaller else 0.0
 
@@ -230,7 +257,7 @@ def unknown_heads(other: Attribute, governing: Attribute, focus: frozenset[str])
     if not other.nearest:
         return False
     known = set(governing.terms) | set(focus)
-    return not (other.nearest & known)
+    return not any(_known(t, known, other.language == "de") for t in other.nearest)
 
 
 def other_subject(other: Attribute, governing: Attribute, focus: frozenset[str]) -> bool:
@@ -238,10 +265,11 @@ def other_subject(other: Attribute, governing: Attribute, focus: frozenset[str])
     the governing clause holds and holds clause words neither names ("call recordings are kept
     for 90 days" against "chat transcripts are kept for 2 years")."""
     asked = {t for t in focus if governing.terms.get(t, 0.0) >= CLAUSE_WEIGHT}
-    missing = {t for t in asked if t not in other.terms}
+    missing = {t for t in asked if weight(other, t) == 0.0}
     known = set(governing.terms) | set(focus)
     # The word next to the value is its predicate ("stored" for "kept"), judged by unknown_heads.
-    novel = {t for t, w in other.terms.items() if w >= CLAUSE_WEIGHT and t not in known and t not in other.nearest}
+    novel = {t for t, w in other.terms.items() if w >= CLAUSE_WEIGHT and t not in other.nearest
+             and not _known(t, known, other.language == "de")}
     return bool(novel) and len(missing) * 2 > len(asked)
 
 
@@ -268,9 +296,13 @@ def same_attribute(governing: Attribute, other: Attribute, focus: frozenset[str]
             return False
         if other_subject(other, governing, focus):
             return False
-        # A head word neither names may be a synonym ("retained" for "kept"): e5 decides, if given.
-        return not unknown_heads(other, governing, focus) or _similar(governing.phrase, other.phrase, embed,
-                                                                               MIN_SYNONYM_COSINE)
+        # Heads are checked both ways: the other value's next to a word the question and the
+        # governing clause do not name, or the governing value next to one (the answer quoted
+        # a "Retry-After header of 6 hours") that the question and the other do not name.
+        # Such a word may be a synonym ("retained" for "kept"): e5 decides, if given.
+        if unknown_heads(other, governing, focus) or unknown_heads(governing, other, focus):
+            return _similar(governing.phrase, other.phrase, embed, MIN_SYNONYM_COSINE)
+        return True
     # Across languages stems cannot meet: a shared identifier, else the phrases' e5 vectors.
     if governing.identifiers & other.identifiers:
         return True
