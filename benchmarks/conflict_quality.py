@@ -67,20 +67,21 @@ def _sentences(case: dict[str, Any]) -> tuple[Any, list[Any]]:
 
 
 def run_case(case: dict[str, Any], embed: Callable[[list[str]], np.ndarray] | None) -> dict[str, Any]:
+    """Run one case; pairs are (passage id, value as written)."""
     from beleg.answer.conflicts import detect_conflicts
 
     governing, scored = _sentences(case)
     conflicts, _ = detect_conflicts(case["question"], governing, scored, 0.35, embed=embed)
     expected = {(e["passage"], e["value"]): e["relation"] for e in case["expected"]}
-    predicted: dict[tuple[str, str], str] = {}
+    predicted: dict[tuple[str, str], str | None] = {}
     for c in conflicts:
         gov = c.governing
-        if gov is None or gov.value != case["answer"]:
-            # The governing value is not the one asked about: every pair is about another attribute.
-            predicted.update({(v.source.split("/")[-1][:-3] + "?", v.value): getattr(v, "relation", None) for v in c.values
-                              if not v.governs})
-            continue
-        predicted.update({(v.source.split("/")[-1][:-3], v.value): getattr(v, "relation", None) for v in c.values if not v.governs})
+        # A governing value other than the labelled answer is another attribute: every pair is wrong
+        # (marked with "?" so it can match no label).
+        mark = "" if gov is not None and gov.value == case["answer"] else "?"
+        for v in c.values:
+            if not v.governs:  # getattr: the rule before 23d2104 had no relation, for the baseline row
+                predicted[(v.source.split("/")[-1][:-3] + mark, v.value)] = getattr(v, "relation", None)
     correct = [k for k in predicted if k in expected]
     return {
         "id": case["id"], "expected": len(expected), "predicted": len(predicted), "correct": len(correct),

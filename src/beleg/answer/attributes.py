@@ -57,7 +57,8 @@ _FILLERS = frozenset("""
     up least most about approximately around roughly maximum minimum max min guaranteed guarantee total
     only exactly just full whole default fixed overall per each every within after before over under
     instead between than set value values bis zu statt anstelle zwischen als
-    last lasts take takes amount amounts equal equals beträgt betragen liegt liegen dauert dauern gilt gelten mindestens höchstens maximal minimal etwa ungefähr rund lang garantiert insgesamt genau
+    last lasts take takes amount amounts equal equals beträgt betragen liegt liegen dauert dauern gilt gelten
+    mindestens höchstens maximal minimal etwa ungefähr rund lang garantiert insgesamt genau
     jeweils pro je innerhalb nach vor über standardmäßig ab
     """.split())
 # Question words that ask for the kind of value, not for an attribute.
@@ -172,8 +173,9 @@ def attribute_of(text: str, value: Value, heading_path: Sequence[str] = (), lang
     heading = re.sub(r"^\s*[\d.]+\s+", "", heading_path[-1]).strip() if heading_path else ""
     counted = frozenset(right[0]) if value.kind == "count" and right and re.match(
         r"[\s*_`]*[^\W\d_]", text[value.end:]) else frozenset()
+    head_words = " ".join(left_words[-HEAD_SPAN:] + right_words[:HEAD_SPAN])
     return Attribute(phrase, terms, frozenset(heads), frozenset(nearest), frozenset(identifiers), lang,
-                     value_role(text, value, text[lo:hi]), counted, " ".join(left_words[-HEAD_SPAN:] + right_words[:HEAD_SPAN]), heading)
+                     value_role(text, value, text[lo:hi]), counted, head_words, heading)
 
 
 _CONDITION = re.compile(
