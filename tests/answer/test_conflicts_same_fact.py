@@ -96,6 +96,27 @@ def test_only_superseded_versions_are_not_called_a_disagreement() -> None:
     assert not any("disagree" in x for x in lines) and "superseded by 7.1" in lines[1], lines
 
 
+def test_embedder_sees_each_phrase_once() -> None:
+    """Cross-lingual twins go to the embedder; the governing phrase is compared with each but embedded once."""
+    import numpy as np
+
+    seen: list[str] = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        seen.extend(texts)
+        return np.ones((len(texts), 4)) / 2.0  # all alike: cosine 1
+
+    gov = _source("S1", "Failed webhook deliveries are retried for **72 hours**.", "Retry window", version="3.0")
+    twins = [_source(f"S{i}", f"Fehlgeschlagene Zustellungen werden {h} Stunden lang wiederholt.", "Wiederholungen",
+                     version=v, status="historical", language="de") for i, h, v in ((2, 24, "2.4"), (3, 12, "1.8"))]
+    scored = _sentences(gov) + [s for t in twins for s in _sentences(t)]
+    conflicts, _ = detect_conflicts(QUESTION, scored[0], scored, 0.35)
+    assert not conflicts  # without an embedder stems cannot meet across languages
+    conflicts, _ = detect_conflicts(QUESTION, scored[0], scored, 0.35, embed=embed)
+    assert {v.value for v in conflicts[0].values} == {"72 hours", "24 Stunden", "12 Stunden"}
+    assert len(seen) == len(set(seen)) == 2, seen  # the twins' phrases (values left out) are one text
+
+
 @pytest.mark.parametrize("governing, other, version", [
     ({"version": "3.0", "status": "current"}, {"version": "2.4", "status": "historical"}, "superseded"),
     ({"version": "10.0", "status": "current"}, {"version": "9.5", "status": "current"}, "superseded"),

@@ -123,6 +123,21 @@ def _document_values(candidates: Sequence[Sentence], kind: str, gov_attr: Attrib
     return sorted(out, key=lambda x: -x[2])
 
 
+def _memoised(embed: Callable[[list[str]], np.ndarray] | None) -> Callable[[list[str]], np.ndarray] | None:
+    """Each attribute phrase is embedded once per call (the governing one is compared with many)."""
+    if embed is None:
+        return None
+    cache: dict[str, np.ndarray] = {}
+
+    def cached(texts: list[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in cache]
+        if todo:
+            cache.update(zip(todo, embed(todo)))
+        return np.stack([cache[t] for t in texts])
+
+    return cached
+
+
 def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Sentence], floor: float, *,
                      embed: Callable[[list[str]], np.ndarray] | None = None,
                      ) -> tuple[tuple[Conflict, ...], list[Sentence]]:
@@ -142,6 +157,7 @@ def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Senten
     if found is None:
         return (), []
     gv, gov_attr = found
+    embed = _memoised(embed)
     threshold = max(floor, governing.score - CONFLICT_MARGIN)
     by_doc: dict[str, list[Sentence]] = {}
     for s in scored:
