@@ -120,7 +120,7 @@ def main() -> int:
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"CONFIDENCE_INTERCEPT = {result['intercept']}")
     print(f"CONFIDENCE_WEIGHTS = {result['weights']}")
-    print(f"DEFAULT_MIN_CONFIDENCE = {chosen}")
+    print(f"FITTED_MIN_CONFIDENCE = {chosen}")
     print(json.dumps(per_set, indent=1))
     return 0
 

@@ -45,6 +45,8 @@ def test_risk_coverage_by_hand() -> None:
     # answered: 0.9, 0.8, 0.7 (unanswerable) → 2 of 3 right; coverage 3/7; refusal recall 1 of 2
     assert at65["answered"] == 3 and at65["accuracy"] == pytest.approx(2 / 3)
     assert at65["coverage"] == pytest.approx(3 / 7) and at65["refusal_recall"] == 0.5
+    # refused at 0.65: 0.6, 0.3, 0.2 (unanswerable), None → 1 of 4 expected; at 0: only None → 0 of 1
+    assert at65["refusal_precision"] == 0.25 and at0["refusal_precision"] == 0.0
     at75 = curve_point(OUTCOMES, 0.75)
     assert at75["accuracy"] == 1.0 and at75["refusal_recall"] == 1.0
     assert curve_point(OUTCOMES, 0.95)["accuracy"] is None  # nothing answered: n/a, not 0

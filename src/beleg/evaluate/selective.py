@@ -57,6 +57,7 @@ def curve_point(outcomes: Sequence[Outcome], threshold: float) -> dict[str, Any]
     right = sum(o.correct for o in answered)
     answerable = [o for o in outcomes if not o.unanswerable]
     unanswerable = [o for o in outcomes if o.unanswerable]
+    refused = [o for o in outcomes if not _answered(o, threshold)]
     return {
         "threshold": threshold,
         "answered": len(answered),
@@ -66,6 +67,7 @@ def curve_point(outcomes: Sequence[Outcome], threshold: float) -> dict[str, Any]
                                 if answerable else None),
         "refusal_recall": (sum(not _answered(o, threshold) for o in unanswerable) / len(unanswerable)
                            if unanswerable else None),
+        "refusal_precision": (sum(o.unanswerable for o in refused) / len(refused) if refused else None),
     }
 
 
