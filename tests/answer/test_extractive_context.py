@@ -187,3 +187,11 @@ def test_a_withheld_row_between_header_and_answer_row_keeps_the_quote_to_the_row
     c = ex.citations[0]
     assert c.quote == "| port | 8081 |" and text[c.start:c.end] == c.quote  # not across the withheld row
     assert ex.answer == "Setting: port; Default: 8081 [S1]"
+
+
+def test_the_language_twin_must_state_the_same_numbers() -> None:
+    en = _source("A request id may be at most 64 characters long.", "S1", 1)
+    de = _source("Testdaten werden höchstens 24 Stunden gespeichert.", "S2", 2, language="de")
+    scored = sorted((replace(s, score=0.80 if s.source.label == "S1" else 0.72)
+                     for s in candidate_sentences([en, de])), key=lambda s: -s.score)
+    assert choose(scored, language="de").source.label == "S1"  # another fact, not a translation

@@ -206,7 +206,7 @@ def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW,
     if language in (None, "?") or _language(chosen) == language:
         return chosen
     twins = [s for s in eligible if s.score >= best - LANGUAGE_MARGIN and _language(s) == language
-             and _governance(s) == _governance(chosen)]
+             and _governance(s) == _governance(chosen) and _same_statement(chosen, s)]
     return max(twins, key=lambda s: s.score) if twins else chosen
 
 
@@ -216,6 +216,20 @@ LANGUAGE_MARGIN = 0.15
 
 def _language(s: Sentence) -> str:
     return str(s.source.hit.metadata.get("language") or "en")
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def _same_statement(chosen: Sentence, twin: Sentence) -> bool:
+    """A translation keeps the numbers and code of the sentence it translates: the twin must
+    hold every number and code span of the chosen sentence (sentences without either pass)."""
+    def marks(text: str) -> set[str]:
+        numbers = {n.replace(",", ".") for n in _NUMBER.findall(text)}
+        return numbers | {c.strip().casefold() for c in _CODE.findall(text)}
+
+    return marks(chosen.text) <= marks(twin.text)
 
 
 def _governance(s: Sentence) -> tuple[str | None, str, str]:
