@@ -106,6 +106,21 @@ def test_the_previous_sentence_and_heading_are_context() -> None:
     assert s.check("focus").passed is True and s.supported
 
 
+def test_the_source_version_is_context_for_a_versioned_question() -> None:
+    q = "What was the retry window in version 2.4?"
+    text = "Deliveries are retried for 24 hours."
+
+    def focus(version: str) -> Check:
+        src = _source(text, version=version)
+        s = extractive_support(q, [_cite(src, text)], [src], FlatIDF())  # type: ignore[arg-type]
+        check = s.check("focus")
+        assert check is not None
+        return check
+
+    assert focus("2.4").passed is True
+    assert focus("3.0").passed is False and "2.4" in focus("3.0").why
+
+
 def test_a_name_question_needs_a_name_beyond_the_question_words() -> None:
     text = "The old variable was renamed. It was called `system.adapter.admin.0.alive` before version 5."
     q = "What was the old variable called?"

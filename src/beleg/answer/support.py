@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.sentences import split_sentences
 from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values
@@ -50,10 +51,10 @@ FOCUS_MIN_DENSE = 0.5
 
 # Logistic confidence: sigmoid(INTERCEPT + sum(WEIGHTS[f] * feature f)); fitted by
 # benchmarks/fit_confidence.py on the demo gold set and XQuAD dev en (never on realdocs).
-CONFIDENCE_INTERCEPT = -1.8268
+CONFIDENCE_INTERCEPT = -1.8451
 CONFIDENCE_WEIGHTS: dict[str, float] = {
-    "focus": 1.3529, "type": 0.774, "complete": 0.0, "margin": 1.2733, "score": 0.9686, "governing": 0.5655,
-    "rank": 0.2495,
+    "focus": 1.386, "type": 0.7862, "complete": 0.0, "margin": 1.2787, "score": 0.9479, "governing": 0.5563,
+    "rank": 0.2589,
 }
 #: The lowest threshold (step 0.01) at which answered questions are >= 90 % right on EACH
 #: development set (benchmarks/fit_confidence.py). Not the default of AnswerOptions.min_confidence
@@ -211,12 +212,16 @@ def focus_terms(question: str, terms: TermCoverage) -> dict[str, float]:
 
 
 def quote_context(source: Source, start: int, end: int) -> str:
-    """The quote with its immediate context: the sentence before it, its headings, the title."""
+    """The quote with its immediate context: the sentence before it, its headings, the title,
+    and the version and product the source is about ("in version 2.4" is answered by a 2.4 source)."""
     hit = source.hit
     a, b = start - hit.start, end - hit.start
     before = [sp for sp in split_sentences(hit.text) if sp.end <= a and not source.quarantine.overlaps(sp.start, sp.end)]
     previous = before[-1].text if before else ""
-    return "\n".join([hit.title, *hit.heading_path, previous, hit.text[max(a, 0):max(b, 0)]])
+    about = [f"version {source.version}" if source.version else "", str(hit.metadata.get("product") or "")]
+    # Instruction-like headings and fields are withheld (quarantine.py): they support nothing.
+    return "\n".join([shown_value(hit.title), shown_heading_path(hit.heading_path, "\n"), *map(shown_value, about),
+                      previous, hit.text[max(a, 0):max(b, 0)]])
 
 
 def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms: TermCoverage,
