@@ -245,7 +245,7 @@ def _extractive(kb: KnowledgeBase, question: str, sources: list[Source], scored:
                 coverage: float | None, opts: AnswerOptions, trace: dict[str, Any], scorer: SentenceScorer,
                 positions: dict[str, int]) -> Answer:
     ex = extract_answer(question, scored, target, 1.0 if coverage is None else coverage, opts.refuse_below,
-                        opts.min_coverage)
+                        opts.min_coverage, embed=kb.embedder.embed_documents)
     trace["decision"] = ex.reason
     trace["llm"] = {"backend": None, "calls": 0, "tokens": 0}
     check = verify_quotes(ex.citations, sources, _document_text(kb))
@@ -270,7 +270,8 @@ def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], g
         scored = scorer.score(sub, candidate_sentences(mine))
         eligible = [s for s in mine if s.eligible]
         coverage = scorer.coverage(sub, eligible) if _same_language(sub, eligible) else 1.0
-        ex = extract_answer(sub, scored, target, coverage, opts.refuse_below, opts.min_coverage)
+        ex = extract_answer(sub, scored, target, coverage, opts.refuse_below, opts.min_coverage,
+                            embed=kb.embedder.embed_documents)
         if not ex.refused:
             supports.append(extractive_support(sub, ex.citations, mine, scorer.terms, chosen=ex.chosen,
                                                scored=scored))
@@ -322,7 +323,8 @@ def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: l
     conflicts: tuple[Any, ...] = ()
     governing = choose(scored, opts.refuse_below)
     if governing is not None and not refused:
-        conflicts, _ = detect_conflicts(question, governing, scored, opts.refuse_below)
+        conflicts, _ = detect_conflicts(question, governing, scored, opts.refuse_below,
+                                        embed=kb.embedder.embed_documents)
     trace["decision"] = "refused by the model" if refused else ("verified" if check.ok else "unverified")
     support = None if refused else llm_support(question, text, check.citations, shown, scorer.terms,
                                                quotes_verified=check.ok, scored=scored, positions=positions,

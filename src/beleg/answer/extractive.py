@@ -10,8 +10,10 @@ when the question asks about a version no source covers.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from beleg.answer.conflicts import conflict_lines, detect_conflicts
 from beleg.answer.evidence import Target
@@ -237,7 +239,12 @@ def _governance(s: Sentence) -> tuple[str | None, str, str]:
 
 
 def extract_answer(question: str, scored: Sequence[Sentence], target: Target, coverage: float = 1.0,
-                   refuse_below: float = REFUSE_BELOW, min_coverage: float = MIN_COVERAGE) -> Extract:
+                   refuse_below: float = REFUSE_BELOW, min_coverage: float = MIN_COVERAGE, *,
+                   embed: Callable[[list[str]], np.ndarray] | None = None) -> Extract:
+    """The governing source's best sentence, quoted, with the conflicts other sources state.
+
+    ``embed`` (the index's passage embedder) lets conflict detection match an attribute
+    phrased with a synonym or in the other language (see :mod:`beleg.answer.attributes`)."""
     if target.unknown:
         return refusal(f"no source covers version {', '.join(target.unknown)}")
     if coverage < min_coverage:
@@ -246,7 +253,7 @@ def extract_answer(question: str, scored: Sequence[Sentence], target: Target, co
     if chosen is None:
         top = next((s.score for s in scored if s.source.eligible), None)
         return refusal("no eligible source" if top is None else f"best sentence scores {top:.2f} < {refuse_below}")
-    conflicts, others = detect_conflicts(question, chosen, scored, refuse_below)
+    conflicts, others = detect_conflicts(question, chosen, scored, refuse_below, embed=embed)
     first, shown = quote_answer(chosen, scored)
     text = f"{shown} [{chosen.source.label}]"
     citations = [first]
