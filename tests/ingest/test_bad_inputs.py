@@ -4,19 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-import beleg
 from beleg.types import Principal
 
 GOOD = "---\ntitle: Good\nlanguage: en\n---\n# Good\n\nThe quick delivery of webhooks with E-4012 handling.\n"
-
-
-@pytest.fixture()
-def kb(tmp_path: Path, embedder):
-    base = beleg.open(tmp_path / "kb", embedder=embedder)
-    yield base
-    base.close()
 
 
 def test_each_bad_file_fails_alone_and_nothing_is_lost(kb, tmp_path: Path) -> None:

@@ -22,13 +22,6 @@ def doc(title: str, body: str) -> str:
 
 
 @pytest.fixture()
-def kb(tmp_path: Path, embedder):
-    base = beleg.open(tmp_path / "kb", embedder=embedder)
-    yield base
-    base.close()
-
-
-@pytest.fixture()
 def src(tmp_path: Path) -> Path:
     folder = tmp_path / "corpus"
     folder.mkdir()

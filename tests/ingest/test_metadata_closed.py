@@ -19,13 +19,6 @@ def doc(front: str, body: str) -> str:
     return f"---\n{front}\nlanguage: en\n---\n# Title\n\n{body}\n"
 
 
-@pytest.fixture()
-def kb(tmp_path: Path, embedder):
-    base = beleg.open(tmp_path / "kb", embedder=embedder)
-    yield base
-    base.close()
-
-
 def statuses(report) -> dict[str, tuple[str, str | None]]:
     return {Path(f.source).name: (f.status, f.reason) for f in report.files}
 
