@@ -2,7 +2,7 @@
 # Set up Beleg, ingest the bundled demo corpus and run searches that show what it does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-EXTRAS="" bash scripts/setup.sh
+EXTRAS="server" bash scripts/setup.sh  # the server extra: `beleg serve` works after the demo
 . .venv/bin/activate
 export BELEG_INDEX=${BELEG_INDEX:-.beleg-demo}
 

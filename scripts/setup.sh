@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create ./.venv (Python 3.11+) and install Beleg. Idempotent.
-# EXTRAS picks optional parts (default "test,rerank": what the test suite needs; the
-# rerank extra brings a CPU build of torch for the cross-encoder tests).
+# EXTRAS picks optional parts (default "test,rerank,server": what the test suite and
+# `beleg serve` need; the rerank extra brings a CPU build of torch for the cross-encoder tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -10,5 +10,5 @@ if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   exit 1
 fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-EXTRAS=${EXTRAS-test,rerank}
+EXTRAS=${EXTRAS-test,rerank,server}
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${EXTRAS:+[$EXTRAS]}"

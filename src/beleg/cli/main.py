@@ -17,7 +17,6 @@ from typing import Any, Sequence
 
 from beleg.errors import BelegError
 from beleg.kb import default_index_dir
-from beleg.types import add_file_positions
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -283,38 +282,20 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise ConfigError(f"--weights expects two numbers like 1,0.5, got {args.weights!r}") from None
     if len(weights) != 2:
         raise ConfigError(f"--weights expects two numbers (bm25,dense), got {args.weights!r}")
-    from beleg.strategies import load_strategy, run_strategy
+    from beleg.service import SearchRequest, Service
+    from beleg.strategies import load_strategy
 
     load_strategy(args.strategy)  # an unknown name fails before any work
+    request = SearchRequest(args.query, mode=args.mode, k=args.k, filters=from_assignments(args.filter),
+                            where=args.where, fusion=args.fusion, rrf_k=args.rrf_k, weights=weights,  # type: ignore[arg-type]
+                            mmr=args.mmr, strategy=args.strategy, self_query=not args.no_self_query)
     with _open(args) as kb:
-        if args.strategy == "hybrid":
-            import time
-
-            from beleg.query.self_query import disabled_json
-
-            t0 = time.perf_counter()
-            inferred = None if args.no_self_query else kb.infer_constraints(
-                args.query, _principal(args), filters=from_assignments(args.filter), where=args.where)
-            hits = kb.search(args.query, mode=args.mode, k=args.k, filters=from_assignments(args.filter),
-                             where=args.where, fusion=args.fusion, rrf_k=args.rrf_k, weights=weights,
-                             mmr_lambda=args.mmr, principal=_principal(args),
-                             self_query=inferred if inferred is not None else False)
-            trace = {"strategy": "hybrid", "mode": args.mode, "queries": [args.query], "steps": [],
-                     "llm": {"calls": 0, "tokens": 0}, "latency_ms": round(1000 * (time.perf_counter() - t0), 1),
-                     "self_query": inferred.to_json() if inferred is not None else disabled_json()}
-            notes = inferred.notes() if inferred is not None else []
-        else:
-            result = run_strategy(kb, args.strategy, args.query, principal=_principal(args),
-                                  filters=from_assignments(args.filter), where=args.where, k=args.k, mode=args.mode,
-                                  llm=_resolve_llm(args), self_query=not args.no_self_query)
-            hits, trace = result.hits, result.trace.to_json()
-            if result.groups:
-                trace["groups"] = {q: [h.chunk_id for h in g] for q, g in result.groups.items()}
-            notes = [n for n in result.trace.notes if n.startswith("self-query:")]
-        hits_json = add_file_positions([h.to_json() for h in hits], kb.catalog.document) if args.json else []
+        service = Service(kb, llm=_resolve_llm(args) if args.strategy != "hybrid" else None)
+        result = service.search(request, _principal(args))
+        hits, notes = result.hits, result.notes
+        out = service.search_json(result) if args.json else None
     if args.json:
-        print(json.dumps({"hits": hits_json, "trace": trace, "self_query": trace.get("self_query")},
-                         indent=2, ensure_ascii=False))
+        print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         style = Style(sys.stdout.isatty())
         for line in notes:  # say what the question's words changed, and how to switch it off
@@ -511,11 +492,13 @@ def _ask_once(kb: Any, args: argparse.Namespace, question: str, context: list[st
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    answer = kb.ask(question, principal=_principal(args), filters=filters, where=args.where, context=context,
-                    llm=llm, options=options, on_token=on_token if stream else None)
+    from beleg.service import Service
+
+    service = Service(kb, llm=llm)
+    answer = service.ask(question, _principal(args), filters=filters, where=args.where, context=context,
+                         options=options, on_token=on_token if stream else None)
     if args.json:
-        out = answer.to_json()
-        add_file_positions(out["citations"] + out["sources"], kb.catalog.document)
+        out = service.answer_json(answer)
         print(json.dumps(out, ensure_ascii=False, indent=None if args.command == "chat" else 2))
         return answer
     style = Style(sys.stdout.isatty())

@@ -20,7 +20,7 @@ when no LLM is configured; none silently falls back to plain search.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -113,8 +113,12 @@ class StrategyContext:
     def __init__(self, kb: KnowledgeBase, *, principal: Principal | None = None, filters: FilterLike = None,
                  where: str | None = None, k: int = 10, mode: str = "hybrid", llm: LLM | None = None,
                  budget: Budget | None = None, context: Sequence[str] = (), strategy: str = "hybrid",
-                 question: str | None = None, self_query: bool | Inferred = True) -> None:
+                 question: str | None = None, self_query: bool | Inferred = True,
+                 search_options: Mapping[str, Any] | None = None) -> None:
         self.kb = kb
+        #: The caller's retrieval options (fusion, rrf_k, weights, mmr_lambda, reranker, ...):
+        #: every search of the strategy uses them, as a plain search would.
+        self.search_options = dict(search_options or {})
         self.principal = principal or ANONYMOUS
         self.filter: Expr | None = combine(filters, where)
         self.k = k
@@ -169,7 +173,8 @@ class StrategyContext:
         t0 = time.perf_counter()
         hits = self.kb.search(query, mode=mode or self.mode, k=k or self.k, filters=combine(self.filter, extra),
                               principal=self.principal,
-                              self_query=self.inferred if self.inferred is not None else False)
+                              self_query=self.inferred if self.inferred is not None else False,
+                              **self.search_options)
         self.trace.rounds += 1
         self.trace.queries.append(query)
         self.trace.steps.append(Step(step, query, [h.chunk_id for h in hits], 1000 * (time.perf_counter() - t0)))

@@ -1,0 +1,252 @@
+"""The HTTP API (Starlette): ``create_app(index, auth)`` returns an ASGI app for uvicorn.
+
+Every ``/v1`` request is authenticated (:mod:`beleg.server.auth`); the principal comes from
+the credentials only. Errors are ``{"error": {"type", "message"}}`` with the matching status
+code and never a traceback. Routes and bodies: :mod:`beleg.server.openapi`, docs/server.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+
+from beleg.errors import BelegError, ConfigError, LLMError, NeedsLLMError
+from beleg.index.versions import IndexBusyError
+from beleg.server import openapi
+from beleg.server.auth import AuthConfig, AuthError, Identity, ScopeError
+from beleg.server.conversations import Conversations
+from beleg.server.limits import RateLimiter
+from beleg.server.metrics import Metrics
+from beleg.server.worker import IndexThread, service_opener
+from beleg.service import AccessDenied, SearchRequest, Service
+
+log = logging.getLogger(__name__)
+STATIC = Path(__file__).parent / "static"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """Limits and options of one server process."""
+
+    #: Largest request body; an upload larger than this is refused with 413.
+    max_body_bytes: int = 16 * 2**20
+    #: Per-caller token bucket: requests per second on average, and the burst allowed.
+    rate_per_second: float = 20.0
+    burst: int = 40
+    #: Origins allowed to call the API from a browser (empty: CORS off).
+    cors_origins: tuple[str, ...] = ()
+    #: Append one JSON line per request (who, what, which documents) here; None: off.
+    audit_log: Path | None = None
+    #: Where uploaded files are kept (default: ``uploads/`` beside the index).
+    upload_dir: Path | None = None
+    #: Defaults of every answer (governance policy, min_confidence, ...); None: AnswerOptions().
+    answer_options: Any = None
+    static_dir: Path | None = field(default=STATIC)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message, self.headers = status, kind, message, headers or {}
+
+
+def error_response(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status, headers=headers)
+
+
+def _classify(exc: BaseException) -> ApiError:
+    """The status code and error type of an exception raised while serving a request."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, AuthError):
+        return ApiError(401, "unauthorized", str(exc), {"WWW-Authenticate": "Bearer"})
+    if isinstance(exc, (ScopeError, AccessDenied)):
+        return ApiError(403, "forbidden", str(exc))
+    if isinstance(exc, IndexBusyError):
+        return ApiError(409, "index_busy", str(exc))
+    if isinstance(exc, NeedsLLMError):
+        return ApiError(400, "needs_llm", str(exc))
+    if isinstance(exc, (ConfigError, ValueError)) and isinstance(exc, BelegError):
+        return ApiError(400, "invalid_request", str(exc))
+    if isinstance(exc, LLMError):
+        return ApiError(502, "llm_error", str(exc))
+    if isinstance(exc, BelegError):
+        return ApiError(400, "invalid_request", str(exc))
+    log.exception("internal error while serving a request", exc_info=exc)
+    return ApiError(500, "internal", "internal server error; the server log has the details")
+
+
+class Api:
+    """The state one app holds: index threads, auth, limits, metrics, conversations."""
+
+    def __init__(self, source: Any, auth: AuthConfig, settings: ServerSettings) -> None:
+        opener, root = service_opener(source)
+        self.reader = IndexThread("read", opener)
+        self.writer = IndexThread("write", opener)
+        self.auth = auth
+        self.settings = settings
+        self.limiter = RateLimiter(settings.rate_per_second, settings.burst)
+        self.metrics = Metrics()
+        self.conversations = Conversations()
+        self.upload_dir = settings.upload_dir or root.parent / f"{root.name}-uploads"
+        self.ready = False
+        self._generation: int | None = None
+        self._audit = _AuditLog(settings.audit_log) if settings.audit_log else None
+
+    async def warm_up(self) -> None:
+        """Open the index and load the model before the first request (then /readyz says ready)."""
+        await self.reader.call(lambda svc: (svc.kb.embedder, svc.kb.snapshot()))
+        self.ready = True
+
+    def close(self) -> None:
+        self.reader.close()
+        self.writer.close()
+
+    # ------------------------------------------------------------------ plumbing
+    def route(self, scope: str | None, handler: Callable[[Request, Identity | None], Awaitable[Response]],
+              template: str) -> Callable[[Request], Awaitable[Response]]:
+        """Wrap ``handler``: authenticate (when ``scope``), rate-limit, size-limit, map errors, count."""
+
+        async def endpoint(request: Request) -> Response:
+            t0 = time.perf_counter()
+            try:
+                identity = None
+                if scope is not None:
+                    identity = self.auth.authenticate(request.headers.get("authorization"))
+                    identity.require(scope)
+                    wait = self.limiter.take(identity.subject)
+                    if wait > 0:
+                        raise ApiError(429, "rate_limited", f"rate limit of {self.settings.rate_per_second:g} "
+                                       f"requests/s exceeded; retry in {wait:.1f} s",
+                                       {"Retry-After": str(max(1, round(wait + 0.5)))})
+                    await self._read_limited(request)
+                response = await handler(request, identity)
+            except Exception as exc:  # every failure becomes one JSON error, never a traceback
+                err = _classify(exc)
+                self.metrics.error(template, err.kind)
+                response = error_response(err.status, err.kind, err.message, err.headers)
+            self.metrics.observe(request.method, template, response.status_code, time.perf_counter() - t0)
+            return response
+
+        return endpoint
+
+    async def _read_limited(self, request: Request) -> None:
+        """Read the body (cached on the request) up to the size limit; 413 beyond it."""
+        limit = self.settings.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise ApiError(413, "too_large", f"request body of {int(declared)} bytes is over the {limit}-byte limit")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise ApiError(413, "too_large", f"request body is over the {limit}-byte limit")
+            chunks.append(chunk)
+        request._body = b"".join(chunks)  # Starlette reads a cached body back in .json() and .form()
+
+    async def json_body(self, request: Request, schema: dict[str, Any], what: str) -> dict[str, Any]:
+        try:
+            body = json.loads(await request.body() or b"null")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"the {what} body is not valid JSON: {exc}") from None
+        return openapi.validate_body(body, schema, what)
+
+    async def index_call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A read on the index thread, counting whether the index view was reused (a cache hit)."""
+
+        def counted(svc: Service) -> Any:
+            generation = svc.kb.catalog.generation
+            self.metrics.cache("index_view", generation == self._generation)
+            self._generation = generation
+            return fn(svc, *args, **kwargs)
+
+        return await self.reader.call(counted)
+
+    def audit(self, identity: Identity | None, endpoint: str, query: str | None, doc_ids: list[str]) -> None:
+        if self._audit is not None and identity is not None:
+            self._audit.write(identity, endpoint, query, doc_ids)
+
+
+class _AuditLog:
+    """One JSON line per request: who asked what, which documents it returned (off by default)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def write(self, identity: Identity, endpoint: str, query: str | None, doc_ids: list[str]) -> None:
+        p = identity.principal
+        line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "subject": identity.subject,
+                           "user": p.user, "tenant": p.tenant, "endpoint": endpoint, "query": query,
+                           "documents": sorted(set(doc_ids))}, ensure_ascii=False)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+def create_app(index: Any, auth: AuthConfig, settings: ServerSettings | None = None) -> Starlette:
+    """The ASGI app over ``index`` (a folder, a :class:`~beleg.kb.KnowledgeBase` or a
+    :class:`~beleg.service.Service`), authenticating with ``auth``."""
+    from beleg.server import handlers
+
+    settings = settings or ServerSettings()
+    api = Api(index, auth, settings)
+    routes: list[Any] = [Route(path, api.route(scope, handler, path), methods=[method])
+                         for method, path, scope, handler in handlers.ROUTES]
+    static = settings.static_dir
+    if static is not None and static.is_dir():
+        from starlette.staticfiles import StaticFiles
+
+        routes.append(Mount("/", app=StaticFiles(directory=static, html=True), name="static"))
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, kind, f"{request.method} {request.url.path}: {exc.detail}")
+
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await api.warm_up()
+        yield
+        api.close()
+
+    middleware = []
+    if settings.cors_origins:
+        from starlette.middleware import Middleware
+        from starlette.middleware.cors import CORSMiddleware
+
+        middleware.append(Middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
+                                     allow_methods=["GET", "POST", "DELETE"],
+                                     allow_headers=["Authorization", "Content-Type"]))
+    app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: not_found},
+                    lifespan=_as_context(lifespan))
+    app.state.api = api
+    return app
+
+
+def _as_context(fn: Callable[[Starlette], AsyncIterator[None]]) -> Any:
+    from contextlib import asynccontextmanager
+
+    return asynccontextmanager(fn)
+
+
+QUOTE_RANGE = re.compile(r"^(\d{1,9}):(\d{1,9})$")
+
+
+def search_request(body: dict[str, Any]) -> SearchRequest:
+    """A :class:`SearchRequest` from a validated /v1/search body."""
+    return SearchRequest(body["query"], mode=body.get("mode", "hybrid"), k=body.get("k", 10),
+                         filters=body.get("filters"), where=body.get("where"), fusion=body.get("fusion", "rrf"),
+                         rrf_k=body.get("rrf_k", 60), weights=tuple(body.get("weights", (1.0, 1.0))),  # type: ignore[arg-type]
+                         mmr=body.get("mmr"), strategy=body.get("strategy", "hybrid"),
+                         self_query=body.get("self_query", True), context=tuple(body.get("context", ())))

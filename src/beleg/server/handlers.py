@@ -1,0 +1,258 @@
+"""The endpoints. Each gets the request and the authenticated :class:`Identity` (None on the
+open routes) from :meth:`beleg.server.app.Api.route`, which also maps errors to responses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import secrets
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+
+from beleg.errors import ConfigError
+from beleg.server import openapi
+from beleg.server.app import QUOTE_RANGE, ApiError, _classify, search_request
+from beleg.server.auth import Identity
+from beleg.server.conversations import UnknownConversation
+from beleg.service import Service, refuse_other_tenant
+
+if TYPE_CHECKING:
+    from beleg.server.app import Api
+
+MAX_FILES = 50
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _api(request: Request) -> Api:
+    api: Api = request.app.state.api
+    return api
+
+
+def _who(identity: Identity | None) -> Identity:
+    assert identity is not None  # the route requires a scope
+    return identity
+
+
+# ---------------------------------------------------------------------- search
+async def search(request: Request, identity: Identity | None) -> Response:
+    api, who = _api(request), _who(identity)
+    body = await api.json_body(request, openapi.SEARCH_REQUEST, "search")
+    req = search_request(body)
+    out = await api.index_call(lambda svc: svc.search_json(svc.search(req, who.principal)))
+    api.audit(who, "search", req.query, [h["doc_id"] for h in out["hits"]])
+    return JSONResponse(out)
+
+
+# ---------------------------------------------------------------------- answers
+def _answer_options(body: dict[str, Any], base: Any) -> Any:
+    from beleg.strategies import load_strategy
+
+    strategy = body.get("strategy", base.strategy)
+    load_strategy(strategy)  # an unknown name is a 400 before any work
+    return replace(base, k=body.get("k", base.k), mode=body.get("mode", base.mode), strategy=strategy,
+                   budget_tokens=body.get("budget", base.budget_tokens), order=body.get("order", base.order),
+                   self_query=body.get("self_query", base.self_query),
+                   min_confidence=body.get("min_confidence", base.min_confidence))
+
+
+def _ask_call(body: dict[str, Any], principal: Any, context: list[str], options: Any,
+              on_token: Any = None) -> Any:
+    def call(svc: Service) -> dict[str, Any]:
+        answer = svc.ask(body["question"], principal, filters=body.get("filters"), where=body.get("where"),
+                         context=context, options=options, on_token=on_token)
+        return svc.answer_json(answer)
+
+    return call
+
+
+async def _answer(request: Request, who: Identity, body: dict[str, Any], context: list[str],
+                  extra: dict[str, Any], endpoint: str) -> Response:
+    """Answer ``body`` as JSON, or as server-sent events with ``"stream": true``."""
+    from beleg.answer.answerer import AnswerOptions
+
+    api = _api(request)
+    options = _answer_options(body, api.settings.answer_options or AnswerOptions())
+    if not body.get("stream"):
+        out = await api.index_call(_ask_call(body, who.principal, context, options))
+        out.update(extra)
+        api.audit(who, endpoint, body["question"], [c["doc_id"] for c in out["sources"]])
+        return JSONResponse(out)
+    return StreamingResponse(_stream(api, who, body, context, options, extra, endpoint),
+                             media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+
+async def _stream(api: Api, who: Identity, body: dict[str, Any], context: list[str], options: Any,
+                  extra: dict[str, Any], endpoint: str) -> AsyncIterator[str]:
+    """``token`` events as the LLM writes (none for the offline answerer), then one ``answer``
+    event with the verified answer object, or one ``error`` event."""
+    loop = asyncio.get_running_loop()
+    tokens: asyncio.Queue[str] = asyncio.Queue()
+
+    def on_token(text: str) -> None:  # called on the index thread
+        loop.call_soon_threadsafe(tokens.put_nowait, text)
+
+    task = asyncio.ensure_future(api.index_call(_ask_call(body, who.principal, context, options, on_token)))
+    while not (task.done() and tokens.empty()):
+        getter = asyncio.ensure_future(tokens.get())
+        await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+        if getter.done():
+            yield _event("token", {"text": getter.result()})
+        else:
+            getter.cancel()
+    try:
+        out = task.result()
+    except Exception as exc:  # the stream has started: the error travels as an event
+        err = _classify(exc)
+        yield _event("error", {"error": {"type": err.kind, "message": err.message}})
+        return
+    out.update(extra)
+    api.audit(who, endpoint, body["question"], [c["doc_id"] for c in out["sources"]])
+    yield _event("answer", out)
+
+
+def _event(name: str, data: dict[str, Any]) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+async def ask(request: Request, identity: Identity | None) -> Response:
+    who = _who(identity)
+    body = await _api(request).json_body(request, openapi.ASK_REQUEST, "ask")
+    return await _answer(request, who, body, list(body.get("context", [])), {}, "ask")
+
+
+async def chat(request: Request, identity: Identity | None) -> Response:
+    api, who = _api(request), _who(identity)
+    body = await api.json_body(request, openapi.CHAT_REQUEST, "chat")
+    try:
+        conversation_id, context = api.conversations.context(body.get("conversation_id"), who.subject)
+    except UnknownConversation:
+        raise ApiError(404, "not_found", "no such conversation for this key; omit conversation_id to start one") \
+            from None
+    # Questions, never answers, carry a conversation (as in 'beleg chat'): add it before answering,
+    # so a streamed turn that the client abandons still counts.
+    api.conversations.add(conversation_id, body["question"])
+    return await _answer(request, who, body, context, {"conversation_id": conversation_id}, "chat")
+
+
+# ---------------------------------------------------------------------- documents
+async def get_document(request: Request, identity: Identity | None) -> Response:
+    api, who = _api(request), _who(identity)
+    doc_id = request.path_params["doc_id"]
+    ranges = []
+    for value in request.query_params.getlist("quote"):
+        m = QUOTE_RANGE.match(value)
+        if m is None:
+            raise ConfigError(f"quote must be START:END document offsets like 120:180, got {value!r}")
+        ranges.append((int(m.group(1)), int(m.group(2))))
+    out = await api.index_call(lambda svc: svc.document_json(doc_id, who.principal, ranges))
+    if out is None:
+        raise ApiError(404, "not_found", f"no document {doc_id!r} visible to this key")
+    api.audit(who, "document", None, [doc_id])
+    return JSONResponse(out)
+
+
+async def delete_document(request: Request, identity: Identity | None) -> Response:
+    """Erase a document the admin key may read (another tenant's document is "not found")."""
+    api, who = _api(request), _who(identity)
+    doc_id = request.path_params["doc_id"]
+
+    def erase(svc: Service) -> dict[str, Any] | None:
+        if svc.kb.document(doc_id, who.principal) is None:
+            return None
+        return svc.delete([doc_id])
+
+    out = await api.writer.call(erase)
+    if out is None:
+        raise ApiError(404, "not_found", f"no document {doc_id!r} visible to this key")
+    api.audit(who, "delete", None, [doc_id])
+    return JSONResponse(out)
+
+
+async def ingest(request: Request, identity: Identity | None) -> Response:
+    """Multipart upload (field ``files``): staged, checked against the key's tenant, then ingested."""
+    api, who = _api(request), _who(identity)
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise ConfigError("upload files as multipart/form-data in a field named 'files'")
+    form = await request.form(max_files=MAX_FILES, max_fields=MAX_FILES)
+    uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
+    if not uploads:
+        raise ConfigError("no files: send them in a multipart field named 'files'")
+    tenant = who.principal.tenant or "_shared"
+    final_dir = api.upload_dir / _safe_name(tenant)
+    staging = api.upload_dir / ".staging" / secrets.token_hex(8)
+    staging.mkdir(parents=True, exist_ok=True)
+    try:
+        staged = [await _stage(upload, staging) for upload in uploads]
+        for path in staged:  # before anything is stored: a file naming another tenant is refused
+            refuse_other_tenant(path, who.principal)
+        final_dir.mkdir(parents=True, exist_ok=True)
+        paths = [path.replace(final_dir / path.name) for path in staged]
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    out = await api.writer.call(lambda svc: svc.ingest_files(paths, who.principal))
+    api.audit(who, "ingest", None, [f["doc_id"] for f in out.get("files", []) if f.get("doc_id")])
+    return JSONResponse(out)
+
+
+async def _stage(upload: UploadFile, folder: Path) -> Path:
+    name = _safe_name(Path(upload.filename or "").name)
+    if not name or "." not in name.strip("."):
+        raise ConfigError(f"file name {upload.filename!r} needs an extension such as .md, .txt, .html, .pdf, .docx")
+    target = folder / name
+    if target.exists():
+        raise ConfigError(f"the upload names {name!r} twice; send each file once")
+    target.write_bytes(await upload.read())
+    return target
+
+
+def _safe_name(name: str) -> str:
+    return _SAFE_NAME.sub("_", name).lstrip(".")[:120]
+
+
+# ---------------------------------------------------------------------- service
+async def status(request: Request, identity: Identity | None) -> Response:
+    out = await _api(request).index_call(lambda svc: svc.status())
+    return JSONResponse(out)
+
+
+async def healthz(request: Request, identity: Identity | None) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request, identity: Identity | None) -> Response:
+    if not _api(request).ready:
+        raise ApiError(503, "not_ready", "the index is still opening and the model loading")
+    return JSONResponse({"status": "ready"})
+
+
+async def metrics(request: Request, identity: Identity | None) -> Response:
+    return PlainTextResponse(_api(request).metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+async def openapi_json(request: Request, identity: Identity | None) -> Response:
+    from beleg import __version__
+
+    return JSONResponse(openapi.openapi_document(__version__))
+
+
+ROUTES = [
+    ("POST", "/v1/search", "read", search),
+    ("POST", "/v1/ask", "read", ask),
+    ("POST", "/v1/chat", "read", chat),
+    ("GET", "/v1/documents/{doc_id}", "read", get_document),
+    ("DELETE", "/v1/documents/{doc_id}", "admin", delete_document),
+    ("POST", "/v1/ingest", "ingest", ingest),
+    ("GET", "/v1/status", "read", status),
+    ("GET", "/healthz", None, healthz),
+    ("GET", "/readyz", None, readyz),
+    ("GET", "/metrics", None, metrics),
+    ("GET", "/openapi.json", None, openapi_json),
+]

@@ -1,0 +1,191 @@
+"""One service layer for the CLI and the HTTP server: search, ask, documents, ingest, delete, status.
+
+Both front ends parse their input into the same requests and call the same methods, so an
+option (``mmr``, ``fusion``, a reranker, filters) reaches a plain search and every strategy
+the same way, and ``search --json`` and ``POST /v1/search`` return the same object.
+
+Example:
+    >>> svc = Service(beleg.open("./kb"))                                 # doctest: +SKIP
+    >>> svc.search_json(svc.search(SearchRequest("E-4012", mmr=0.7)))    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from beleg.errors import BelegError, ConfigError
+from beleg.index.filters import FilterLike, combine
+from beleg.types import ANONYMOUS, Hit, Principal, add_file_positions
+
+if TYPE_CHECKING:
+    from beleg.answer.answerer import AnswerOptions
+    from beleg.answer.types import Answer
+    from beleg.backends.llms.base import LLM
+    from beleg.backends.rerankers.base import Reranker
+    from beleg.kb import KnowledgeBase
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """What to search for and how; the same fields as ``beleg search``'s options."""
+
+    query: str
+    mode: str = "hybrid"
+    k: int = 10
+    filters: FilterLike = None
+    where: str | None = None
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    weights: tuple[float, float] = (1.0, 1.0)
+    mmr: float | None = None
+    strategy: str = "hybrid"
+    self_query: bool = True
+    #: Earlier questions of a conversation (oldest first), for strategies that resolve follow-ups.
+    context: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.query or not self.query.strip():
+            raise ConfigError("the query is empty; pass the words to search for")
+        if self.mmr is not None and not 0.0 <= self.mmr <= 1.0:
+            raise ConfigError(f"mmr {self.mmr} is outside [0, 1]; give a value such as 0.7")
+        if len(self.weights) != 2:
+            raise ConfigError(f"weights expects two numbers (bm25, dense), got {list(self.weights)}")
+        if self.k < 1:
+            raise ConfigError(f"k must be at least 1, got {self.k}")
+
+
+@dataclass(slots=True)
+class SearchResult:
+    hits: list[Hit]
+    trace: dict[str, Any]
+    #: What self-query changed, in words (for the CLI's dimmed lines).
+    notes: list[str] = field(default_factory=list)
+
+
+class Service:
+    """The calls both front ends make on one knowledge base.
+
+    Args:
+        kb: The open index.
+        llm: The LLM strategies and answers use (None: offline methods only).
+        reranker: Re-score fused candidates with this cross-encoder on every search.
+    """
+
+    def __init__(self, kb: KnowledgeBase, *, llm: LLM | None = None, reranker: Reranker | None = None) -> None:
+        self.kb = kb
+        self.llm = llm
+        self.reranker = reranker
+
+    # ------------------------------------------------------------------ search
+    def retrieval_options(self, request: SearchRequest) -> dict[str, Any]:
+        """The keyword arguments of :meth:`KnowledgeBase.search` beyond query, mode, k and filters:
+        one place, so a strategy's searches get exactly what a plain search gets."""
+        return {"fusion": request.fusion, "rrf_k": request.rrf_k, "weights": tuple(request.weights),
+                "mmr_lambda": request.mmr, "reranker": self.reranker}
+
+    def search(self, request: SearchRequest, principal: Principal | None = None) -> SearchResult:
+        """Run ``request`` as ``principal`` (None: anonymous, public documents only)."""
+        from beleg.strategies import load_strategy, run_strategy
+
+        load_strategy(request.strategy)  # an unknown name fails before any work
+        who = principal or ANONYMOUS
+        if request.strategy != "hybrid":
+            result = run_strategy(self.kb, request.strategy, request.query, principal=who, filters=request.filters,
+                                  where=request.where, k=request.k, mode=request.mode, llm=self.llm,
+                                  context=request.context, self_query=request.self_query,
+                                  search_options=self.retrieval_options(request))
+            trace = result.trace.to_json()
+            if result.groups:
+                trace["groups"] = {q: [h.chunk_id for h in g] for q, g in result.groups.items()}
+            return SearchResult(result.hits, trace, [n for n in result.trace.notes if n.startswith("self-query:")])
+        return self._plain_search(request, who)
+
+    def _plain_search(self, request: SearchRequest, who: Principal) -> SearchResult:
+        from beleg.query.self_query import disabled_json
+
+        t0 = time.perf_counter()
+        inferred = self.kb.infer_constraints(request.query, who, filters=request.filters,
+                                             where=request.where) if request.self_query else None
+        hits = self.kb.search(request.query, mode=request.mode, k=request.k, filters=request.filters,
+                              where=request.where, principal=who,
+                              self_query=inferred if inferred is not None else False,
+                              **self.retrieval_options(request))
+        trace = {"strategy": "hybrid", "mode": request.mode, "queries": [request.query], "steps": [],
+                 "llm": {"calls": 0, "tokens": 0}, "latency_ms": round(1000 * (time.perf_counter() - t0), 1),
+                 "self_query": inferred.to_json() if inferred is not None else disabled_json()}
+        return SearchResult(hits, trace, inferred.notes() if inferred is not None else [])
+
+    def search_json(self, result: SearchResult) -> dict[str, Any]:
+        """The ``search --json`` object: ``{hits, trace, self_query}``."""
+        hits = add_file_positions([h.to_json() for h in result.hits], self.kb.catalog.document)
+        return {"hits": hits, "trace": result.trace, "self_query": result.trace.get("self_query")}
+
+    # ------------------------------------------------------------------ answers
+    def ask(self, question: str, principal: Principal | None = None, *, filters: FilterLike = None,
+            where: str | None = None, context: Sequence[str] = (), options: AnswerOptions | None = None,
+            on_token: Callable[[str], None] | None = None) -> Answer:
+        """Answer ``question`` as ``principal``; ``context`` holds the conversation's earlier questions."""
+        return self.kb.ask(question, principal=principal or ANONYMOUS, filters=filters, where=where,
+                           context=list(context), llm=self.llm, options=options, on_token=on_token)
+
+    def answer_json(self, answer: Answer) -> dict[str, Any]:
+        """The ``ask --json`` object, with file positions on citations and sources."""
+        out: dict[str, Any] = answer.to_json()
+        add_file_positions(out["citations"] + out["sources"], self.kb.catalog.document)
+        return out
+
+    # ------------------------------------------------------------------ documents
+    def document_json(self, doc_id: str, principal: Principal | None = None,
+                      ranges: Sequence[tuple[int, int]] = ()) -> dict[str, Any] | None:
+        """A document ``principal`` may read, with the text of each quoted range; None when it
+        does not exist or is not theirs (the two look the same, so ids cannot be probed)."""
+        doc = self.kb.document(doc_id, principal or ANONYMOUS)
+        if doc is None:
+            return None
+        quotes = []
+        for start, end in ranges:
+            if not 0 <= start <= end <= len(doc.text):
+                raise ConfigError(f"quote range {start}:{end} is outside the document (0:{len(doc.text)}); "
+                                  "give start:end offsets from a citation")
+            quotes.append({"start": start, "end": end, "text": doc.text[start:end]})
+        return {"doc_id": doc.doc_id, "source": doc.source, "title": doc.metadata.get("title"),
+                "metadata": doc.metadata, "text": doc.text, "quotes": quotes}
+
+    def ingest_files(self, paths: Sequence[Path], principal: Principal | None = None) -> dict[str, Any]:
+        """Ingest files already on disk as ``principal``: documents get the uploader's tenant, a
+        file that names another tenant is refused (:class:`AccessDenied`), and re-ingests that
+        would widen a document's access are refused, as on the CLI."""
+        if principal is not None and principal.tenant:
+            for path in paths:
+                refuse_other_tenant(path, principal)
+        meta = {"tenant": principal.tenant} if principal is not None and principal.tenant else None
+        report = self.kb.ingest([str(p) for p in paths], metadata=meta, progress=False)
+        out: dict[str, Any] = report.to_json()
+        return out
+
+    def delete(self, doc_ids: Sequence[str] = (), *, where: FilterLike = None) -> dict[str, Any]:
+        return self.kb.delete(doc_ids, where=combine(where))
+
+    def status(self) -> dict[str, Any]:
+        return self.kb.status()
+
+
+class AccessDenied(BelegError, PermissionError):
+    """The principal may not do this (the server answers 403)."""
+
+
+def refuse_other_tenant(path: Path, principal: Principal) -> None:
+    """A tenant's key may add documents to its own tenant only, whatever the file's front matter says."""
+    from beleg.ingest.readers import reader_for
+
+    try:
+        declared = reader_for(path).read(path.read_bytes(), path, None).metadata.get("tenant")
+    except (OSError, BelegError):
+        return  # an unreadable file fails in the ingest report, with its reason
+    if declared not in (None, "") and Principal.fold(str(declared)) != Principal.fold(principal.tenant or ""):
+        raise AccessDenied(f"{path.name} declares tenant {declared!r}, but this key belongs to tenant "
+                           f"{principal.tenant!r}; upload it with a key of that tenant or remove the field")
