@@ -171,6 +171,9 @@ class Hit:
     scores: dict[str, float] = field(default_factory=dict)
     #: Ingest-time findings on the chunk (see :attr:`Chunk.flags`).
     flags: tuple[str, ...] = ()
+    #: When the hit was widened (parent-child, neighbour expansion) or narrowed (compression):
+    #: the document offsets of the span that actually matched the query.
+    matched: tuple[int, int] | None = None
 
     def to_json(self, document_text: str | None = None) -> dict[str, Any]:
         """The `search --json` contract for one hit. ``start``/``end`` count characters of the
@@ -190,6 +193,7 @@ class Hit:
             "metadata": shown_metadata(self.metadata),
             "scores": self.scores,
             "flags": list(self.flags),
+            **({"matched": {"start": self.matched[0], "end": self.matched[1]}} if self.matched else {}),
         }
 
 

@@ -53,7 +53,9 @@ def test_chunk_ids_are_content_hashes() -> None:
     assert len({c.chunk_id for c in a}) == len(a)
 
 
-@pytest.mark.parametrize("kwargs", [{"method": "semantic"}, {"max_tokens": 2}, {"overlap": 500}])
+@pytest.mark.parametrize("kwargs", [{"method": "fancy"}, {"max_tokens": 2}, {"overlap": 500},
+                                    {"method": "parent-child", "child_tokens": 500},
+                                    {"method": "semantic", "percentile": 100}])
 def test_bad_chunking_config(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         ChunkingConfig(**kwargs)

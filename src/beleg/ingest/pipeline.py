@@ -350,7 +350,8 @@ class Ingestor:
             return
         doc = Document(doc_id, source, parsed.text, meta, content_hash)
         self._stage = "chunking"
-        chunks = chunk_document(doc_id, parsed, doc.title, self.chunking)
+        # Semantic chunking embeds sentence groups to find topic shifts; the others ignore embed.
+        chunks = chunk_document(doc_id, parsed, doc.title, self.chunking, embed=self.embed)
         if not chunks:
             raise IngestError("no text content after chunking")
         self._stage = "flag detection"

