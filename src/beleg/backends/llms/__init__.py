@@ -33,7 +33,13 @@ LLMS: dict[str, tuple[str, str, str | None, str | None, str]] = {
     "lmstudio": (*_OPENAI, "http://localhost:1234/v1", None, "LM Studio's local server"),
     "anthropic": ("beleg.backends.llms.anthropic", "AnthropicLLM", "https://api.anthropic.com", "ANTHROPIC_API_KEY",
                   "Anthropic's Claude models (Messages API)"),
+    "local": ("beleg.backends.llms.local", "LocalLLM", None, None,
+              "a GGUF model file run in-process by llama.cpp (local:PATH.gguf; pip install \"beleg[local]\")"),
 }
+#: Providers that run in this process: no base URL, and the local-only options apply.
+IN_PROCESS = frozenset({"local"})
+#: LLMConfig fields that only in-process providers take.
+LOCAL_OPTIONS = ("threads", "context_size")
 
 
 def register_llm(prefix: str, module: str, cls: str, default_base_url: str | None, key_env: str | None,
@@ -82,7 +88,12 @@ def load_llm(config_or_spec: LLMConfig | str, **overrides: Any) -> LLM:
     provider, model = parse_spec(config.spec)
     module, cls, default_url, key_env, _ = LLMS[provider]
     base_url = config.base_url or default_url
-    if base_url is None:
+    local = {key: getattr(config, key) for key in LOCAL_OPTIONS if getattr(config, key) is not None}
+    if provider in IN_PROCESS:
+        extra = {**local, **extra}
+    elif local:
+        raise ConfigError(f"{', '.join(local)} apply only to local models (local:PATH.gguf), not to {config.spec!r}")
+    if base_url is None and provider not in IN_PROCESS:
         raise ConfigError(f"{config.spec!r} needs a base URL: set BELEG_LLM_BASE_URL, [llm].base_url in "
                           "beleg.toml or pass base_url=, e.g. 'http://localhost:8000/v1'")
     api_key = (config.api_key or (os.environ.get(key_env, "") if key_env else "")).strip() or None

@@ -39,13 +39,17 @@ ENV_VARS: dict[str, str] = {
     "BELEG_LLM_API_KEY": "api_key",
     "BELEG_LLM_TIMEOUT": "timeout_s",
     "BELEG_LLM_MAX_RETRIES": "max_retries",
+    "BELEG_LLM_THREADS": "threads",
+    "BELEG_LLM_CONTEXT": "context_size",
 }
 #: Provider prefix → the provider's own key variable, used when no Beleg key is set.
 #: Only the providers' own hosts get their key: ``openai-compatible`` may point at a third
 #: party, which must never receive an OpenAI key by accident.
 PROVIDER_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-_FILE_KEYS = ("spec", "base_url", "api_key", "api_key_env", "timeout_s", "max_retries", "max_tokens", "temperature")
-_CLI_KEYS = ("spec", "base_url", "api_key", "timeout_s", "max_retries", "max_tokens", "temperature")
+_FILE_KEYS = ("spec", "provider", "model", "base_url", "api_key", "api_key_env", "timeout_s", "max_retries",
+              "max_tokens", "temperature", "threads", "context_size")
+_CLI_KEYS = ("spec", "base_url", "api_key", "timeout_s", "max_retries", "max_tokens", "temperature", "threads",
+             "context_size")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +68,14 @@ class LLMConfig:
     max_retries: int = 2
     max_tokens: int = 1024
     temperature: float = 0.0
+    #: Local models only (``local:PATH.gguf``): CPU threads and context window in tokens.
+    threads: int | None = None
+    context_size: int | None = None
 
     def __post_init__(self) -> None:
         # Code builds configs directly too (and load_llm's overrides); a negative timeout
         # should fail here, by name, not deep inside httpx. The spec is load_llm's to check.
-        for key in ("base_url", "timeout_s", "max_retries", "max_tokens", "temperature"):
+        for key in ("base_url", "timeout_s", "max_retries", "max_tokens", "temperature", "threads", "context_size"):
             value = getattr(self, key)
             if value is not None:
                 _convert(key, value, f"LLMConfig.{key}")
@@ -78,7 +85,8 @@ class LLMConfig:
         key = None if self.api_key is None else "***"
         return (f"LLMConfig(spec={self.spec!r}, base_url={self.base_url!r}, api_key={key!r}, "
                 f"timeout_s={self.timeout_s!r}, max_retries={self.max_retries!r}, "
-                f"max_tokens={self.max_tokens!r}, temperature={self.temperature!r})")
+                f"max_tokens={self.max_tokens!r}, temperature={self.temperature!r}, threads={self.threads!r}, "
+                f"context_size={self.context_size!r})")
 
 
 def resolve_llm_config(cli: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
@@ -158,6 +166,7 @@ def _from_file(config_file: str | Path | None, env: Mapping[str, str]) -> dict[s
         return {}
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [llm] must be a table, got {type(table).__name__}")
+    table = _spec_from_provider(table, path)
     out: dict[str, tuple[Any, str]] = {}
     for key, value in table.items():
         source = f"{path} [llm].{key}"
@@ -180,6 +189,18 @@ def _from_file(config_file: str | Path | None, env: Mapping[str, str]) -> dict[s
         elif "api_key" not in out:
             logger.warning("%s [llm].api_key_env names %s, which is not set", path, key_env)
     return out
+
+
+def _spec_from_provider(table: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``provider = "local"`` with ``model = "m.gguf"`` is another way to write ``spec = "local:m.gguf"``."""
+    if "provider" not in table and "model" not in table:
+        return table
+    provider, model = table.get("provider"), table.get("model")
+    if "spec" in table or not isinstance(provider, str) or not isinstance(model, str) or not provider or not model:
+        raise ConfigError(f"{path}: [llm] needs either spec = \"provider:model\" or both provider and model "
+                          f"as strings, got provider={provider!r}, model={model!r}, spec={table.get('spec')!r}")
+    rest = {k: v for k, v in table.items() if k not in ("provider", "model")}
+    return {**rest, "spec": f"{provider}:{model}"}
 
 
 def config_path(config_file: str | Path | None = None, env: Mapping[str, str] | None = None) -> Path | None:
@@ -225,6 +246,8 @@ def _convert(key: str, value: Any, source: str) -> Any:
         "max_retries": (_non_negative_int, "a whole number >= 0"),
         "max_tokens": (_positive_int, "a whole number >= 1"),
         "temperature": (_temperature, "a number between 0 and 2"),
+        "threads": (_positive_int, "a whole number of CPU threads >= 1"),
+        "context_size": (_positive_int, "a whole number of tokens >= 1"),
     }
     convert, expected = checks[key]
     try:

@@ -1,0 +1,116 @@
+"""The output format of each of Beleg's structured LLM calls, for backends that can enforce one.
+
+A hosted model follows "reply with one JSON object" well enough; a 135M–1.5B local model
+does not, and a reply the caller cannot parse wastes the call (the strategy falls back to
+its offline method). llama.cpp can constrain decoding with a grammar, so the local backend
+asks this module which format a call expects and makes any other output impossible.
+
+The calls are recognised by their system prompt, which each call site owns as a constant:
+the formats below are keyed by those constants (imported lazily, so a changed prompt moves
+its key along with it). Line-oriented calls (rewrite, multi-query, decomposition) keep their
+text format and get a GBNF grammar for it (one line; exactly three lines; one to four lines);
+JSON calls (gap query, bridge, judge, claim verifier) get a JSON schema. A call whose system
+prompt is not listed is unconstrained. ``tests/backends/test_llm_local.py`` runs each
+strategy with a recording scripted LLM and checks that its call is recognised here, so a
+prompt edit that breaks the match fails a test instead of silently dropping the constraint.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from beleg.backends.llms.base import Message
+
+#: One line of text, no line break; length-capped so a rambling model stops.
+_LINE = r'line ::= [^\n]{1,200}'
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFormat:
+    """What a call must return: a GBNF ``grammar`` or a ``json_schema`` (exactly one)."""
+
+    name: str
+    grammar: str | None = None
+    json_schema: dict[str, Any] | None = None
+
+
+def lines_grammar(minimum: int, maximum: int) -> str:
+    """GBNF for ``minimum``..``maximum`` non-empty lines separated by single line breaks."""
+    optional = "".join(' ("\\n" line' for _ in range(maximum - minimum)) + ")?" * (maximum - minimum)
+    required = ' "\\n" '.join(["line"] * minimum)
+    return f"{_LINE}\nroot ::= {required}{optional}"
+
+
+def _nullable_string() -> dict[str, Any]:
+    return {"anyOf": [{"type": "string", "maxLength": 300}, {"type": "null"}]}
+
+
+def _object(properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+
+
+#: Scores in steps of 0.05: llama.cpp's schema engine does not enforce number ranges
+#: (SmolLM2 answered "score": 72 under minimum/maximum), but it does enforce an enum.
+SCORE_VALUES = [round(i / 20, 2) for i in range(21)]
+SCORE_SCHEMA = _object({"score": {"enum": SCORE_VALUES},
+                        "reason": {"type": "string", "maxLength": 300}}, ["score", "reason"])
+VERDICT_SCHEMA = _object({"supported": {"type": "boolean"}, "reason": {"type": "string", "maxLength": 300}},
+                         ["supported", "reason"])
+GAP_SCHEMA = _object({"missing": _nullable_string(), "query": {"type": "string", "maxLength": 200}}, ["missing"])
+BRIDGE_SCHEMA = _object({"bridge": _nullable_string(), "query": {"type": "string", "maxLength": 200}}, ["bridge"])
+
+
+@functools.cache
+def _known_formats() -> tuple[tuple[str, OutputFormat], ...]:
+    """(system prompt prefix, format) for every structured call; prefixes end before any
+    ``{placeholder}`` the call site fills in."""
+    from beleg.answer.support import VERIFIER_SYSTEM
+    from beleg.evaluate.answers import JUDGE_SYSTEM
+    from beleg.strategies import iterative
+    from beleg.strategies.decompose import DECOMPOSE_SYSTEM, MAX_SUBQUESTIONS
+    from beleg.strategies.multi_query import MULTI_QUERY_SYSTEM
+    from beleg.strategies.rewrite import REWRITE_SYSTEM
+
+    rows = [
+        (REWRITE_SYSTEM, OutputFormat("rewrite", grammar=lines_grammar(1, 1))),
+        (MULTI_QUERY_SYSTEM, OutputFormat("multi-query", grammar=lines_grammar(3, 3))),
+        (DECOMPOSE_SYSTEM, OutputFormat("decompose", grammar=lines_grammar(1, MAX_SUBQUESTIONS))),
+        (iterative._GAP_SYSTEM, OutputFormat("gap", json_schema=GAP_SCHEMA)),
+        # multi_hop writes its bridge prompt inline; the drift test checks this prefix.
+        ("You resolve multi-hop questions.", OutputFormat("bridge", json_schema=BRIDGE_SCHEMA)),
+        (JUDGE_SYSTEM, OutputFormat("judge", json_schema=SCORE_SCHEMA)),
+        (VERIFIER_SYSTEM, OutputFormat("verifier", json_schema=VERDICT_SCHEMA)),
+    ]
+    return tuple((prompt.split("{", 1)[0], fmt) for prompt, fmt in rows)
+
+
+def format_for(messages: Sequence[Message]) -> OutputFormat | None:
+    """The output format the call with these messages expects; None for free text."""
+    system = next((m.content for m in messages if m.role == "system"), None)
+    if system is None:
+        return None
+    for prefix, fmt in _known_formats():
+        if system.startswith(prefix):
+            return fmt
+    return None
+
+
+def tool_call_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON a model without native tool calling must write for one turn: either
+    ``{"tool_calls": [{"name", "arguments"}, ...]}`` with each tool's own argument schema,
+    or ``{"answer": "..."}`` when it is done."""
+    calls = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        parameters = function.get("parameters") or {"type": "object"}
+        calls.append(_object({"name": {"const": function["name"]}, "arguments": parameters}, ["name", "arguments"]))
+    call = calls[0] if len(calls) == 1 else {"anyOf": calls}
+    return {"anyOf": [_object({"tool_calls": {"type": "array", "items": call, "minItems": 1, "maxItems": 4}},
+                              ["tool_calls"]),
+                      _object({"answer": {"type": "string"}}, ["answer"])]}
+
+
+__all__ = ["OutputFormat", "format_for", "lines_grammar", "tool_call_schema"]
