@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from beleg.errors import BelegError, ConfigError
-from beleg.types import Principal
+from beleg.types import ANONYMOUS, Principal
 
 SCOPES = ("read", "ingest", "admin")
 KEY_PREFIX = "blg_"
@@ -90,9 +90,15 @@ class AuthConfig:
     jwt: JwtConfig | None = None
     #: Where it was read from (for messages).
     path: Path | None = field(default=None, compare=False)
+    #: Scopes of a request without credentials, as the anonymous principal (public documents
+    #: only); empty: such a request is refused. ``beleg serve`` without ``--auth`` (loopback
+    #: only) uses ``{"read"}``.
+    anonymous_scopes: frozenset[str] = frozenset()
 
     def authenticate(self, authorization: str | None) -> Identity:
         """The identity of an ``Authorization`` header value; :class:`AuthError` when there is none."""
+        if not authorization and self.anonymous_scopes:
+            return Identity(ANONYMOUS, self.anonymous_scopes, "anonymous")
         if not authorization:
             raise AuthError("no credentials: send 'Authorization: Bearer KEY'")
         scheme, _, token = authorization.strip().partition(" ")

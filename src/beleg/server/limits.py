@@ -6,6 +6,8 @@ import threading
 import time
 from collections import OrderedDict
 
+from beleg.errors import ConfigError
+
 
 class RateLimiter:
     """``rate`` requests per second on average, bursts of up to ``burst``, per subject.
@@ -16,7 +18,7 @@ class RateLimiter:
 
     def __init__(self, rate: float, burst: int, *, max_subjects: int = 10_000) -> None:
         if rate <= 0 or burst < 1:
-            raise ValueError(f"rate must be > 0 and burst >= 1, got rate={rate}, burst={burst}")
+            raise ConfigError(f"the rate limit needs rate > 0 and burst >= 1, got rate={rate}, burst={burst}")
         self.rate = rate
         self.burst = burst
         self.max_subjects = max_subjects

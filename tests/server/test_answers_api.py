@@ -1,0 +1,86 @@
+"""Answers over HTTP: the same object as ``ask --json``, server-sent events, chat follow-ups,
+documents with quoted ranges."""
+
+from __future__ import annotations
+
+import httpx
+
+from beleg.testing.scripted import ScriptedLLM
+from tests.server.conftest import bearer
+from tests.server.test_isolation import parse_sse
+
+RETRY = "How long does Ferrolink retry failed webhook deliveries?"
+
+
+def test_ask_json_matches_the_cli_object(server_url, api_keys, server_kb, capsys):
+    from beleg.cli.main import main
+
+    r = httpx.post(f"{server_url}/v1/ask", json={"question": RETRY}, headers=bearer(api_keys["public"]), timeout=60)
+    assert main(["ask", RETRY, "--index", str(server_kb.root), "--json"]) == 0
+    import json
+
+    cli = json.loads(capsys.readouterr().out)
+    api = r.json()
+    for key in ("answer", "refused", "citations", "conflicts", "sources"):
+        assert api[key] == cli[key], key
+    assert set(cli) <= set(api)
+
+
+def test_streamed_answer_ends_with_the_answer_object(server_url, api_keys):
+    h = bearer(api_keys["public"])
+    plain = httpx.post(f"{server_url}/v1/ask", json={"question": RETRY}, headers=h, timeout=60).json()
+    r = httpx.post(f"{server_url}/v1/ask", json={"question": RETRY, "stream": True}, headers=h, timeout=60)
+    events = parse_sse(r.text)
+    name, answer = events[-1]
+    assert name == "answer"
+    assert {n for n, _ in events[:-1]} <= {"token"}
+    assert answer["answer"] == plain["answer"] and answer["citations"] == plain["citations"]
+    assert "verified" in answer and "supported" in answer
+
+
+def test_streaming_with_an_llm_sends_its_tokens_first(start_server, server_kb, api_keys):
+    """With an LLM the tokens arrive as `token` events, in order, before the verified answer."""
+    from beleg.service import Service
+
+    text = "Ferrolink retries failed deliveries for 72 hours. [S1]"
+    llm = ScriptedLLM([text] * 4)
+    with start_server(index=Service(server_kb, llm=llm)) as url:
+        r = httpx.post(f"{url}/v1/ask", json={"question": RETRY, "stream": True},
+                       headers=bearer(api_keys["public"]), timeout=60)
+    events = parse_sse(r.text)
+    tokens = [d["text"] for n, d in events if n == "token"]
+    assert len(tokens) > 1 and "".join(tokens) == text
+    assert events[-1][0] == "answer" and events[-1][1]["citations"]
+
+
+def test_chat_resolves_follow_ups_with_earlier_questions(server_url, api_keys):
+    h = bearer(api_keys["public"])
+    first = httpx.post(f"{server_url}/v1/chat", json={"question": "What does E-4012 mean?"}, headers=h, timeout=60)
+    assert first.status_code == 200
+    conversation = first.json()["conversation_id"]
+    follow = httpx.post(f"{server_url}/v1/chat", json={"question": "And E-5001?", "conversation_id": conversation},
+                        headers=h, timeout=60)
+    assert follow.json()["conversation_id"] == conversation
+    assert follow.json()["trace"]["queries"][0] == "What does E-4012 mean? And E-5001?"
+    alone = httpx.post(f"{server_url}/v1/chat", json={"question": "And E-5001?"}, headers=h, timeout=60)
+    assert alone.json()["conversation_id"] != conversation
+    assert alone.json()["trace"]["queries"][0] == "And E-5001?"
+    r = httpx.post(f"{server_url}/v1/chat", json={"question": "x?", "conversation_id": "made-up"}, headers=h,
+                   timeout=60)
+    assert r.status_code == 404
+
+
+def test_document_with_the_quoted_ranges_of_a_citation(server_url, api_keys):
+    h = bearer(api_keys["public"])
+    answer = httpx.post(f"{server_url}/v1/ask", json={"question": RETRY}, headers=h, timeout=60).json()
+    citation = answer["citations"][0]
+    r = httpx.get(f"{server_url}/v1/documents/{citation['doc_id']}",
+                  params={"quote": f"{citation['start']}:{citation['end']}"}, headers=h, timeout=30)
+    assert r.status_code == 200
+    doc = r.json()
+    assert doc["quotes"] == [{"start": citation["start"], "end": citation["end"], "text": citation["quote"]}]
+    assert doc["text"][citation["start"]:citation["end"]] == citation["quote"]
+    for bad in ("5", "9:2", "0:99999999", "a:b"):
+        r = httpx.get(f"{server_url}/v1/documents/{citation['doc_id']}", params={"quote": bad}, headers=h, timeout=30)
+        assert r.status_code == 400, bad
+        assert r.json()["error"]["type"] == "invalid_request"
