@@ -13,7 +13,8 @@ import pytest
 
 import beleg
 from beleg.cli.main import main
-from beleg.index import versions
+from beleg.index import persisted_view, versions
+from beleg.index.catalog import Catalog
 from beleg.index.config import IndexConfig
 from beleg.index.versions import IndexBusyError
 from beleg.ingest.chunking import ChunkingConfig
@@ -56,11 +57,35 @@ def _reindexed(index: Path, corpus: Path, embedder: Any) -> tuple[str, str, str,
     return doc_id, old, new, list(dict.fromkeys(patterns))
 
 
+def _view_traces(folders: list[Path], doc_id: str) -> list[bytes]:
+    """What the persisted search views of ``folders`` hold of the document: its vectors' int8
+    codes and its chunk ids (its float32 vectors, source and id are in ``_traces`` already).
+    The views must exist, so the byte scan after the deletion covers their files too."""
+    out = []
+    for folder in folders:
+        files = persisted_view.view_files(folder)
+        assert files, f"{folder} has no persisted search view to scan"
+        catalog = Catalog(folder / "catalog.sqlite")
+        try:
+            view = persisted_view.open_view(catalog, folder, 384)
+        finally:
+            catalog.close()
+        positions = [i for i, d in enumerate(view.chunk_doc.tolist()) if view.doc_ids[d] == doc_id]
+        assert positions, "the view must hold the document before the deletion"
+        data = b"".join(p.read_bytes() for p in files)
+        for i in positions:
+            code = bytes(view.codes[i].tobytes())
+            assert code in data and view.chunk_ids[i].encode() in data
+            out += [code, view.chunk_ids[i].encode()]
+    return out
+
+
 def test_delete_erases_every_byte_from_every_version(corpus: Path, tmp_path: Path, embedder, capsys) -> None:
     index = tmp_path / "kb"
     doc_id, old, new, patterns = _reindexed(index, corpus, embedder)
     new_folder = versions.version_dir(index, new)
     assert SECRET.encode() in _file_bytes(new_folder) and SECRET.encode() in (index / "catalog.sqlite").read_bytes()
+    patterns += _view_traces([index, new_folder], doc_id)
     assert main(["delete", "--index", str(index), "--doc", doc_id, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["documents"] == 1 and result["deleted"] == [doc_id] and result["checkpoint"] is True

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -21,7 +22,7 @@ import numpy as np
 from beleg.backends.embedders import Embedder, load_embedder
 from beleg.backends.rerankers.base import Reranker
 from beleg.errors import BelegError, ConfigError, IndexStateError, IndexVersionError
-from beleg.index import versions
+from beleg.index import persisted_view, versions
 from beleg.index.catalog import Catalog
 from beleg.index.config import IndexConfig
 from beleg.index.filters import FilterLike, combine
@@ -74,14 +75,27 @@ class KnowledgeBase:
         else:
             raise IndexStateError(f"no Beleg index at {self.path}; create one with 'beleg init --index {self.path}'")
         self.catalog = Catalog(self.path / CATALOG_FILE)
-        #: The token of the root's write lock while this object holds it (see beleg.index.versions).
-        self._lock_token: str | None = None
+        #: Per-thread state: the token of the root's write lock while this thread holds it.
+        self._thread = threading.local()
         self.catalog.write_guard = lambda: versions.refuse_while_building(self.root, self._lock_token)
         self._refresh_flags()
         self._embedder = embedder
         self._embedder_checked = False
         self._snapshot: Snapshot | None = None
         self._sentence_vectors: Any = None
+
+    @property
+    def _lock_token(self) -> str | None:
+        """The token of the root's write lock while this thread holds it (see beleg.index.versions).
+
+        Per thread: another thread ingesting through this object while one reindexes must be
+        refused like any other writer, not pass as the lock's holder.
+        """
+        return getattr(self._thread, "lock_token", None)
+
+    @_lock_token.setter
+    def _lock_token(self, token: str | None) -> None:
+        self._thread.lock_token = token
 
     def _refresh_flags(self) -> None:
         """Re-run the injection detector over stored chunks when it changed (or never ran).
@@ -187,9 +201,12 @@ class KnowledgeBase:
         return report
 
     def _flush_replaced_text(self) -> None:
-        """Text an update replaced (a name edited out of a file) leaves the write-ahead log too."""
+        """Text an update replaced (a name edited out of a file) leaves the write-ahead log too,
+        and the persisted search view is brought up to the last commit (without the replaced
+        chunks), so the next search process opens it instead of rebuilding it."""
         if self.catalog.pending_erasure:
             self.catalog.checkpoint()
+        persisted_view.refresh(self.catalog, self.path)
 
     def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | None = None,
                      allow_widen: bool = False) -> IngestReport:
@@ -497,6 +514,7 @@ def _erase_documents(catalog: Catalog, doc_ids: Sequence[str]) -> dict[str, Any]
                 for key, n in catalog.delete_document(doc_id).items():
                     totals[key] += n
         totals["terms"] = catalog.drop_orphan_terms()
+    persisted_view.refresh(catalog, create=False)  # the view's files lose them too
     return {**totals, "checkpoint": catalog.checkpoint()}
 
 
