@@ -1,0 +1,33 @@
+"""Contextual compression keeps question-bearing sentences with exact offsets; citations verify."""
+
+from __future__ import annotations
+
+from beleg.retrieve.compress import CompressOptions
+from beleg.retrieve.techniques import Techniques
+
+Q = "How long does Ferrolink retry failed webhook deliveries?"
+
+
+def test_compressed_hits_are_exact_slices_and_smaller(demo_kb) -> None:
+    plain = demo_kb.search(Q, k=5, self_query=False)
+    small = demo_kb.search(Q, k=5, self_query=False,
+                           techniques=Techniques(compress=CompressOptions(budget_tokens=120)))
+    assert small and sum(len(h.text.split()) for h in small) <= max(120, len(small[0].text.split()))
+    assert sum(len(h.text) for h in small) < sum(len(h.text) for h in plain)
+    for h in small:
+        assert demo_kb.store.document(h.doc_id).text[h.start:h.end] == h.text
+    assert any("72 hours" in h.text or "retries" in h.text for h in small[:3])
+
+
+def test_ask_with_compression_still_cites_verified_quotes(demo_kb) -> None:
+    before = demo_kb.techniques
+    demo_kb.techniques = Techniques(compress=CompressOptions())
+    try:
+        answer = demo_kb.ask(Q)
+    finally:
+        demo_kb.techniques = before
+    data = answer.to_json()
+    assert not data["refused"] and "72 hours" in data["answer"]
+    assert data["citations"] and all(c["verified"] for c in data["citations"])
+    for c in data["citations"]:
+        assert demo_kb.store.document(c["doc_id"]).text[c["start"]:c["end"]] == c["quote"]
