@@ -202,8 +202,12 @@ def create_app(index: Any, auth: AuthConfig, settings: ServerSettings | None = N
 
     settings = settings or ServerSettings()
     api = Api(index, auth, settings)
-    routes: list[Any] = [Route(path, api.route(scope, handler, path), methods=[method])
-                         for method, path, scope, handler in handlers.ROUTES]
+    by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
+    for method, path, scope, handler in handlers.ROUTES:
+        by_path.setdefault(path, {})[method] = api.route(scope, handler, path)
+    # One route per path, for every method: a wrong method is a JSON 405 here, not a miss that
+    # falls through to the static files mounted at "/".
+    routes: list[Any] = [Route(path, _dispatch(methods), methods=_EVERY_METHOD) for path, methods in by_path.items()]
     static = settings.static_dir
     if static is not None and static.is_dir():
         from starlette.staticfiles import StaticFiles
@@ -232,6 +236,22 @@ def create_app(index: Any, auth: AuthConfig, settings: ServerSettings | None = N
                     lifespan=_as_context(lifespan))
     app.state.api = api
     return app
+
+
+_EVERY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
+def _dispatch(methods: dict[str, Callable[[Request], Awaitable[Response]]]) -> Callable[[Request], Awaitable[Response]]:
+    allowed = ", ".join(sorted(methods))
+
+    async def endpoint(request: Request) -> Response:
+        handler = methods.get(request.method)
+        if handler is None:
+            return error_response(405, "method_not_allowed", f"{request.method} {request.url.path} is not "
+                                  f"supported; use {allowed}", {"Allow": allowed})
+        return await handler(request)
+
+    return endpoint
 
 
 def _as_context(fn: Callable[[Starlette], AsyncIterator[None]]) -> Any:

@@ -54,35 +54,33 @@ def service_opener(source: Any) -> tuple[Callable[[], Service], Path]:
     """A function that opens a :class:`Service` like ``source`` on the calling thread, and the index root.
 
     ``source`` is an index folder, a :class:`~beleg.kb.KnowledgeBase` or a :class:`Service`;
-    an open one is reopened (same folder, same embedder, LLM and reranker), since its
-    connection belongs to the thread that opened it.
+    an open one is reopened (same folder, same embedder, LLM, reranker and Service class),
+    since its connection belongs to the thread that opened it.
     """
     from beleg.errors import ConfigError
     from beleg.kb import KnowledgeBase
 
     if isinstance(source, Service):
-        kb, llm, reranker = source.kb, source.llm, source.reranker
-    elif isinstance(source, KnowledgeBase):
-        kb, llm, reranker = source, None, None
-    elif isinstance(source, (str, Path)):
+        return _reopener(type(source), source.kb, source.llm, source.reranker)
+    if isinstance(source, KnowledgeBase):
+        return _reopener(Service, source, None, None)
+    if isinstance(source, (str, Path)):
         text = str(source)
         if "://" in text:
             raise ConfigError(f"--index {text!r} is a URL; this build serves index folders only "
                               "(no PostgreSQL backend is installed); pass a folder made by 'beleg init'")
         with KnowledgeBase(Path(text), create=False) as probe:  # loads the model once, for both threads
-            return _reopener(probe, None, None)
-    else:
-        raise TypeError(f"create_app expects an index folder, a KnowledgeBase or a Service, got {type(source).__name__}")
-    return _reopener(kb, llm, reranker)
+            return _reopener(Service, probe, None, None)
+    raise TypeError(f"create_app expects an index folder, a KnowledgeBase or a Service, got {type(source).__name__}")
 
 
-def _reopener(kb: Any, llm: Any, reranker: Any) -> tuple[Callable[[], Service], Path]:
+def _reopener(cls: type[Service], kb: Any, llm: Any, reranker: Any) -> tuple[Callable[[], Service], Path]:
     from beleg.kb import KnowledgeBase
 
     embedder = kb.embedder  # loaded once, shared by the reopened copies
     root = kb.root
 
     def reopen() -> Service:
-        return Service(KnowledgeBase(root, create=False, embedder=embedder), llm=llm, reranker=reranker)
+        return cls(KnowledgeBase(root, create=False, embedder=embedder), llm=llm, reranker=reranker)
 
     return reopen, root
