@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -57,13 +58,19 @@ CREATE INDEX IF NOT EXISTS chunk_contexts_doc ON chunk_contexts(doc_id);
 
 
 class Catalog:
-    """Typed access to the catalog database. Not thread-safe: one per thread."""
+    """Typed access to the catalog database, safe to share across threads.
+
+    Each thread gets its own SQLite connection (:attr:`db`), so its transactions and read
+    snapshots are its own: a thread searching never reads inside another thread's open
+    write transaction, and writers queue on SQLite's lock.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in `transaction`).
-        self.db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
-        self._orphan_term_candidates: set[int] = set()
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._closed = False
         #: Called before every document write (upsert, metadata edit, delete), inside its
         #: transaction; it raises to refuse the write (a reindex is building, see
         #: beleg.index.versions.refuse_while_building). None: writes are always allowed.
@@ -73,19 +80,56 @@ class Catalog:
         #: it once per run: after every commit would slow a long ingest down).
         self.pending_erasure = False
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        # Deleted content is overwritten with zeros, not left in free pages: an erased
-        # document must not be recoverable from the file (see `erase`).
-        self.db.execute("PRAGMA secure_delete=ON")
         self.db.executescript(_SCHEMA)
         # Catalogs written before these columns existed get them (empty) on open.
         for table, column in (("chunks", "flags"), ("documents", "headings")):
             if column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
                 self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT NOT NULL DEFAULT '[]'")
 
+    @property
+    def db(self) -> sqlite3.Connection:
+        """This thread's connection (opened on its first use)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if conn is None:
+            conn = self._connect()
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._closed:
+            raise sqlite3.ProgrammingError(f"the catalog {self.path} is closed")
+        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in `transaction`).
+        # check_same_thread=False only so that close() may close every thread's connection;
+        # each connection is used by the thread that opened it.
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        # Deleted content is overwritten with zeros, not left in free pages: an erased
+        # document must not be recoverable from the file (see `erase`).
+        conn.execute("PRAGMA secure_delete=ON")
+        self._local.db = conn
+        with self._connections_lock:
+            self._connections.append(conn)
+        return conn
+
+    @property
+    def _orphan_term_candidates(self) -> set[int]:
+        """Terms the current transaction of this thread may have orphaned (see :meth:`drop_orphan_terms`)."""
+        candidates: set[int] | None = getattr(self._local, "orphan_terms", None)
+        if candidates is None:
+            candidates = self._local.orphan_terms = set()
+        return candidates
+
+    @_orphan_term_candidates.setter
+    def _orphan_term_candidates(self, value: set[int]) -> None:
+        self._local.orphan_terms = value
+
     def close(self) -> None:
-        self.db.close()
+        """Close every thread's connection."""
+        with self._connections_lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
