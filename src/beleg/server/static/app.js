@@ -1,7 +1,7 @@
 // Beleg's web page: search, ask, and check every citation against its source.
 // Plain JavaScript, no build step, no network but this server.
 // Retrieved text is data: it only ever reaches the page through textContent and
-// createElement, never innerHTML, so a document that contains markup shows as text.
+// createElement, never parsed as HTML, so a document that contains markup shows as text.
 "use strict";
 
 const KEY_STORE = "beleg.apiKey";   // sessionStorage: gone when the tab closes
