@@ -24,6 +24,7 @@ fingerprint differs: an index built with one must be rebuilt to switch to the ot
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import struct
@@ -38,6 +39,8 @@ from beleg.backends.embedders.base import BaseEmbedder, Kind
 from beleg.backends.embedders.xlmr_tokenizer import XlmrTokenizer
 from beleg.blas import one_blas_thread
 from beleg.errors import ModelError, missing_dependency
+
+log = logging.getLogger(__name__)
 
 _Q4 = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])  # one Q4_0 block: fp16 scale + 32 nibbles
 _QK = 32
@@ -147,14 +150,82 @@ def _parse_model(path: Path) -> _Model:
 
 _MODELS: dict[Path, _Model] = {}
 _MODELS_LOCK = threading.Lock()
+#: Cache folder name; change it whenever :func:`_model_parts` lays the arrays out differently.
+_CACHE_KIND = "e5-fp32.2"
 
 
 def _load_model(path: Path) -> _Model:
     """One dequantized copy per process (~85 MB), shared by every embedder instance."""
     with _MODELS_LOCK:
         if path not in _MODELS:
-            _MODELS[path] = _parse_model(path)
+            _MODELS[path] = _cached_model(path)
         return _MODELS[path]
+
+
+def _cached_model(path: Path) -> _Model:
+    """The model from the on-disk cache of ready-to-use weights (memory-mapped), written on first use.
+
+    Parsing means dequantizing every matrix and building the tokenizer's tables (~1 s); the
+    cache (:mod:`beleg.backends.embedders.weights_cache`, keyed by the file's SHA-256) holds
+    the result, so a later process only maps it. ``BELEG_NO_MODEL_CACHE=1`` parses every time.
+    """
+    from beleg.backends.embedders import weights_cache
+
+    if os.environ.get("BELEG_NO_MODEL_CACHE") == "1":
+        return _parse_model(path)
+    cached = weights_cache.load(_CACHE_KIND, path)
+    if cached is not None:
+        try:
+            return _model_from_parts(*cached)
+        except (KeyError, TypeError, ValueError) as exc:
+            log.warning("the model cache for %s does not fit this version (%r); parsing the file", path, exc)
+            return _parse_model(path)
+    model = _parse_model(path)
+    weights_cache.store(_CACHE_KIND, path, *_model_parts(model))
+    return model
+
+
+def _model_parts(model: _Model) -> tuple[dict[str, np.ndarray], dict[str, object]]:
+    """``(arrays, JSON state)`` that :func:`_model_from_parts` turns back into ``model``.
+
+    The tokenizer's 250k pieces go into one NUL-separated UTF-8 array (JSON with them parses
+    ~10x slower than splitting that array).
+    """
+    arrays = {"word_q4": model.word_q4, "pos": model.pos, "ln_w": model.ln_w, "ln_b": model.ln_b}
+    for i, layer in enumerate(model.layers):
+        arrays.update({f"l{i}.{name}": value for name, value in layer._asdict().items()})
+    tok = model.tokenizer
+    pieces = list(tok._vocab)  # noqa: SLF001
+    if any("\x00" in piece for piece in pieces):
+        raise ValueError("a tokenizer piece contains NUL; its pieces cannot be cached NUL-separated")
+    arrays["tok.pieces"] = np.frombuffer("\x00".join(pieces).encode("utf-8", "surrogateescape"), dtype=np.uint8)
+    arrays["tok.ids"] = np.array(list(tok._vocab.values()), dtype=np.int64)  # noqa: SLF001
+    arrays["tok.scores"] = np.array(tok._scores, dtype=np.float64)  # noqa: SLF001
+    state = {"hidden": model.hidden, "heads": model.heads, "ffn": model.ffn, "max_pos": model.max_pos,
+             "eps": model.eps, "layers": len(model.layers),
+             "tokenizer": {"bos": tok.bos, "eos": tok.eos, "pad": tok.pad, "unk": tok.unk,
+                           "max_len": tok._max_len, "unk_score": tok._unk_score,  # noqa: SLF001
+                           "table": [[cp, out] for cp, out in tok._table.items()]}}  # noqa: SLF001
+    return arrays, state
+
+
+def _model_from_parts(arrays: dict[str, np.ndarray], state: dict[str, object]) -> _Model:
+    t = state["tokenizer"]
+    assert isinstance(t, dict)
+    # The tokenizer's tables as its constructor left them (building them is most of a parse).
+    tok = XlmrTokenizer.__new__(XlmrTokenizer)
+    tok.bos, tok.eos, tok.pad, tok.unk = t["bos"], t["eos"], t["pad"], t["unk"]
+    pieces = arrays["tok.pieces"].tobytes().decode("utf-8", "surrogateescape").split("\x00")
+    tok._vocab = dict(zip(pieces, arrays["tok.ids"].tolist()))  # noqa: SLF001
+    tok._scores = arrays["tok.scores"].tolist()  # noqa: SLF001
+    tok._max_len, tok._unk_score = t["max_len"], t["unk_score"]  # noqa: SLF001
+    tok._table = {int(cp): out for cp, out in t["table"]}  # noqa: SLF001
+    tok._cache = {}  # noqa: SLF001
+    layers = tuple(_Layer(**{name: arrays[f"l{i}.{name}"] for name in _Layer._fields})
+                   for i in range(int(state["layers"])))  # type: ignore[call-overload]
+    return _Model(int(state["hidden"]), int(state["heads"]), int(state["ffn"]),  # type: ignore[call-overload]
+                  int(state["max_pos"]), float(state["eps"]), arrays["word_q4"],  # type: ignore[arg-type]
+                  arrays["pos"], arrays["ln_w"], arrays["ln_b"], layers, tok)
 
 
 # ----------------------------------------------------------------------------- forward
