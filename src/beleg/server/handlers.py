@@ -78,8 +78,11 @@ async def _answer(request: Request, who: Identity, body: dict[str, Any], context
     """Answer ``body`` as JSON, or as server-sent events with ``"stream": true``."""
     from beleg.answer.answerer import AnswerOptions
 
+    from beleg.index.filters import combine
+
     api = _api(request)
     options = _answer_options(body, api.settings.answer_options or AnswerOptions())
+    combine(body.get("filters"), body.get("where"))  # a bad filter is a 400 now, not an event once streaming
     if not body.get("stream"):
         out = await api.index_call(_ask_call(body, who.principal, context, options))
         out.update(extra)

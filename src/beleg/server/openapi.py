@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from beleg.errors import ConfigError
+from beleg.strategies import STRATEGIES
 
 _FILTERS = {"type": "object", "description": "metadata equality filters: key → value (or list of values)",
             "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"},
@@ -21,7 +22,7 @@ _RETRIEVAL = {
     "k": {"type": "integer", "minimum": 1, "maximum": 100},
     "filters": _FILTERS,
     "where": {"type": "string", "maxLength": 2000, "description": "filter expression, e.g. \"version >= 2.4\""},
-    "strategy": {"type": "string", "maxLength": 40, "default": "hybrid"},
+    "strategy": {"enum": list(STRATEGIES), "default": "hybrid", "description": "see docs/strategies.md"},
     "self_query": {"type": "boolean", "default": True},
 }
 _QUESTION = {"type": "string", "minLength": 1, "maxLength": 4000, "pattern": "\\S"}
@@ -77,6 +78,12 @@ ANSWER_RESPONSE: dict[str, Any] = {
                    "sources": {"type": "array", "items": _OBJECT}, "trace": _OBJECT,
                    "conversation_id": {"type": "string"}},
 }
+#: One server-sent event of a streamed answer: ``token`` ({"text"}), then ``answer`` (the
+#: answer object) or ``error`` ({"error": {"type", "message"}}); ``data`` is JSON text.
+SSE_EVENT: dict[str, Any] = {
+    "type": "object", "required": ["event", "data"],
+    "properties": {"event": {"enum": ["token", "answer", "error"]}, "data": {"type": "string"}},
+}
 DOCUMENT_RESPONSE: dict[str, Any] = {
     "type": "object", "required": ["doc_id", "source", "text", "metadata", "quotes"],
     "properties": {"doc_id": {"type": "string"}, "source": {"type": "string"}, "title": {},
@@ -97,6 +104,10 @@ def validate_body(body: Any, schema: dict[str, Any], what: str) -> dict[str, Any
     for error in jsonschema_rs.Draft202012Validator(schema).iter_errors(body):
         where = "/".join(str(p) for p in error.instance_path) or "body"
         raise ConfigError(f"invalid {what} request at {where}: {error.message}")
+    # JSON Schema counts 23.0 as an integer; Python code downstream slices and counts with it.
+    for name, prop in schema.get("properties", {}).items():
+        if prop.get("type") == "integer" and isinstance(body.get(name), float):
+            body[name] = int(body[name])
     return body
 
 
@@ -119,7 +130,7 @@ def openapi_document(version: str) -> dict[str, Any]:
     ask_ok = {"description": "the answer; with stream=true, text/event-stream of `token` events "
                              "({text}) then one `answer` event (the answer object) or one `error` event",
               "content": {"application/json": {"schema": ANSWER_RESPONSE},
-                          "text/event-stream": {"schema": {"type": "string"}}}}
+                          "text/event-stream": {"schema": SSE_EVENT}}}
     ask_responses = _responses(ANSWER_RESPONSE, 502)
     ask_responses["200"] = ask_ok
     chat_responses = _responses(ANSWER_RESPONSE, 404, 502)
