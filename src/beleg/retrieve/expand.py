@@ -19,6 +19,7 @@ of every stored chunk it now covers, so quarantine sees them (:mod:`beleg.answer
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import replace
 from typing import Protocol, Sequence
@@ -33,6 +34,7 @@ Unit = tuple[int, int, tuple[str, ...]]  # (start, end, heading path) in documen
 #: Parent spans per (doc id, content hash, max_tokens); documents are re-chunked rarely.
 _PARENTS: OrderedDict[tuple[str, str, int], list[Unit]] = OrderedDict()
 _PARENT_CACHE_SIZE = 512
+_PARENTS_LOCK = threading.Lock()  # parallel sub-searches share the cache
 
 
 class DocumentSource(Protocol):
@@ -85,15 +87,17 @@ class Expander:
 
     def parents(self, doc: Document, max_tokens: int) -> list[Unit]:
         key = (doc.doc_id, doc.content_hash, max_tokens)
-        found = _PARENTS.get(key)
-        if found is None:
-            children = [(c.start, c.end, tuple(c.heading_path)) for c in self.stored(doc.doc_id)]
-            found = parents_of_children(doc.text, children, max_tokens)
+        with _PARENTS_LOCK:
+            found = _PARENTS.get(key)
+            if found is not None:
+                _PARENTS.move_to_end(key)
+                return found
+        children = [(c.start, c.end, tuple(c.heading_path)) for c in self.stored(doc.doc_id)]
+        found = parents_of_children(doc.text, children, max_tokens)
+        with _PARENTS_LOCK:
             _PARENTS[key] = found
             while len(_PARENTS) > _PARENT_CACHE_SIZE:
                 _PARENTS.popitem(last=False)
-        else:
-            _PARENTS.move_to_end(key)
         return found
 
     def flags_within(self, doc_id: str, start: int, end: int) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ All are off by default: docs/strategies.md has the measurements that decided thi
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ class Techniques:
 CHILDREN_PER_PARENT = 4
 
 NONE = Techniques()
+_SENTENCE_CACHE_LOCK = threading.Lock()
 
 
 def searcher_for(techniques: Techniques) -> Any:
@@ -73,8 +75,12 @@ def finish(kb: Any, query: str, hits: list[Any], k: int, techniques: Techniques,
 
         generation = index.generation
         embed = kb.embedder
-        hits = compress(hits, query, techniques.compress, lambda q: kb._embed_query(q),
-                        lambda texts: kb.sentence_vectors.get(generation, texts, embed.embed_documents))
+
+        def sentences(texts: list[str]) -> Any:
+            with _SENTENCE_CACHE_LOCK:  # the answerer's cache is not thread-safe; sub-searches may be
+                return kb.sentence_vectors.get(generation, texts, embed.embed_documents)
+
+        hits = compress(hits, query, techniques.compress, lambda q: kb._embed_query(q), sentences)
     return hits
 
 

@@ -34,6 +34,7 @@ from beleg.answer.evidence import version_mentions
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import STOPWORDS, detect_language
 from beleg.strategies.base import StrategyContext, StrategyResult, fuse
+from beleg.strategies.parallel import SubSearch, search_all
 from beleg.strategies.rewrite import (
     Constraints,
     conversation_block,
@@ -301,13 +302,13 @@ class DecomposeStrategy:
             ctx.note(f"no sub-question kept {', '.join(missing)}; appended to every sub-question")
             subs = [f"{sub} {' '.join(missing)}" for sub in subs]
         ctx.note(f"{len(subs)} sub-questions: " + " | ".join(subs))
-        groups: dict[str, list[Hit]] = {}
-        for i, sub in enumerate(subs, 1):
-            if ctx.rounds_left < 1:
-                ctx.note(f"retrieval budget spent: {len(subs) - i + 1} sub-question(s) not searched: "
-                         + " | ".join(subs[i - 1:]))
-                break
-            groups[sub] = ctx.search(sub, step=f"sub-{i}")
+        searched = subs[:max(ctx.rounds_left, 0)]
+        if len(searched) < len(subs):
+            ctx.note(f"retrieval budget spent: {len(subs) - len(searched)} sub-question(s) not searched: "
+                     + " | ".join(subs[len(searched):]))
+        # Independent sub-searches run in parallel threads; results and trace keep this order.
+        results = search_all(ctx, [SubSearch(sub, f"sub-{i}") for i, sub in enumerate(searched, 1)])
+        groups: dict[str, list[Hit]] = dict(zip(searched, results))
         return StrategyResult(cover(list(groups.values()), ctx.k), ctx.trace, groups)
 
     def _llm_subquestions(self, question: str, ctx: StrategyContext, products: list[str]) -> list[str]:
