@@ -1,0 +1,82 @@
+"""Where a PostgreSQL index lives: a ``postgresql://`` URL, plus which schema holds it.
+
+``postgresql://user@host/db`` is handed to libpq as it is, except for one parameter of
+Beleg's own: ``schema=NAME`` (default ``beleg``) names the schema of the index, so several
+indexes (and the blue/green versions of one) share a database. Every other query parameter
+(``host=/socket/dir``, ``sslmode=…``) is libpq's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from beleg.errors import ConfigError, MissingDependencyError
+
+DEFAULT_SCHEMA = "beleg"
+#: The role every search runs as, so Row-Level Security applies to it (it owns nothing).
+READER_ROLE = "beleg_reader"
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def is_postgres_url(location: object) -> bool:
+    """Whether ``--index`` names a PostgreSQL database rather than a folder."""
+    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
+
+
+def check_schema_name(name: str) -> str:
+    """A schema name Beleg accepts: lower-case letters, digits, underscores (never quoted input)."""
+    if not _SCHEMA_NAME.fullmatch(name):
+        raise ConfigError(f"schema name {name!r} is not allowed; use lower-case letters, digits and '_' "
+                          "(at most 63, not starting with a digit)")
+    return name
+
+
+@dataclass(frozen=True)
+class PostgresLocation:
+    """A connection string for libpq and the schema of one index in that database."""
+
+    conninfo: str
+    schema: str = DEFAULT_SCHEMA
+
+    @classmethod
+    def parse(cls, url: str) -> "PostgresLocation":
+        if not is_postgres_url(url):
+            raise ConfigError(f"expected a postgresql:// URL, got {url!r}")
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        schema = DEFAULT_SCHEMA
+        kept = []
+        for key, value in query:
+            if key == "schema":
+                schema = value
+            else:
+                kept.append((key, value))
+        conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(kept), parts.fragment))
+        return cls(conninfo, check_schema_name(schema))
+
+    def with_schema(self, schema: str) -> "PostgresLocation":
+        return PostgresLocation(self.conninfo, check_schema_name(schema))
+
+    @property
+    def url(self) -> str:
+        """The URL with the schema parameter, as a user would write it."""
+        sep = "&" if "?" in self.conninfo else "?"
+        return self.conninfo if self.schema == DEFAULT_SCHEMA else f"{self.conninfo}{sep}schema={self.schema}"
+
+
+def connect(location: PostgresLocation, **options: Any) -> Any:
+    """A new psycopg connection (autocommit: transactions are explicit)."""
+    try:
+        import psycopg
+    except ImportError:
+        raise MissingDependencyError(
+            'the PostgreSQL backend needs psycopg; install it with: pip install "beleg[postgres]"') from None
+    try:
+        return psycopg.connect(location.conninfo, autocommit=True, **options)
+    except psycopg.OperationalError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"cannot connect to PostgreSQL at {location.conninfo}: {first}; "
+                          "is the server running (bash scripts/postgres.sh start)?") from None

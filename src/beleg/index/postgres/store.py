@@ -1,0 +1,162 @@
+"""The PostgreSQL :class:`~beleg.index.ports.Store`: one schema of one database.
+
+Writes go through one connection in explicit transactions; the outermost transaction takes
+the schema's write lock (an advisory lock, so writers in many processes queue instead of
+racing the statistics) and bumps ``generation`` in ``meta``. A commit is visible to every
+other process at its next :meth:`read_view`, which is a new snapshot transaction (no reload:
+nothing is cached in memory but the view's transaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from psycopg import sql
+
+from beleg.index.ports import ChunkWrite, DocumentRecord, ErasureSummary
+from beleg.index.postgres import schema as schema_mod
+from beleg.index.postgres.config import PostgresLocation, connect
+from beleg.index.postgres.search import EXACT_BELOW, PostgresSearchIndex
+from beleg.index.postgres.writes import SchemaWriter
+from beleg.types import Document, Heading
+
+#: meta key of the statistics scope chosen when the index was created ("corpus" or "tenant").
+STATISTICS_KEY = "bm25_statistics"
+
+
+class PostgresStore:
+    """An index version in PostgreSQL (see the module docstring).
+
+    Args:
+        location: A ``postgresql://`` URL (``?schema=NAME`` picks the schema) or a parsed location.
+        per_tenant_statistics: Only when the schema is new: BM25 N, df and avgdl over the
+            asking principal's tenant plus public documents, so one tenant's scores do not move
+            when another tenant's documents change (costs a second statistics lookup per query
+            and nothing per write: the per-tenant counts are kept either way).
+    """
+
+    def __init__(self, location: str | PostgresLocation, *, per_tenant_statistics: bool | None = None,
+                 k1: float = 1.5, b: float = 0.75, exact_below: int = EXACT_BELOW) -> None:
+        self.location = location if isinstance(location, PostgresLocation) else PostgresLocation.parse(location)
+        self.schema = self.location.schema
+        self.conn = connect(self.location)
+        schema_mod.migrate(self.conn, self.schema)
+        self.k1, self.b, self.exact_below = k1, b, exact_below
+        self._writer = SchemaWriter(self.conn, self.schema)
+        self._depth = 0
+        self._view: PostgresSearchIndex | None = None
+        scope = self.get_meta(STATISTICS_KEY)
+        if scope is None:
+            scope = "tenant" if per_tenant_statistics else "corpus"
+            with self.transaction():
+                self.set_meta(STATISTICS_KEY, scope)
+        self.per_tenant_statistics = scope == "tenant"
+
+    def _q(self, text: str) -> sql.Composed:
+        return sql.SQL(text).format(s=sql.Identifier(self.schema))
+
+    # ------------------------------------------------------------------ commits
+    @property
+    def generation(self) -> int:
+        return int(self.conn.execute(self._q("SELECT value FROM {s}.meta WHERE key = 'generation'")).fetchone()[0])
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside commit together (nested calls join the outer transaction)."""
+        with self.conn.transaction():
+            self._depth += 1
+            try:
+                if self._depth == 1:
+                    self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"beleg:write:{self.schema}",))
+                yield
+                if self._depth == 1:
+                    self.conn.execute(self._q("UPDATE {s}.meta SET value = (value::bigint + 1)::text "
+                                              "WHERE key = 'generation'"))
+            finally:
+                self._depth -= 1
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute(self._q("SELECT value FROM {s}.meta WHERE key = %s"), (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(self._q("INSERT INTO {s}.meta (key, value) VALUES (%s, %s) "
+                                  "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"), (key, value))
+
+    def read_view(self) -> PostgresSearchIndex:
+        """A snapshot of the last commit; reused while nothing was committed. The view it
+        replaces is closed (a long-open snapshot would keep erased rows from being vacuumed)."""
+        if self._view is not None and self._view.generation == self.generation:
+            return self._view
+        self.forget_view()
+        self._view = PostgresSearchIndex(connect(self.location), self.schema, lambda: self.conn, k1=self.k1,
+                                         b=self.b, per_tenant_statistics=self.per_tenant_statistics,
+                                         exact_below=self.exact_below)
+        return self._view
+
+    def forget_view(self) -> None:
+        if self._view is not None:
+            self._view.close()
+            self._view = None
+
+    # ------------------------------------------------------------------ documents
+    def document(self, doc_id: str) -> Document | None:
+        row = self.conn.execute(self._q("SELECT doc_id, source, text, metadata, content_hash FROM {s}.documents "
+                                        "WHERE doc_id = %s"), (doc_id,)).fetchone()
+        return Document(row[0], row[1], row[2], row[3], row[4]) if row else None
+
+    def document_records(self) -> list[DocumentRecord]:
+        rows = self.conn.execute(self._q("SELECT doc_id, source, metadata FROM {s}.documents ORDER BY doc_id"))
+        return [DocumentRecord(r[0], r[1], r[2]) for r in rows]
+
+    def upsert_document(self, document: Document, chunks: Sequence[ChunkWrite],
+                        headings: Sequence[Heading] = ()) -> None:
+        if self.get_meta("dim") is None:
+            self.forget_view()  # typing the vector column waits for open snapshots on the table
+        with self.transaction():
+            self._writer.upsert_document(document, chunks, headings)
+
+    def update_metadata(self, doc_id: str, source: str, metadata: dict[str, Any]) -> None:
+        with self.transaction():
+            self._writer.update_metadata(doc_id, source, metadata)
+
+    def erase(self, doc_ids: Sequence[str]) -> ErasureSummary:
+        """One transaction; then VACUUM, so the dead rows (the erased text, terms and vectors) are
+        removed from tables and indexes. ``complete`` is False when another session's open
+        snapshot still holds them back (run the erasure or ``beleg gc`` again after it ends)."""
+        self.forget_view()
+        with self.transaction():
+            summary = self._writer.erase(doc_ids)
+        if not summary.documents:
+            return summary
+        for table in ("postings", "chunks", "documents", "term_df"):
+            self.conn.execute(sql.SQL("VACUUM {}.{}").format(sql.Identifier(self.schema), sql.Identifier(table)))
+        return ErasureSummary(summary.documents, summary.chunks, summary.vectors, summary.terms,
+                              complete=not self._older_snapshots())
+
+    def _older_snapshots(self) -> bool:
+        """Whether another session of this database holds a snapshot (which keeps dead rows)."""
+        row = self.conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                "AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL").fetchone()
+        return bool(row[0])
+
+    # ------------------------------------------------------------------ inspection
+    def stored_terms(self, terms: Sequence[str]) -> set[str]:
+        rows = self.conn.execute(self._q("SELECT term FROM {s}.term_df WHERE term = ANY(%(t)s) UNION "
+                                         "SELECT term FROM {s}.postings WHERE term = ANY(%(t)s)"), {"t": list(terms)})
+        return {r[0] for r in rows}
+
+    def vector_count(self) -> int:
+        return int(self.conn.execute(self._q("SELECT count(DISTINCT embed_hash) FROM {s}.chunks "
+                                             "WHERE embedding IS NOT NULL")).fetchone()[0])
+
+    def drop(self) -> None:
+        """Remove this index version's schema entirely (tests, ``beleg gc`` of an old version)."""
+        self.forget_view()
+        schema_mod.drop(self.conn, self.schema)
+
+    def close(self) -> None:
+        self.forget_view()
+        self.conn.close()
