@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from beleg.backends.embedders import DEFAULT_EMBEDDER
+from beleg.backends.embedders import default_embedder
 from beleg.errors import ConfigError
 from beleg.index.analyzer import ANALYZER_VERSION
 from beleg.ingest.chunking import ChunkingConfig
@@ -23,7 +23,8 @@ FORMAT_VERSION = 1
 @dataclass(frozen=True, slots=True)
 class IndexConfig:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
-    embedder: str = DEFAULT_EMBEDDER
+    #: Default: the engine qualified on this machine (beleg.backends.embedders.engine_check).
+    embedder: str = field(default_factory=default_embedder)
     analyzer: str = ANALYZER_VERSION
 
     @property

