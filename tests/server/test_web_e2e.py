@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +83,8 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[Server]:
+def site(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> tuple[Path, Path, dict[str, str]]:
+    """The index folder, auth.toml and the two tenants' keys."""
     import beleg
 
     root = tmp_path_factory.mktemp("web")
@@ -97,11 +100,18 @@ def server(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[
     auth = root / "auth.toml"
     auth.write_text(_key_entry(keys["acme"], "alice", "acme", ["acme-ops"])
                     + _key_entry(keys["nordwind"], "nora", "nordwind", ["ops-nordwind"]), encoding="utf-8")
+    return root / "kb", auth, keys
+
+
+@contextmanager
+def serve(site: tuple[Path, Path, dict[str, str]], *extra: str) -> Iterator[Server]:
+    """`beleg serve` in its own process on a free port, until the block ends."""
+    index, auth, keys = site
     port = _free_port()
-    log = root / "server.log"
+    log = index.parent / f"server-{port}.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "beleg", "serve", "--index", str(root / "kb"),
-                                 "--auth", str(auth), "--host", "127.0.0.1", "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "beleg", "serve", "--index", str(index), "--auth", str(auth),
+                                 "--host", "127.0.0.1", "--port", str(port), *extra],
                                 stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -114,6 +124,13 @@ def server(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(site: tuple[Path, Path, dict[str, str]]) -> Iterator[Server]:
+    """The server with the offline (extractive) answerer."""
+    with serve(site) as running:
+        yield running
 
 
 def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
@@ -148,14 +165,14 @@ def new_page(browser: Any, server: Server) -> Iterator[Any]:
     """A factory of pages, each in its own context (its own sessionStorage and locale)."""
     contexts = []
 
-    def make(locale: str = "en-US", width: int = 1280, height: int = 900) -> Any:
+    def make(locale: str = "en-US", width: int = 1280, height: int = 900, url: str | None = None) -> Any:
         ctx = browser.new_context(locale=locale, viewport={"width": width, "height": height})
         contexts.append(ctx)
         page = ctx.new_page()
         page.set_default_timeout(60_000)
         page.errors = []
         page.on("pageerror", lambda err: page.errors.append(str(err)))
-        page.goto(server.url + "/")
+        page.goto((url or server.url) + "/")
         return page
 
     yield make
@@ -267,6 +284,43 @@ def test_withheld_passages_are_marked_and_trace_is_behind_a_toggle(new_page: Any
     assert INJECTION_QUESTION in text and "LLM calls" in text and "total" in text
     toggle.click()
     assert trace.is_hidden()
+
+
+def test_llm_tokens_are_shown_as_they_arrive(new_page: Any, site: Any) -> None:
+    """With an LLM, the answer's tokens appear one by one while the stream is open
+    (aria-busy), then the verified answer replaces them with citation chips."""
+    from beleg.testing import FakeOpenAIServer
+
+    replies: list[str] = []
+
+    def quote_s1(messages: Any) -> str:  # an answering model: S1's first sentence that names hours, quoted
+        m = re.search(r'<source label="S1"[^>]*>\n(.*?)\n</source>', messages[-1].content, re.DOTALL)
+        sentences = re.findall(r"[^.\n]*\bhours\b[^.\n]*\.", m.group(1)) if m else []
+        reply = f'"{sentences[0].strip()}" [S1]' if sentences else "The sources do not answer this."
+        replies.append(reply)
+        return reply
+
+    with FakeOpenAIServer(responder=quote_s1) as llm, \
+            serve(site, "--llm", "openai-compatible:answerer", "--llm-base-url", llm.base_url) as running:
+        page = new_page(url=running.url)
+        sign_in(page, running.keys["acme"])
+        page.evaluate("""() => {
+            const box = document.getElementById('answer-text');
+            window.__added = [];
+            new MutationObserver((records) => {
+                for (const r of records) for (const n of r.addedNodes)
+                    if (n.nodeType === 3) window.__added.push({text: n.data, busy: box.getAttribute('aria-busy')});
+            }).observe(box, {childList: true});
+        }""")
+        ask(page, RETRY_QUESTION)
+        added = page.evaluate("() => window.__added")
+    streamed = [a["text"] for a in added if a["busy"] == "true"]
+    assert len(streamed) > 1, added  # several tokens, each shown on its own
+    assert "".join(streamed) == replies[0] and "[S1]" in replies[0]
+    assert page.locator("#verdicts").inner_text().startswith("Quotes verified: yes"), replies
+    chip = page.locator("#answer-text button.chip[data-label='S1']")
+    assert chip.count() == 1 and page.locator("#answer-text").inner_text() == replies[0].replace("[S1]", "S1")
+    assert page.locator("#answer-text").get_attribute("aria-busy") is None
 
 
 # ---------------------------------------------------------------- German, keyboard, narrow

@@ -192,7 +192,10 @@ async function ask(question) {
   clear($("answer-text"), $("verdicts"), $("conflicts"), $("sources"), $("trace"));
   let answer;
   if ($("stream").checked) {
-    answer = await askStreaming(question, (text) => $("answer-text").append(text));
+    // aria-busy: screen readers wait for the whole answer instead of reading every token.
+    $("answer-text").setAttribute("aria-busy", "true");
+    try { answer = await askStreaming(question, (text) => $("answer-text").append(text)); }
+    finally { $("answer-text").removeAttribute("aria-busy"); }
   } else {
     answer = await api("v1/ask", { question });
   }
