@@ -84,3 +84,19 @@ def test_document_with_the_quoted_ranges_of_a_citation(server_url, api_keys):
         r = httpx.get(f"{server_url}/v1/documents/{citation['doc_id']}", params={"quote": bad}, headers=h, timeout=30)
         assert r.status_code == 400, bad
         assert r.json()["error"]["type"] == "invalid_request"
+
+
+def test_a_failing_llm_is_502_and_a_stream_error_event(start_server, server_kb, api_keys):
+    from beleg.errors import LLMUnavailableError
+    from beleg.service import Service
+
+    def down(messages):
+        raise LLMUnavailableError("cannot reach http://llm.internal:11434: connection refused")
+
+    with start_server(index=Service(server_kb, llm=ScriptedLLM(responder=down))) as url:
+        r = httpx.post(f"{url}/v1/ask", json={"question": RETRY}, headers=bearer(api_keys["public"]), timeout=60)
+        streamed = httpx.post(f"{url}/v1/ask", json={"question": RETRY, "stream": True},
+                              headers=bearer(api_keys["public"]), timeout=60)
+    assert r.status_code == 502 and r.json()["error"]["type"] == "llm_error"
+    assert "connection refused" in r.json()["error"]["message"]
+    assert parse_sse(streamed.text) == [("error", r.json())]

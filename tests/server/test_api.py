@@ -26,3 +26,18 @@ def test_ask_returns_a_verified_answer(server_url, api_keys):
     assert not body["refused"]
     assert "72 hours" in body["answer"]
     assert body["citations"] and all(c["verified"] for c in body["citations"])
+
+
+def test_the_web_page_is_served_at_the_root(server_url):
+    from beleg.server.app import STATIC
+
+    r = httpx.get(f"{server_url}/", timeout=30)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert r.text == (STATIC / "index.html").read_text(encoding="utf-8")
+
+
+def test_status_is_the_status_json_object(server_url, api_keys, server_kb):
+    r = httpx.get(f"{server_url}/v1/status", headers=bearer(api_keys["public"]), timeout=30)
+    assert r.status_code == 200
+    assert r.json()["chunks"] == server_kb.status()["chunks"]
+    assert r.json()["index_version"] == server_kb.status()["index_version"]

@@ -87,3 +87,16 @@ def test_delete_needs_admin_and_a_document_the_key_can_read(writable, api_keys):
     assert not any("zanzibar-7" in h["text"] for h in _search(url, api_keys["acme"], "failover standby host"))
     r = httpx.get(f"{url}/v1/documents/{ids['acme']}", headers=bearer(api_keys["acme_admin"]), timeout=60)
     assert r.status_code == 404
+
+
+def test_writes_during_a_reindex_are_409(writable, api_keys):
+    from beleg.index.versions import write_lock
+
+    url, kb, _ = writable
+    with write_lock(kb.root, "reindex", "v-test"):
+        r = httpx.post(f"{url}/v1/ingest", files=[("files", ("recon.md", NOTE, "text/markdown"))],
+                       headers=bearer(api_keys["acme_ingest"]), timeout=60)
+        searching = httpx.post(f"{url}/v1/search", json={"query": "E-4012"}, headers=bearer(api_keys["acme"]),
+                               timeout=60)
+    assert r.status_code == 409 and r.json()["error"]["type"] == "index_busy"
+    assert searching.status_code == 200  # reads go on
