@@ -32,6 +32,7 @@ def _v1(schema: str) -> list[sql.Composable]:
         headings jsonb NOT NULL DEFAULT '[]',
         tenant_key text,
         acl_keys text[],
+        chunk_count integer NOT NULL DEFAULT 0,
         ingested_at timestamptz NOT NULL DEFAULT now()
     );
     CREATE INDEX documents_source ON {s}.documents (source);

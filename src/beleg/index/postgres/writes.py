@@ -90,14 +90,14 @@ class SchemaWriter:
         self.conn.execute(self.q("DELETE FROM {s}.chunks WHERE doc_id = %s"), (document.doc_id,))
         tenant, acl = document_access(document.metadata)
         self.conn.execute(self.q(
-            "INSERT INTO {s}.documents (doc_id, source, content_hash, metadata, text, headings, tenant_key, acl_keys) "
-            "VALUES (%s, %s, %s, %s::jsonb, %s, %s::jsonb, %s, %s) ON CONFLICT (doc_id) DO UPDATE SET "
+            "INSERT INTO {s}.documents (doc_id, source, content_hash, metadata, text, headings, tenant_key, acl_keys, "
+            "chunk_count) VALUES (%s, %s, %s, %s::jsonb, %s, %s::jsonb, %s, %s, %s) ON CONFLICT (doc_id) DO UPDATE SET "
             "source = EXCLUDED.source, content_hash = EXCLUDED.content_hash, metadata = EXCLUDED.metadata, "
             "text = EXCLUDED.text, headings = EXCLUDED.headings, tenant_key = EXCLUDED.tenant_key, "
-            "acl_keys = EXCLUDED.acl_keys, ingested_at = now()"),
+            "acl_keys = EXCLUDED.acl_keys, chunk_count = EXCLUDED.chunk_count, ingested_at = now()"),
             (document.doc_id, document.source, document.content_hash, json.dumps(document.metadata, ensure_ascii=False),
              document.text, json.dumps([[h.level, h.title, h.start] for h in headings], ensure_ascii=False),
-             tenant, acl))
+             tenant, acl, len(chunks)))
         with self.conn.cursor() as cur:
             cur.executemany(self.q(
                 'INSERT INTO {s}.chunks (chunk_id, doc_id, ordinal, start, "end", heading_path, text, flags, '
