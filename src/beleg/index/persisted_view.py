@@ -67,14 +67,27 @@ class ViewError(Exception):
 
 
 @dataclass
+class _Rows:
+    """Rows of several matrices, concatenated only when written (block by block into the file),
+    so an update does not hold a second copy of every vector in memory."""
+
+    pieces: list[tuple[np.ndarray, np.ndarray | slice]]  # (matrix, which of its rows)
+    width: int
+    dtype: Any
+
+    def __len__(self) -> int:
+        return sum(len(range(*w.indices(len(m)))) if isinstance(w, slice) else len(w) for m, w in self.pieces)
+
+
+@dataclass
 class _Parts:
     """The per-chunk arrays a view is built from (in catalog row order)."""
 
     rows: np.ndarray  # int64
     chunk_ids: list[str]
     doc_ids: list[str]  # document of each chunk
-    vectors: np.ndarray  # float32 (n, dim)
-    codes: np.ndarray  # int8 (n, dim)
+    vectors: np.ndarray | _Rows  # float32 (n, dim)
+    codes: np.ndarray | _Rows  # int8 (n, dim)
     code_scales: np.ndarray  # float32 (n,)
     row_indptr: np.ndarray  # int64 (n + 1,)
     row_terms: np.ndarray  # int32
@@ -242,13 +255,16 @@ def _merge(catalog: Catalog, base: Snapshot | None, live: list[tuple[int, str, s
     starts, stops = old_ptr[kept], old_ptr[kept + 1]
     take = _ranges(starts, stops)
     kept_lengths = stops - starts
+    # Only appended rows (the usual update): a slice, so rows are copied without a gather.
+    contiguous = len(kept) == 0 or int(kept[-1]) - int(kept[0]) + 1 == len(kept)
+    which: np.ndarray | slice = slice(int(kept[0]), int(kept[-1]) + 1) if contiguous and len(kept) else kept
     lengths = np.concatenate([kept_lengths, np.diff(fresh.row_indptr)])
     return _Parts(
         rows=np.concatenate([base.rows[kept], fresh.rows]),
         chunk_ids=[base.chunk_ids[i] for i in kept.tolist()] + fresh.chunk_ids,  # type: ignore[index]
         doc_ids=live_docs,
-        vectors=_stack(base.vectors[kept], fresh.vectors),
-        codes=_stack(arrays["codes"][kept], fresh.codes),
+        vectors=_Rows([(base.vectors, which), (fresh.vectors, slice(None))], fresh.vectors.shape[1], np.float32),
+        codes=_Rows([(arrays["codes"], which), (fresh.codes, slice(None))], fresh.codes.shape[1], np.int8),
         code_scales=np.concatenate([arrays["code_scales"][kept], fresh.code_scales]),
         row_indptr=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
         row_terms=np.concatenate([arrays["row_terms"][take], fresh.row_terms]).astype(np.int32),
@@ -274,12 +290,52 @@ def _reusable(base: Snapshot, live: list[tuple[int, str, str]]) -> np.ndarray | 
     return np.array(kept, dtype=np.int64)
 
 
-def _stack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.shape[1:] != b.shape[1:]:
-        width = a.shape[1] if len(a) else b.shape[1]
-        a = a if len(a) else np.zeros((0, width), a.dtype)
-        b = b if len(b) else np.zeros((0, width), b.dtype)
-    return np.concatenate([a, b])
+def _save_rows(path: Path, rows: np.ndarray | _Rows) -> None:
+    """Save a matrix, or the concatenation ``rows`` describes, as ``.npy`` (64k rows at a time)."""
+    if isinstance(rows, np.ndarray):
+        np.save(path, np.ascontiguousarray(rows))
+        return
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=rows.dtype, shape=(len(rows), rows.width))
+    at = 0
+    for matrix, which in rows.pieces:
+        index = np.arange(len(matrix))[which] if isinstance(which, slice) else which
+        for a in range(0, len(index), 65536):
+            part = index[a : a + 65536]
+            if len(part) and isinstance(which, slice):
+                out[at : at + len(part)] = matrix[int(part[0]) : int(part[-1]) + 1]
+            elif len(part):
+                out[at : at + len(part)] = matrix[part]
+            at += len(part)
+    out.flush()
+    del out
+
+
+def _bm25_postings(row_indptr: np.ndarray, row_terms: np.ndarray, row_tfs: np.ndarray, n_terms: int,
+                   k1: float, b: float) -> dict[str, np.ndarray]:
+    """BM25 postings from per-chunk (CSR) term arrays, vectorised.
+
+    The same arithmetic, in the same order, as :class:`BM25Index`'s constructor (which
+    takes one array per chunk and loops over them in Python); tests compare the scores of
+    both exactly.
+    """
+    n_rows = len(row_indptr) - 1
+    sums = np.concatenate([[0], np.cumsum(row_tfs, dtype=np.int64)])
+    lengths = (sums[row_indptr[1:]] - sums[row_indptr[:-1]]).astype(np.float64)
+    if n_rows == 0 or len(row_terms) == 0:
+        return {"post_indptr": np.zeros(n_terms + 1, dtype=np.int64), "post_rows": np.zeros(0, dtype=np.int32),
+                "post_weights": np.zeros(0, dtype=np.float32), "idf": np.zeros(n_terms, dtype=np.float64),
+                "doc_lengths": lengths}
+    rows = np.repeat(np.arange(n_rows, dtype=np.int32), np.diff(row_indptr))
+    terms = row_terms.astype(np.int64)
+    tfs = row_tfs.astype(np.float64)
+    avgdl = lengths.mean()
+    df = np.bincount(terms, minlength=n_terms).astype(np.float64)
+    idf = np.log1p((n_rows - df + 0.5) / (df + 0.5))
+    norm = k1 * (1.0 - b + b * lengths[rows] / avgdl)
+    weights = idf[terms] * tfs / (tfs + norm)
+    order = np.argsort(terms, kind="stable")
+    return {"post_indptr": np.concatenate([[0], np.cumsum(df.astype(np.int64))]), "post_rows": rows[order],
+            "post_weights": weights[order].astype(np.float32), "idf": idf, "doc_lengths": lengths}
 
 
 def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -300,28 +356,25 @@ def _write(root: Path, parts: _Parts, docs: list[tuple[str, str, dict[str, Any]]
     tmp.mkdir()
     doc_pos = {doc_id: i for i, (doc_id, _, _) in enumerate(docs)}
     n = len(parts.rows)
-    term_lists = np.split(parts.row_terms, parts.row_indptr[1:-1]) if n else []
-    tf_lists = np.split(parts.row_tfs, parts.row_indptr[1:-1]) if n else []
     n_terms = (max(vocab.values()) + 1) if vocab else 0
-    bm25 = BM25Index(term_lists, tf_lists, n_terms, k1=k1, b=b)  # the same code as an in-memory snapshot
-    arrays = {
+    arrays: dict[str, np.ndarray | _Rows] = {
         "rows": parts.rows, "chunk_doc": np.array([doc_pos[d] for d in parts.doc_ids], dtype=np.int32),
-        "vectors": np.ascontiguousarray(parts.vectors, dtype=np.float32), "codes": parts.codes,
+        "vectors": parts.vectors, "codes": parts.codes,
         "code_scales": parts.code_scales, "row_indptr": parts.row_indptr, "row_terms": parts.row_terms,
-        "row_tfs": parts.row_tfs, "post_indptr": bm25._indptr, "post_rows": bm25._rows,  # noqa: SLF001
-        "post_weights": bm25._weights, "idf": bm25.idf, "doc_lengths": bm25.doc_lengths,  # noqa: SLF001
+        "row_tfs": parts.row_tfs,
+        **_bm25_postings(parts.row_indptr, parts.row_terms, parts.row_tfs, n_terms, k1, b),
     }
     sizes = {}
     for key, array in arrays.items():
         path = tmp / f"{key}.npy"
-        np.save(path, array)
+        _save_rows(path, array)
         sizes[path.name] = path.stat().st_size
     for key, obj in (("docs", [list(d) for d in docs]), ("terms", vocab), ("chunk_ids", parts.chunk_ids)):
         path = tmp / f"{key}.json"
         path.write_text(json.dumps(obj, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
         sizes[path.name] = path.stat().st_size
     manifest = {"format": FORMAT, "generation": generation, "max_row": max_row, "chunks": n,
-                "dim": int(parts.vectors.shape[1]) if parts.vectors.ndim == 2 else 0,
+                "dim": parts.vectors.width if isinstance(parts.vectors, _Rows) else int(parts.vectors.shape[1]),
                 "k1": k1, "b": b, "n_terms": n_terms, "files": sizes}
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     for path in tmp.iterdir():
