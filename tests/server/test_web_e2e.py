@@ -437,6 +437,33 @@ def test_wrong_key_is_refused_with_a_message(new_page: Any, server: Server) -> N
     assert page.evaluate("() => sessionStorage.getItem('beleg.apiKey')") is None
 
 
+def test_key_kept_for_the_tab_and_signed_out_when_no_longer_accepted(new_page: Any, server: Server) -> None:
+    page = new_page()
+    sign_in(page, server.keys["acme"])
+    page.reload()  # the same tab keeps the key
+    page.wait_for_selector("#workspace:not([hidden])")
+    other_tab = page.context.browser.new_context().new_page()  # a new session has none
+    other_tab.goto(server.url + "/")
+    assert other_tab.locator("#workspace").is_hidden() and other_tab.locator("#sign-in").is_visible()
+    other_tab.context.close()
+
+    # The key is revoked while the page is open: the next call is a 401 and the page signs out.
+    page.route("**/v1/search", lambda route: route.fulfill(
+        status=401, content_type="application/json",
+        body=json.dumps({"error": {"type": "unauthorized", "message": "unknown API key"}})))
+    page.fill("#query", "retry window")
+    page.press("#query", "Enter")
+    page.wait_for_selector("#sign-in:not([hidden])")
+    assert "not accepted (unknown API key)" in page.locator("#error").inner_text()
+    assert page.locator("#workspace").is_hidden()
+    assert page.evaluate("() => sessionStorage.getItem('beleg.apiKey')") is None
+    page.evaluate("() => sessionStorage.setItem('beleg.apiKey', 'blg_stale')")  # a stored key the server refuses
+    page.unroute("**/v1/search")
+    page.reload()
+    page.wait_for_selector("#error:not([hidden])")
+    assert page.locator("#workspace").is_hidden() and page.evaluate("() => sessionStorage.length") == 0
+
+
 # ---------------------------------------------------------------- screenshots for the docs
 def test_screenshots_desktop_and_narrow(new_page: Any, server: Server, tmp_path: Path) -> None:
     out = Path(os.environ.get("BELEG_SCREENSHOTS") or tmp_path)

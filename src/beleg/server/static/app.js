@@ -177,6 +177,7 @@ function renderWho() {
 }
 
 function signOut() {
+  if ($("doc-view").open) $("doc-view").close();
   sessionStorage.removeItem(KEY_STORE);
   state.key = null; state.who = null; state.answer = null; state.hits = null;
   $("workspace").hidden = true; $("answer").hidden = true; $("results").hidden = true;
@@ -215,11 +216,20 @@ async function run(task) {
   $("busy").hidden = false;
   for (const b of document.querySelectorAll("form button")) b.disabled = true;
   try { await task(); }
-  catch (err) { showError(err); }
+  catch (err) { fail(err); }
   finally {
     $("busy").hidden = true;
     for (const b of document.querySelectorAll("form button")) b.disabled = false;
   }
+}
+
+// A key the server no longer accepts (401), or one without the read scope at sign-in (403),
+// signs the page out: nothing more can be shown with it.
+function fail(err) {
+  const rejected = err.status === 401 || (err.status === 403 && state.who === null);
+  if (!rejected) { showError(err); return; }
+  signOut();
+  showError(new Error(t("keyRejected", { message: err.message })));
 }
 
 // ---------------------------------------------------------------- rendering the answer
@@ -416,7 +426,7 @@ async function openDocument(docId, start, end, { quote = null, opener = null, so
   let doc;
   try { doc = await api(`v1/documents/${encodeURIComponent(docId)}?quote=${start}:${end}`); }
   catch (err) {
-    showError(err.status === 404 || err.status === 403 ? new Error(t("docNotFound")) : err);
+    fail(err.status === 404 || err.status === 403 ? new Error(t("docNotFound")) : err);
     return;
   }
   const text = doc.text || "";
@@ -493,8 +503,8 @@ function start() {
   setLanguage(stored || ((navigator.language || "en").toLowerCase().startsWith("de") ? "de" : "en"));
   $("lang").addEventListener("change", (e) => setLanguage(e.target.value));
   onSubmit("sign-in", () => run(async () => {
-    try { await signIn($("api-key").value.trim()); $("question").focus(); }
-    catch (err) { state.key = null; throw err.status === 401 || err.status === 403 ? new Error(t("keyRejected", { message: err.message })) : err; }
+    await signIn($("api-key").value.trim());
+    $("question").focus();
   }));
   onSubmit("ask-form", () => run(() => ask($("question").value.trim())));
   onSubmit("search-form", () => run(() => search($("query").value.trim())));
@@ -504,7 +514,7 @@ function start() {
   $("doc-view").addEventListener("close", closeDocument);
   window.addEventListener("hashchange", openLinkedDocument);
   const key = sessionStorage.getItem(KEY_STORE);
-  if (key) run(() => signIn(key).catch((err) => { sessionStorage.removeItem(KEY_STORE); state.key = null; throw err; }));
+  if (key) run(() => signIn(key));
   else $("api-key").focus();
 }
 
