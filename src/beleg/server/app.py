@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -52,6 +53,9 @@ class ServerSettings:
     audit_log: Path | None = None
     #: Where uploaded files are kept (default: ``uploads/`` beside the index).
     upload_dir: Path | None = None
+    #: Threads serving reads, each with its own connection and search view (the model is shared);
+    #: on 2 cores, 2 overlap one request's query embedding with another's search.
+    read_threads: int = 2
     #: Defaults of every answer (governance policy, min_confidence, ...); None: AnswerOptions().
     answer_options: Any = None
     static_dir: Path | None = field(default=STATIC)
@@ -94,7 +98,7 @@ class Api:
 
     def __init__(self, source: Any, auth: AuthConfig, settings: ServerSettings) -> None:
         opener, root = service_opener(source)
-        self.reader = IndexThread("read", opener)
+        self.reader = IndexThread("read", opener, settings.read_threads)
         self.writer = IndexThread("write", opener)
         self.auth = auth
         self.settings = settings
@@ -103,7 +107,8 @@ class Api:
         self.conversations = Conversations()
         self.upload_dir = settings.upload_dir or root.parent / f"{root.name}-uploads"
         self.ready = False
-        self._generation: int | None = None
+        #: The catalog generation each reader thread last served (a change rebuilds its search view).
+        self._seen = threading.local()
         self._audit = _AuditLog(settings.audit_log) if settings.audit_log else None
 
     async def warm_up(self) -> None:
@@ -169,8 +174,8 @@ class Api:
 
         def counted(svc: Service) -> Any:
             generation = svc.kb.catalog.generation
-            self.metrics.cache("index_view", generation == self._generation)
-            self._generation = generation
+            self.metrics.cache("index_view", getattr(self._seen, "generation", None) == generation)
+            self._seen.generation = generation
             return fn(svc, *args, **kwargs)
 
         return await self.reader.call(counted)

@@ -1,15 +1,17 @@
 """The index as the server holds it: one thread owns one open knowledge base.
 
 A :class:`~beleg.index.catalog.Catalog` is one SQLite connection and not thread-safe, so
-every call on an index goes through an :class:`IndexThread`: a single-thread executor that
-opens its own :class:`~beleg.service.Service` on that thread. The server keeps two: one for
-reads (search, ask, documents, status) and one for writes (ingest, delete), so an ingest
-does not stop searches; the reader picks up each commit through the catalog generation.
+every call on an index goes through an :class:`IndexThread`: an executor whose threads each
+open their own :class:`~beleg.service.Service` (own connection, own search view, one shared
+model). The server keeps two: readers (search, ask, documents, status; ``read_threads`` of
+them) and one writer (ingest, delete), so an ingest does not stop searches; readers pick up
+each commit through the catalog generation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,32 +23,48 @@ T = TypeVar("T")
 
 
 class IndexThread:
-    """Runs calls on one thread that owns one :class:`Service` (opened there on first use)."""
+    """Runs calls on ``threads`` threads, each owning one :class:`Service` (opened there on first use)."""
 
-    def __init__(self, name: str, open_service: Callable[[], Service]) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"beleg-{name}")
+    def __init__(self, name: str, open_service: Callable[[], Service], threads: int = 1) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"beleg-{name}")
         self._open = open_service
-        self._service: Service | None = None
+        self._local = threading.local()
+        self._opened: list[Service] = []
+        self._lock = threading.Lock()
+        self.threads = threads
+
+    def _service(self) -> Service:
+        service: Service | None = getattr(self._local, "service", None)
+        if service is None:
+            service = self._local.service = self._open()
+            with self._lock:
+                self._opened.append(service)
+        return service
 
     def _run(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-        if self._service is None:
-            self._service = self._open()
-        return fn(self._service, *args, **kwargs)
+        return fn(self._service(), *args, **kwargs)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(service, *args, **kwargs)`` on the index thread, awaited without blocking the event loop."""
+        """``fn(service, *args, **kwargs)`` on an index thread, awaited without blocking the event loop."""
         return await asyncio.wrap_future(self._pool.submit(self._run, fn, args, kwargs))
 
     def call_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self._pool.submit(self._run, fn, args, kwargs).result()
 
     def close(self) -> None:
-        def close_service() -> None:
-            if self._service is not None:
-                self._service.kb.close()
-                self._service = None
+        # Each connection is closed on the thread that opened it: submit one closer per thread
+        # and keep them all busy at once, so every thread runs exactly one.
+        barrier = threading.Barrier(self.threads)
 
-        self._pool.submit(close_service).result()
+        def close_own() -> None:
+            service: Service | None = getattr(self._local, "service", None)
+            if service is not None:
+                service.kb.close()
+                self._local.service = None
+            barrier.wait(timeout=30)
+
+        for future in [self._pool.submit(close_own) for _ in range(self.threads)]:
+            future.result()
         self._pool.shutdown(wait=True)
 
 
