@@ -140,7 +140,7 @@ def test_searches_during_ingest_see_whole_revisions(tmp_path: Path, embedder) ->
                 assert set(counts.values()) <= {SECTIONS}, dict(counts)
             if where_rev is None:
                 views.add(tuple(sorted(set(seen.values()))))
-            generations.add(kb.snapshot().generation)
+            generations.add(kb.search_index().generation)
             searches += 1
         out, err = proc.communicate(timeout=60)
     finally:
@@ -181,19 +181,19 @@ def test_a_search_that_meets_replaced_chunks_searches_the_new_state(tmp_path: Pa
     (docs / "relay.md").write_text(f"# Relay\n\n{body}\n", encoding="utf-8")
     with beleg.open(tmp_path / "kb", embedder=embedder) as kb:
         kb.ingest([str(docs)], progress=False)
-        stale = kb.snapshot()
+        stale = kb.search_index()
         (docs / "relay.md").write_text(f"# Relay\n\n{body.replace('REV-1', 'REV-2')}\n", encoding="utf-8")
         with beleg.open(tmp_path / "kb", embedder=embedder) as writer:
             assert writer.ingest([str(docs)], progress=False).count("updated") == 1
         served = []
-        fresh = kb.snapshot
+        fresh = kb.search_index
 
-        def snapshot():  # the first call hands out the snapshot from before the commit
+        def search_index():  # the first call hands out the view from before the commit
             served.append(1)
             return stale if len(served) == 1 else fresh()
 
-        kb.snapshot = snapshot  # type: ignore[method-assign]
+        kb.search_index = search_index  # type: ignore[method-assign]
         hits = kb.search("relay note", mode="bm25", k=10)
-        assert len(served) == 2
+        assert len(served) >= 2  # the stale view, then a fresh one (later stages may take it again)
         assert len(hits) == kb.status()["chunks"] and sum("REV-2" in h.text for h in hits) == 3
         assert not any("REV-1" in h.text for h in hits)

@@ -88,7 +88,7 @@ def test_delete_erases_every_byte_from_every_version(corpus: Path, tmp_path: Pat
     patterns += _view_traces([index, new_folder], doc_id)
     assert main(["delete", "--index", str(index), "--doc", doc_id, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["documents"] == 1 and result["deleted"] == [doc_id] and result["checkpoint"] is True
+    assert result["documents"] == 1 and result["deleted"] == [doc_id] and result["complete"] is True
     assert {v["version"]: v["documents"] for v in result["versions"]} == {old: 1, new: 1}
     after = _file_bytes(index)
     for p in patterns:

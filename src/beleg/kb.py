@@ -25,8 +25,8 @@ from beleg.errors import BelegError, ConfigError, IndexStateError, IndexVersionE
 from beleg.index import persisted_view, versions
 from beleg.index.catalog import Catalog
 from beleg.index.config import IndexConfig
+from beleg.index.embedded import EmbeddedSearchIndex, EmbeddedStore
 from beleg.index.filters import FilterLike, combine
-from beleg.index.snapshot import Snapshot
 from beleg.ingest.metadata import MetadataRule, normalize
 from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor, TextSource
 from beleg.query.self_query import Inferred, apply_constraints, infer_constraints
@@ -75,13 +75,14 @@ class KnowledgeBase:
         else:
             raise IndexStateError(f"no Beleg index at {self.path}; create one with 'beleg init --index {self.path}'")
         self.catalog = Catalog(self.path / CATALOG_FILE)
+        #: The index's storage port (:class:`beleg.index.ports.Store`); searches read its views.
+        self.store = EmbeddedStore(self.catalog)
         #: Per-thread state: the token of the root's write lock while this thread holds it.
         self._thread = threading.local()
         self.catalog.write_guard = lambda: versions.refuse_while_building(self.root, self._lock_token)
         self._refresh_flags()
         self._embedder = embedder
         self._embedder_checked = False
-        self._snapshot: Snapshot | None = None
         self._sentence_vectors: Any = None
 
     @property
@@ -157,13 +158,17 @@ class KnowledgeBase:
             self._sentence_vectors = VectorCache()
         return self._sentence_vectors
 
-    def snapshot(self) -> Snapshot:
-        """The search view of the latest committed state (rebuilt when the catalog changed)."""
-        generation = self.catalog.generation
-        if self._snapshot is None or self._snapshot.generation != generation:
-            dim = self._embedder.dim if self._embedder is not None else 0
-            self._snapshot = Snapshot.load(self.catalog, dim or 384)
-        return self._snapshot
+    def search_index(self) -> EmbeddedSearchIndex:
+        """The search view (:class:`beleg.index.ports.SearchIndex`) of the latest commit,
+        taken anew when the catalog changed."""
+        if self._embedder is not None and self._embedder.dim:
+            self.store.dim = self._embedder.dim
+        return self.store.read_view()
+
+    def snapshot(self) -> Any:
+        """The embedded backend's in-memory arrays behind :meth:`search_index` (for warming
+        it up; search, strategies and answering use :meth:`search_index`)."""
+        return self.search_index().snapshot
 
     # ------------------------------------------------------------------ ingest
     def ingest(self, paths: str | Path | Sequence[str | Path], *, rules: Sequence[MetadataRule] = (),
@@ -296,15 +301,17 @@ class KnowledgeBase:
 
         In each version (live or not, see :mod:`beleg.index.versions`), chunks, BM25
         postings, vectors no other chunk shares and vocabulary terms no other document uses
-        are deleted in one transaction; SQLite overwrites the freed pages (``secure_delete``)
-        and the write-ahead log is checkpointed and truncated, so the text is gone from every
-        file of the index directory. A document the filter matches in any version is erased
+        are deleted in one transaction by the version's store (:meth:`beleg.index.ports.Store.erase`;
+        the embedded one has SQLite overwrite the freed pages and truncates the write-ahead
+        log), so the text is gone from every file of the index directory. A document the filter matches in any version is erased
         from all of them, so switching to an older version cannot bring it back. Refused while
         a reindex is building (:class:`beleg.index.versions.IndexBusyError`). In-memory caches
         are keyed by the index generation and drop the erased content on the next call.
-        Returns counts (summed over versions, ``"versions"`` has each one's) and
-        ``"checkpoint": False`` if a concurrent reader kept old pages in a WAL (rerun
-        ``beleg delete`` or ``beleg gc`` when it has finished).
+        Returns what was erased, the same for every backend: ``documents``, ``chunks``,
+        ``vectors``, ``terms`` (summed over versions), ``deleted``/``not_found`` ids,
+        ``versions`` (each version's counts) and ``complete``: False if a version could not
+        yet remove every trace (embedded: a concurrent reader kept old pages in the
+        write-ahead log; rerun ``beleg delete`` or ``beleg gc`` when it has finished).
         """
         expr = combine(where)
         if not doc_ids and expr is None:
@@ -312,53 +319,53 @@ class KnowledgeBase:
         with versions.write_lock(self.root, "delete") as token:
             self._lock_token = token
             try:
-                with self._version_catalogs() as catalogs:
-                    return self._erase(catalogs, doc_ids, expr)
+                with self._version_stores() as stores:
+                    return self._erase(stores, doc_ids, expr)
             finally:
                 self._lock_token = None
-                self._snapshot = None
+                self.store.forget_view()
 
     @contextmanager
-    def _version_catalogs(self) -> Iterator[list[tuple[versions.VersionInfo | None, Catalog]]]:
-        """The catalog of every version under the root, this object's own first (opened once)."""
+    def _version_stores(self) -> Iterator[list[tuple[versions.VersionInfo | None, EmbeddedStore]]]:
+        """The store of every version under the root, this object's own first (opened once)."""
         own = self.path.resolve()
-        out: list[tuple[versions.VersionInfo | None, Catalog]] = [(None, self.catalog)]
-        opened: list[Catalog] = []
+        out: list[tuple[versions.VersionInfo | None, EmbeddedStore]] = [(None, self.store)]
+        opened: list[EmbeddedStore] = []
         try:
             for info in versions.list_versions(self.root):
                 if info.path.resolve() == own:
-                    out[0] = (info, self.catalog)
+                    out[0] = (info, self.store)
                 elif (info.path / CATALOG_FILE).exists():
-                    opened.append(Catalog(info.path / CATALOG_FILE))
+                    opened.append(EmbeddedStore(Catalog(info.path / CATALOG_FILE)))
                     out.append((info, opened[-1]))
             yield out
         finally:
-            for catalog in opened:
-                catalog.close()
+            for store in opened:
+                store.close()
 
-    def _erase(self, catalogs: Sequence[tuple[versions.VersionInfo | None, Catalog]], doc_ids: Sequence[str],
+    def _erase(self, stores: Sequence[tuple[versions.VersionInfo | None, EmbeddedStore]], doc_ids: Sequence[str],
                expr: Any) -> dict[str, Any]:
         from beleg.index.filters import matches
 
         targets, known = set(doc_ids), set()
-        for _, catalog in catalogs:
-            for doc_id, _, meta in catalog.documents_meta():
-                known.add(doc_id)
-                if expr is not None and matches(expr, meta):
-                    targets.add(doc_id)
+        for _, store in stores:
+            for record in store.document_records():
+                known.add(record.doc_id)
+                if expr is not None and matches(expr, record.metadata):
+                    targets.add(record.doc_id)
         totals = {"documents": 0, "chunks": 0, "vectors": 0, "terms": 0}
-        per_version, checkpointed = [], True
-        for info, catalog in catalogs:
-            counts = _erase_documents(catalog, sorted(targets & known))
-            for key in ("chunks", "vectors", "terms"):
-                totals[key] += counts[key]
-            checkpointed = checkpointed and counts["checkpoint"]
-            per_version.append({"version": info.version if info else self.config.index_version,
-                                "live": info.live if info else True, **counts})
+        per_version, complete = [], True
         deleted = sorted(targets & known)
+        for info, store in stores:
+            summary = store.erase(deleted)
+            for key in ("chunks", "vectors", "terms"):
+                totals[key] += getattr(summary, key)
+            complete = complete and summary.complete
+            per_version.append({"version": info.version if info else self.config.index_version,
+                                "live": info.live if info else True, **summary.to_json()})
         totals["documents"] = len(deleted)
         return {**totals, "deleted": deleted, "not_found": sorted(set(doc_ids) - known),
-                "checkpoint": checkpointed, "versions": per_version}
+                "complete": complete, "versions": per_version}
 
     def _erase_elsewhere(self, doc_ids: Sequence[str]) -> None:
         """Erase documents this version no longer has (``ingest --sync``) from the other versions too."""
@@ -413,12 +420,12 @@ class KnowledgeBase:
 
         def run(narrowed: Any) -> list[Hit]:  # one permission-checked search
             try:
-                return search(self.snapshot(), self.catalog, query, options, embed, narrowed, reranker,
+                return search(self.search_index(), query, options, embed, narrowed, reranker,
                               principal or ANONYMOUS, strict=True)
             except StaleSnapshot:
                 # A commit replaced some of the chunks found: search the new state once more rather
                 # than return fewer hits (a second race just drops the vanished chunks).
-                return search(self.snapshot(), self.catalog, query, options, embed, narrowed, reranker,
+                return search(self.search_index(), query, options, embed, narrowed, reranker,
                               principal or ANONYMOUS)
 
         if self_query is False:
@@ -466,22 +473,18 @@ class KnowledgeBase:
     def metadata_values(self, key: str, principal: Principal | None = None) -> set[str]:
         """Distinct values of a metadata key (``product``, ``version``) among the documents
         ``principal`` may read: what a question can be about, never what is hidden from it."""
-        who = principal or ANONYMOUS
-        return {str(m[key]) for m in self.snapshot().doc_metadata
-                if m.get(key) not in (None, "") and who.may_read(m)}
+        return self.search_index().metadata_values(key, principal or ANONYMOUS)
 
     def chunk(self, chunk_id: str, principal: Principal | None = None) -> Chunk | None:
         """A stored chunk by id, or None when it does not exist or ``principal`` may not read its document.
 
         "Not found" and "not yours" look the same, so an id cannot be probed for existence.
         """
-        chunk = self.catalog.chunk_by_id(chunk_id)
-        if chunk is None:
+        view = self.search_index()
+        record = view.chunks([chunk_id]).get(chunk_id)
+        if record is None or not view.documents(principal or ANONYMOUS, [record.doc_id]):
             return None
-        state = self.catalog.document_state(chunk.doc_id)
-        if state is None or not (principal or ANONYMOUS).may_read(state[1]):
-            return None
-        return chunk
+        return record.to_chunk()
 
     def status(self) -> dict[str, Any]:
         counts = self.catalog.counts()
@@ -501,21 +504,6 @@ class KnowledgeBase:
             **counts,
             "documents_by": {k: dict(sorted(v.items())) for k, v in by.items()},
         }
-
-
-def _erase_documents(catalog: Catalog, doc_ids: Sequence[str]) -> dict[str, Any]:
-    """Delete ``doc_ids`` (those present) from one catalog in one transaction, with their orphan
-    vectors and terms, then truncate its write-ahead log."""
-    totals = {"documents": 0, "chunks": 0, "vectors": 0, "terms": 0}
-    present = {doc_id for doc_id, _, _ in catalog.documents_meta()}
-    with catalog.transaction():
-        for doc_id in doc_ids:
-            if doc_id in present:
-                for key, n in catalog.delete_document(doc_id).items():
-                    totals[key] += n
-        totals["terms"] = catalog.drop_orphan_terms()
-    persisted_view.refresh(catalog, create=False)  # the view's files lose them too
-    return {**totals, "checkpoint": catalog.checkpoint()}
 
 
 def _reread_headings(doc: Document) -> tuple[Any, ...]:

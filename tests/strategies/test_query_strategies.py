@@ -46,13 +46,14 @@ class StubKB:
 
     def __init__(self) -> None:
         self.searches: list[dict[str, Any]] = []
-        self._snapshot = SimpleNamespace(doc_metadata=[{"product": "ferrolink", "version": "3.0"},
-                                                       {"product": "ferrolink", "version": "2.4"}])
+        documents = [{"product": "ferrolink", "version": "3.0"}, {"product": "ferrolink", "version": "2.4"}]
+        self._index = SimpleNamespace(metadata_values=lambda key, who: {
+            str(m[key]) for m in documents if m.get(key) is not None and who.may_read(m)})
 
-    def snapshot(self) -> Any:
-        return self._snapshot
+    def search_index(self) -> Any:
+        return self._index
 
-    # The real computation over the stub's snapshot.
+    # The real computation over the stub's index view.
     metadata_values = KnowledgeBase.metadata_values
     infer_constraints = KnowledgeBase.infer_constraints
 

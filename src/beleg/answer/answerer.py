@@ -137,9 +137,9 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
 
     sources = assess(hits, target, opts.policy)
     embedder = kb.embedder
-    snapshot = kb.snapshot()
-    scorer = SentenceScorer(snapshot, embedder.embed_queries, embedder.embed_documents, kb.sentence_vectors,
-                            snapshot.chunk_mask(None, principal))
+    index = kb.search_index()
+    scorer = SentenceScorer(index, index.eligible(None, principal), embedder.embed_queries,
+                            embedder.embed_documents, kb.sentence_vectors)
     positions = {h.chunk_id: i for i, h in enumerate(hits)}
     scored = scorer.score(query, candidate_sentences(sources), positions)  # withheld sentences are no candidates
     eligible = [s for s in sources if s.eligible]

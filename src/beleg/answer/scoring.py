@@ -33,7 +33,7 @@ from beleg.answer.sentences import Span, split_sentences
 from beleg.answer.types import Source
 from beleg.answer.values import Value, expected_kind, extract_values
 from beleg.index.analyzer import analyze, analyze_query, detect_language
-from beleg.index.snapshot import Snapshot
+from beleg.index.ports import Eligibility, SearchIndex
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
 
 #: Sentence kinds that can answer (headings and code blocks cannot on their own).
@@ -202,13 +202,13 @@ class VectorCache:
 class SentenceScorer:
     """Scores sentences against a question using the index's IDF and the index's embedder."""
 
-    def __init__(self, snapshot: Snapshot, embed_queries: Callable[[list[str]], np.ndarray] | None,
-                 embed_passages: Callable[[list[str]], np.ndarray] | None, cache: VectorCache | None = None,
-                 mask: np.ndarray | None = None) -> None:
-        self.snapshot = snapshot
-        #: IDF over the chunks the asker may read (``mask``): scores, which the trace shows,
+    def __init__(self, index: SearchIndex, eligible: Eligibility,
+                 embed_queries: Callable[[list[str]], np.ndarray] | None,
+                 embed_passages: Callable[[list[str]], np.ndarray] | None, cache: VectorCache | None = None) -> None:
+        self.index = index
+        #: IDF over the chunks the asker may read (``eligible``): scores, which the trace shows,
         #: reveal nothing about documents they cannot read.
-        self.terms = TermCoverage(snapshot, mask)
+        self.terms = TermCoverage(index, eligible)
         self.embed_queries = embed_queries
         self.embed_passages = embed_passages
         self.cache = cache
@@ -276,7 +276,7 @@ class SentenceScorer:
         q = self.embed_queries([question])[0]
         texts = [_passage(s) for s in sentences]
         if self.cache is not None:
-            m = self.cache.get(self.snapshot.generation, texts, self.embed_passages)
+            m = self.cache.get(self.index.generation, texts, self.embed_passages)
         else:
             m = self.embed_passages(texts)
         cos = m @ q

@@ -366,9 +366,9 @@ def cmd_delete(args: argparse.Namespace) -> int:
         print(f"deleted {result['documents']} document(s): {result['chunks']} chunks, {result['vectors']} vectors, "
               f"{result['terms']} terms" + (f"; not found: {', '.join(result['not_found'])}" if result["not_found"] else "")
               + (f" (from {len(result['versions'])} index versions)" if len(result["versions"]) > 1 else ""))
-        if not result["checkpoint"]:
-            print("warning: a reader kept the write-ahead log busy; run the command again to truncate it",
-                  file=sys.stderr)
+        if not result["complete"]:
+            print("warning: a concurrent reader kept old pages of the erased text (write-ahead log); "
+                  "run the command again, or 'beleg gc', once it has finished", file=sys.stderr)
     return EXIT_ERROR if result["not_found"] else 0
 
 

@@ -203,18 +203,19 @@ class _Doc:
 
 
 def _load_docs(kb: KnowledgeBase) -> list[_Doc]:
-    snap = kb.snapshot()
-    rows_by_doc: dict[str, list[int]] = defaultdict(list)
-    for pos, d in enumerate(snap.chunk_doc.tolist()):
-        rows_by_doc[snap.doc_ids[d]].append(int(snap.rows[pos]))
+    # The suite probes as an administrator: it reads every document to know what must not leak.
+    index = kb.search_index()
+    ids_by_doc: dict[str, list[str]] = defaultdict(list)
+    for chunk_id, doc_id in index.chunk_documents():
+        ids_by_doc[doc_id].append(chunk_id)
     docs = []
-    for doc_id, source, meta in kb.catalog.documents_meta():
-        doc = kb.catalog.document(doc_id)
+    for record in index.all_documents():
+        doc = kb.store.document(record.doc_id)
         if doc is None:
             continue
-        rows = kb.catalog.chunks_by_row(rows_by_doc.get(doc_id, []))
-        chunks = tuple((r[0], (r[5][-1] if r[5] else ""), r[6]) for _, r in sorted(rows.items(), key=lambda x: x[1][2]))
-        docs.append(_Doc(doc_id, source, meta, str(meta.get("title") or source), doc.text, chunks))
+        found = sorted(index.chunks(ids_by_doc.get(record.doc_id, [])).values(), key=lambda c: c.ordinal)
+        chunks = tuple((c.chunk_id, (c.heading_path[-1] if c.heading_path else ""), c.text) for c in found)
+        docs.append(_Doc(record.doc_id, record.source, record.metadata, record.title, doc.text, chunks))
     return docs
 
 
@@ -365,7 +366,7 @@ def _build_probes(kb: KnowledgeBase, restricted: Sequence[RestrictedDoc], docs: 
                   kinds: Sequence[str]) -> list[LeakProbe]:
     meta = {d.doc_id: d.metadata for d in docs}
     tenants = _tenant_groups(restricted)
-    big_k = len(kb.snapshot()) + 10
+    big_k = len(kb.search_index()) + 10
     return [probe for doc in restricted for probe in _doc_probes(doc, meta[doc.doc_id], tenants, big_k, kinds)]
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -243,15 +243,16 @@ def _echo(messages: list[Any]) -> str:
     return "\n\n".join(m.content for m in messages)
 
 
-def _nonce(ident: str, vocab: Any) -> str | None:
-    """A made-up string shaped like ``ident`` whose analysed terms are nowhere in the index."""
+def _nonce(ident: str, stored_terms: Callable[[list[str]], set[str]]) -> str | None:
+    """A made-up string shaped like ``ident`` whose analysed terms are nowhere in the index
+    (``stored_terms``: :meth:`beleg.index.ports.Store.stored_terms`)."""
     from beleg.index.analyzer import analyze_query
 
     want = len(analyze_query(ident))
     for shift in (13, 7, 19, 3, 11, 5, *range(1, 26)):
         cand = "".join(_shift(c, shift) for c in ident)
         terms = analyze_query(cand)
-        if cand.lower() != ident.lower() and len(terms) == want and not any(t in vocab for t in terms):
+        if cand.lower() != ident.lower() and len(terms) == want and not stored_terms(terms):
             return cand
     return None
 
@@ -277,7 +278,7 @@ class _Runner:
         self._forbidden: dict[Any, _Forbidden] = {}
         self._scans: dict[tuple[Any, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self._hit_scans: dict[tuple[Any, ...], tuple[str, ...]] = {}
-        self.vocab = getattr(kb.snapshot(), "vocab", {})
+        self.stored_terms = kb.store.stored_terms
 
     def forbidden(self, p: Principal) -> _Forbidden:
         key = p.access_key
@@ -307,7 +308,7 @@ class _Runner:
             elif probe.kind in ("ask", "chat", "filter"):
                 out.append(retrieval_query(probe.query, probe.context))
             elif probe.kind == "oracle" and probe.mode == "hybrid":
-                word, nonce = self.forbidden(probe.principal).visible_hit_word, _nonce(probe.query, self.vocab)
+                word, nonce = self.forbidden(probe.principal).visible_hit_word, _nonce(probe.query, self.stored_terms)
                 if word is not None and nonce is not None:
                     out += [f"{word} {probe.query}", f"{word} {nonce}"]
         return out
@@ -403,7 +404,7 @@ class _Runner:
         """Identifier vs a same-shaped unknown term: the BM25 leg must not tell them apart."""
         p = probe.principal
         word = self.forbidden(p).visible_hit_word
-        nonce = _nonce(probe.query, self.vocab)
+        nonce = _nonce(probe.query, self.stored_terms)
         if word is None or nonce is None:
             return None, []  # nothing to compare with
         if not probe.control and self.kb.search(probe.query, mode="bm25", k=1, principal=p):
@@ -441,7 +442,7 @@ def run_leak_suite(kb: KnowledgeBase, *, llm: Any = None, progress: Progress | N
 
     Args:
         kb: The knowledge base (anything with ``search``/``ask``/``document``/``chunk``,
-            ``catalog`` and ``snapshot()`` like :class:`~beleg.kb.KnowledgeBase`).
+            ``store`` and ``search_index()`` like :class:`~beleg.kb.KnowledgeBase`).
         llm: The LLM for ``ask``/``chat`` probes of mode ``llm``; default: a ScriptedLLM that
             echoes its prompt (so whatever reaches the prompt is checked twice).
         progress: Called as ``progress(done, total)`` after each probe.

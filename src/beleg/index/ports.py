@@ -37,7 +37,6 @@ class DocumentRecord:
     doc_id: str
     source: str
     metadata: dict[str, Any]
-    content_hash: str
 
     @property
     def title(self) -> str:
@@ -206,13 +205,19 @@ class SearchIndex(Protocol):
         chunk deleted since this view was taken is never returned)."""
         ...
 
-    def documents(self, principal: Principal) -> list[DocumentRecord]:
-        """Every document ``principal`` may read, ordered by ``doc_id``."""
+    def documents(self, principal: Principal, doc_ids: Sequence[str] | None = None) -> list[DocumentRecord]:
+        """Every document ``principal`` may read (only those among ``doc_ids`` when given),
+        ordered by ``doc_id``."""
         ...
 
     def document_chunks(self, doc_id: str, principal: Principal) -> list[ChunkRecord]:
         """The document's chunks in order (``ordinal``); empty when it does not exist or
         ``principal`` may not read it (the two look the same)."""
+        ...
+
+    def all_documents(self) -> list[DocumentRecord]:
+        """Every document of the view regardless of permission, ordered by ``doc_id``: only for
+        derived indexes (the entity graph) that apply :meth:`eligible` before showing anything."""
         ...
 
     def chunk_documents(self) -> Iterator[tuple[str, str]]:
@@ -272,8 +277,9 @@ class Store(Protocol):
         keeps, so that nothing of them can be read or recovered from the store."""
         ...
 
-    def term_count(self, term: str) -> int:
-        """How many stored chunks contain ``term`` (administrative; for erasure checks)."""
+    def stored_terms(self, terms: Sequence[str]) -> set[str]:
+        """Which of ``terms`` the store keeps anywhere (vocabulary, postings, statistics);
+        administrative, for erasure checks: a term no stored chunk contains is never kept."""
         ...
 
     def vector_count(self) -> int:

@@ -1,7 +1,7 @@
 """How much of a question the index, and a set of hits, cover: one place for the IDF
 statistics that hybrid weighting, answer refusal and the adaptive strategies share.
 
-Every statistic is taken over the chunks the asker may read (``mask``): a term that
+Every statistic is taken over the chunks the asker may read (an :class:`Eligibility`): a term that
 occurs only in documents they cannot read counts as unknown, so no weight, score, route
 or trace number tells them whether such a term exists (the term-existence side channel
 the leak suite found, see docs/permissions.md).
@@ -9,13 +9,10 @@ the leak suite found, see docs/permissions.md).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
-import numpy as np
-
 from beleg.index.analyzer import analyze, analyze_query
-from beleg.index.snapshot import Snapshot
+from beleg.index.ports import Eligibility, SearchIndex
 from beleg.types import Hit
 
 
@@ -26,21 +23,24 @@ class TermCoverage:
     chunk), since no search can find them.
     """
 
-    def __init__(self, snapshot: Snapshot, mask: np.ndarray | None = None) -> None:
-        self.snapshot = snapshot
-        self.mask = mask
-        self.max_idf = math.log1p((max(len(snapshot), 1) + 0.5) / 0.5)
+    def __init__(self, index: SearchIndex, eligible: Eligibility) -> None:
+        self.index = index
+        self.eligible = eligible
+        self._stats: dict[str, float | None] = {}  # term → idf, None when not visible
+        self.max_idf = index.term_statistics((), eligible).unseen_idf
+
+    def _idf(self, term: str) -> float | None:
+        if term not in self._stats:
+            self._stats[term] = self.index.term_statistics([term], self.eligible).idf.get(term)
+        return self._stats[term]
 
     def known(self, term: str) -> bool:
         """Whether the term occurs in a chunk the asker may read."""
-        tid = self.snapshot.vocab.get(term)
-        return (tid is not None and tid < len(self.snapshot.bm25.idf)
-                and self.snapshot.bm25.occurs_in(tid, self.mask))
+        return self._idf(term) is not None
 
     def idf(self, term: str) -> float:
-        if not self.known(term):
-            return self.max_idf
-        return float(self.snapshot.bm25.idf[self.snapshot.vocab[term]])
+        idf = self._idf(term)
+        return self.max_idf if idf is None else idf
 
     def weights(self, text: str, skip: frozenset[str] = frozenset()) -> dict[str, float]:
         """The text's query terms with their IDF, leaving out ``skip`` (unless nothing else is left)."""

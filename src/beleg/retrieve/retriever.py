@@ -1,7 +1,9 @@
-"""Search one index snapshot: dense ∥ BM25 → fuse → (MMR) → hits.
+"""Search one index view (:class:`~beleg.index.ports.SearchIndex`): dense ∥ BM25 → fuse →
+(MMR) → hits.
 
-Filters become a chunk mask that both legs apply *before* their top-k, so a selective
-filter still returns k eligible hits instead of a trimmed, possibly empty list.
+Filters and the principal become one eligibility that both legs apply *before* their
+top-k, so a selective filter still returns k eligible hits instead of a trimmed, possibly
+empty list. Candidates are identified by chunk id throughout.
 """
 
 from __future__ import annotations
@@ -14,9 +16,8 @@ import numpy as np
 from beleg.backends.rerankers.base import Reranker
 from beleg.errors import ConfigError, ModelError
 from beleg.index.analyzer import analyze_query
-from beleg.index.catalog import Catalog
 from beleg.index.filters import Expr
-from beleg.index.snapshot import Snapshot
+from beleg.index.ports import ScoredChunk, SearchIndex
 from beleg.retrieve.coverage import TermCoverage
 from beleg.retrieve.fusion import RRF_K, rrf, weighted
 from beleg.retrieve.mmr import mmr
@@ -59,10 +60,10 @@ class SearchOptions:
 
 
 class StaleSnapshot(Exception):
-    """Chunks of this snapshot were replaced or deleted by a commit since it was built."""
+    """Chunks of this view were replaced or deleted by a commit since it was taken."""
 
 
-def search(snapshot: Snapshot, catalog: Catalog, query: str, options: SearchOptions,
+def search(index: SearchIndex, query: str, options: SearchOptions,
            embed_query: Callable[[str], np.ndarray], expr: Expr | None,
            reranker: Reranker | None = None, principal: Principal = ANONYMOUS,
            strict: bool = False) -> list[Hit]:
@@ -71,53 +72,52 @@ def search(snapshot: Snapshot, catalog: Catalog, query: str, options: SearchOpti
     With a ``reranker``, the top ``rerank_top`` fused candidates are re-scored by it (on the
     same heading-path + text the legs indexed) and reordered before MMR and the final cut.
     """
-    mask = snapshot.chunk_mask(expr, principal)
-    if mask is not None and not mask.any():
+    eligible = index.eligible(expr, principal)
+    if eligible.count == 0:
         return []
-    legs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    legs: dict[str, list[ScoredChunk]] = {}
     widen = options.mode == "hybrid" or options.mmr_lambda is not None or reranker is not None
     depth = options.depth if widen else options.k
     terms = analyze_query(query)
     if options.mode in ("bm25", "hybrid"):
-        legs["bm25"] = snapshot.bm25_search(terms, depth, mask)
+        legs["bm25"] = index.lexical_top_k(terms, depth, eligible)
     if options.mode in ("dense", "hybrid"):
-        legs["dense"] = snapshot.dense_search(embed_query(query), depth, mask)
+        legs["dense"] = index.dense_top_k(embed_query(query), depth, eligible)
 
-    per_leg: dict[int, dict[str, float]] = {}
-    for name, (idx, scores) in legs.items():
-        for rank, (i, s) in enumerate(zip(idx.tolist(), scores.tolist()), 1):
-            per_leg.setdefault(i, {})[name] = float(s)
-            per_leg[i][f"{name}_rank"] = rank
+    per_leg: dict[str, dict[str, float]] = {}
+    doc_of: dict[str, str] = {}
+    for name, scored in legs.items():
+        for rank, hit in enumerate(scored, 1):
+            per_leg.setdefault(hit.chunk_id, {})[name] = hit.score
+            per_leg[hit.chunk_id][f"{name}_rank"] = rank
+            doc_of[hit.chunk_id] = hit.doc_id
 
     if options.mode == "hybrid":
-        bm25_idx, bm25_scores = legs["bm25"]
-        dense_idx, dense_scores = legs["dense"]
+        bm25_hits, dense_hits = legs["bm25"], legs["dense"]
         # Coverage counts only terms of chunks this principal may read under this filter:
         # counting the whole vocabulary would tell anyone whether a word occurs in
         # documents they cannot see (found by the leak suite, beleg.evaluate.leaks).
-        known = TermCoverage(snapshot, mask).known
+        known = TermCoverage(index, eligible).known
         weights = (options.weights[0] * bm25_weight(terms, known, options.coverage_power), options.weights[1])
         for i in per_leg:
             per_leg[i]["bm25_weight"] = weights[0]
         if options.fusion == "rrf":
-            fused = rrf([bm25_idx.tolist(), dense_idx.tolist()], k=options.rrf_k, weights=weights)
+            fused = rrf([[h.chunk_id for h in bm25_hits], [h.chunk_id for h in dense_hits]], k=options.rrf_k,
+                        weights=weights)
         else:
-            fused = weighted(
-                [list(zip(bm25_idx.tolist(), bm25_scores.tolist())), list(zip(dense_idx.tolist(), dense_scores.tolist()))],
-                weights=weights,
-            )
+            fused = weighted([[(h.chunk_id, h.score) for h in bm25_hits], [(h.chunk_id, h.score) for h in dense_hits]],
+                             weights=weights)
     else:
-        idx, scores = legs[options.mode]
-        fused = list(zip(idx.tolist(), scores.tolist()))
+        fused = [(h.chunk_id, h.score) for h in legs[options.mode]]
 
     if reranker is not None and fused:
-        fused = _rerank(snapshot, catalog, query, fused, reranker, options.rerank_top or max(2 * options.k, 30), per_leg)
+        fused = _rerank(index, query, fused, reranker, options.rerank_top or max(2 * options.k, 30), per_leg)
 
     if options.mmr_lambda is not None and fused:
-        order = mmr(np.array([s for _, s in fused]), snapshot.vectors[[i for i, _ in fused]], options.k, options.mmr_lambda)
+        order = mmr(np.array([s for _, s in fused]), index.vectors([i for i, _ in fused]), options.k, options.mmr_lambda)
         fused = [fused[j] for j in order]
     fused = fused[: options.k]
-    return _hydrate(snapshot, catalog, fused, per_leg, strict)
+    return _hydrate(index, principal, fused, per_leg, strict)
 
 
 def bm25_weight(terms: list[str], known: Callable[[str], bool], power: float | None) -> float:
@@ -138,14 +138,14 @@ def bm25_weight(terms: list[str], known: Callable[[str], bool], power: float | N
     return float(coverage**power)
 
 
-def _rerank(snapshot: Snapshot, catalog: Catalog, query: str, fused: list[tuple[int, float]], reranker: Reranker,
-            top: int, per_leg: dict[int, dict[str, float]]) -> list[tuple[int, float]]:
+def _rerank(index: SearchIndex, query: str, fused: list[tuple[str, float]], reranker: Reranker,
+            top: int, per_leg: dict[str, dict[str, float]]) -> list[tuple[str, float]]:
     head, tail = fused[:top], fused[top:]
-    rows = catalog.chunks_by_row([int(snapshot.rows[i]) for i, _ in head])
+    records = index.chunks([i for i, _ in head])
     texts = []
     for i, _ in head:
-        row = rows.get(int(snapshot.rows[i]))
-        texts.append(f"{' > '.join(row[5])}\n{row[6]}" if row else "")
+        record = records.get(i)
+        texts.append(f"{' > '.join(record.heading_path)}\n{record.text}" if record else "")
     scores = reranker.rerank(query, texts)
     if len(scores) != len(texts):
         raise ModelError(f"reranker {reranker.spec} returned {len(scores)} scores for {len(texts)} passages")
@@ -156,22 +156,21 @@ def _rerank(snapshot: Snapshot, catalog: Catalog, query: str, fused: list[tuple[
     return [(head[j][0], float(scores[j])) for j in order] + [(i, float("-inf")) for i, _ in tail]
 
 
-def _hydrate(snapshot: Snapshot, catalog: Catalog, ranked: list[tuple[int, float]],
-             per_leg: dict[int, dict[str, float]], strict: bool = False) -> list[Hit]:
-    """Load the ranked chunks' display data. A chunk deleted since the snapshot was built is
+def _hydrate(index: SearchIndex, principal: Principal, ranked: list[tuple[str, float]],
+             per_leg: dict[str, dict[str, float]], strict: bool = False) -> list[Hit]:
+    """Load the ranked chunks' display data. A chunk deleted since the view was taken is
     never shown; with ``strict`` its absence raises :class:`StaleSnapshot` so the caller can
-    search a fresh snapshot instead of returning fewer hits."""
-    rows = catalog.chunks_by_row([int(snapshot.rows[i]) for i, _ in ranked])
+    search a fresh view instead of returning fewer hits."""
+    records = index.chunks([i for i, _ in ranked])
+    docs = {d.doc_id: d for d in index.documents(principal, [r.doc_id for r in records.values()])}
     hits = []
     for i, score in ranked:
-        row = rows.get(int(snapshot.rows[i]))
-        if row is None:  # deleted after this snapshot was taken; never show a ghost
+        record = records.get(i)
+        doc = docs.get(record.doc_id) if record is not None else None
+        if record is None or doc is None:  # deleted after this view was taken; never show a ghost
             if strict:
-                raise StaleSnapshot(f"chunk row {int(snapshot.rows[i])} is gone")
+                raise StaleSnapshot(f"chunk {i} is gone")
             continue
-        chunk_id, doc_id, _, start, end, heading_path, text, flags = row
-        d = int(snapshot.chunk_doc[i])
-        meta = snapshot.doc_metadata[d]
-        hits.append(Hit(chunk_id, doc_id, snapshot.doc_sources[d], str(meta.get("title") or snapshot.doc_sources[d]),
-                        heading_path, start, end, float(score), text, meta, per_leg.get(i, {}), flags))
+        hits.append(Hit(record.chunk_id, record.doc_id, doc.source, doc.title, record.heading_path, record.start,
+                        record.end, float(score), record.text, doc.metadata, per_leg.get(i, {}), record.flags))
     return hits

@@ -278,18 +278,11 @@ class AgentStrategy:
 
     @staticmethod
     def _document_chunks(ctx: StrategyContext, doc_id: str, meta: dict[str, Any], source: str) -> list[Hit]:
-        """The document's chunks in order, as hits (the caller checked the permission)."""
-        snap = ctx.kb.snapshot()
-        try:
-            d = snap.doc_ids.index(doc_id)
-        except ValueError:
-            return []
-        rows = [int(r) for r in snap.rows[snap.chunk_doc == d].tolist()]
-        by_row = ctx.kb.catalog.chunks_by_row(rows)
-        chunks = sorted((r for r in by_row.values() if r[1] == doc_id), key=lambda r: r[2])
+        """The document's chunks in order, as hits (the index checks the permission again)."""
+        chunks = ctx.kb.search_index().document_chunks(doc_id, ctx.principal)
         title = str(meta.get("title") or source)
-        return [Hit(chunk_id, doc_id, source, title, heading_path, start, end, 0.0, text, meta, {"read": 1.0}, flags)
-                for chunk_id, _, _, start, end, heading_path, text, flags in chunks]
+        return [Hit(c.chunk_id, doc_id, source, title, c.heading_path, c.start, c.end, 0.0, c.text, meta,
+                    {"read": 1.0}, c.flags) for c in chunks]
 
 
 def _flagged(hit: Hit) -> bool:

@@ -35,7 +35,7 @@ from beleg.answer.conversation import retrieval_query
 from beleg.errors import ConfigError, NeedsLLMError
 from beleg.index.analyzer import detect_language
 from beleg.query.intent import is_small_talk, no_retrieval_intent
-from beleg.retrieve.coverage import TermCoverage, evidence_terms
+from beleg.retrieve.coverage import evidence_terms
 from beleg.strategies.base import StrategyContext, StrategyResult
 from beleg.strategies.iterative import (
     EVIDENCE_DEPTH,
@@ -129,7 +129,7 @@ class AutoStrategy:
             ctx.note(f"route: single (the top hits are not in the question's language ({q_lang}); "
                      "term coverage cannot be compared)")
             return StrategyResult(first, ctx.trace)
-        cov = TermCoverage(ctx.kb.snapshot(), ctx.visible_mask())
+        cov = ctx.term_coverage()
         share = cov.share(cov.weights(query, question_noise()), evidence_terms(evidence))
         if share < self.threshold:
             ctx.note(f"route: iterative (the first search covers {share:.2f} of the question's terms, "

@@ -28,6 +28,7 @@ from beleg.backends.llms.base import LLM, Message
 from beleg.errors import BelegError, NeedsLLMError
 from beleg.index.filters import Expr, FilterLike, combine
 from beleg.query.self_query import Inferred, disabled_json
+from beleg.retrieve.coverage import TermCoverage
 from beleg.retrieve.fusion import rrf
 from beleg.types import ANONYMOUS, Hit, Principal
 
@@ -204,11 +205,12 @@ class StrategyContext:
         self.trace.steps.append(Step(step, None, [], 1000 * (time.perf_counter() - t0), note))
         return result
 
-    def visible_mask(self) -> Any:
-        """Chunks this principal may read under the caller's filter and the question's inferred
-        filters (for statistics over evidence)."""
+    def term_coverage(self) -> TermCoverage:
+        """IDF statistics over the chunks this principal may read under the caller's filter and
+        the question's inferred filters (for statistics over evidence)."""
         inferred = self.inferred.filter_expr() if self.inferred is not None else None
-        return self.kb.snapshot().chunk_mask(combine(self.filter, inferred), self.principal)
+        index = self.kb.search_index()
+        return TermCoverage(index, index.eligible(combine(self.filter, inferred), self.principal))
 
     def note(self, text: str) -> None:
         self.trace.notes.append(text)

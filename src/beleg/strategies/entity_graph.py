@@ -26,7 +26,7 @@ from beleg.answer.quarantine import quarantine_chunk, shown_value
 from beleg.ingest.injection import is_instruction_like
 
 if TYPE_CHECKING:
-    from beleg.index.snapshot import Snapshot
+    from beleg.index.ports import Eligibility, SearchIndex
     from beleg.kb import KnowledgeBase
 
 
@@ -153,7 +153,7 @@ def _key(name: str, kind: str) -> str:
 
 @dataclass(slots=True)
 class EntityGraph:
-    """The entity graph of one snapshot (positions index the snapshot's chunks).
+    """The entity graph of one index view (positions index ``chunk_ids``, the graph's own order).
 
     Co-occurrence is not stored as pairs: ``mentions`` (entity → chunk positions) and
     ``chunk_entities`` (position → entities) are the bipartite chunk–entity graph, and a
@@ -178,27 +178,29 @@ class EntityGraph:
     build_ms: float = 0.0
 
     @classmethod
-    def build(cls, snapshot: Snapshot, rows: dict[int, tuple[Any, ...]]) -> EntityGraph:
-        """Build from a snapshot and its chunks (``Catalog.chunks_by_row`` of its rows)."""
+    def build(cls, index: SearchIndex) -> EntityGraph:
+        """Build from every chunk of an index view (a walk applies the asker's eligibility)."""
         t0 = time.perf_counter()
-        products = sorted({str(m["product"]) for m in snapshot.doc_metadata if m.get("product")})
-        versions = sorted({str(m["version"]) for m in snapshot.doc_metadata if m.get("version") is not None})
-        n = len(snapshot.rows)
+        documents = index.all_documents()
+        products = sorted({str(d.metadata["product"]) for d in documents if d.metadata.get("product")})
+        versions = sorted({str(d.metadata["version"]) for d in documents if d.metadata.get("version") is not None})
+        chunk_docs = list(index.chunk_documents())
+        records = index.chunks([cid for cid, _ in chunk_docs])
         chunk_ids: list[str] = []
         hashes: list[str] = []
         chunk_entities: list[tuple[str, ...]] = []
         entities: dict[str, Entity] = {}
         mention_lists: dict[str, list[int]] = {}
         define_lists: dict[str, list[int]] = {}
-        for pos in range(n):
-            row = rows.get(int(snapshot.rows[pos]))
-            if row is None:  # deleted after the snapshot was taken
+        for pos, (cid, _) in enumerate(chunk_docs):
+            record = records.get(cid)
+            if record is None:  # deleted after the view was taken
                 chunk_ids.append("")
                 hashes.append("")
                 chunk_entities.append(())
                 continue
-            chunk_id, _, _, _, _, heading_path, text, flags = row
-            chunk_ids.append(str(chunk_id))
+            heading_path, text, flags = record.heading_path, record.text, record.flags
+            chunk_ids.append(cid)
             hashes.append(content_hash(text))
             if is_instruction_like(flags):  # only flagged chunks pay for the sentence-level scan
                 quarantine = quarantine_chunk(text, flags)
@@ -217,11 +219,12 @@ class EntityGraph:
             chunk_entities.append(tuple(e.key for e in found))
         members: dict[str, list[int]] = {}
         pairs: dict[tuple[str, str], list[int]] = {}
-        doc_chunks: dict[int, list[int]] = {}
-        for pos, d in enumerate(snapshot.chunk_doc.tolist()):
-            doc_chunks.setdefault(int(d), []).append(pos)
-        for d, meta in enumerate(snapshot.doc_metadata):
-            chunks = doc_chunks.get(d, [])
+        doc_chunks: dict[str, list[int]] = {}
+        for pos, (_, doc_id) in enumerate(chunk_docs):
+            doc_chunks.setdefault(doc_id, []).append(pos)
+        for doc in documents:
+            meta = doc.metadata
+            chunks = doc_chunks.get(doc.doc_id, [])
             product, version = meta.get("product"), meta.get("version")
             keys = []
             if product:
@@ -240,13 +243,19 @@ class EntityGraph:
         for (p, v), chunks in pairs.items():
             version_of.setdefault(p, {})[v] = _arr(chunks)
         return cls(
-            generation=snapshot.generation, chunk_ids=chunk_ids,
+            generation=index.generation, chunk_ids=chunk_ids,
             positions={cid: i for i, cid in enumerate(chunk_ids) if cid},
             entities=entities, mentions={k: _arr(v) for k, v in mention_lists.items()},
             defines={k: _arr(v) for k, v in define_lists.items()}, chunk_entities=chunk_entities,
             members={k: _arr(v) for k, v in members.items()}, version_of=version_of,
             products=tuple(products), versions=tuple(versions), content_hashes=hashes,
             build_ms=1000 * (time.perf_counter() - t0))
+
+    def allowed(self, eligible: Eligibility) -> np.ndarray | None:
+        """The graph positions ``eligible`` admits, as a mask (None: every chunk)."""
+        if eligible.count == len(self.chunk_ids):  # the graph and the eligibility share one view
+            return None
+        return np.fromiter((bool(c) and c in eligible for c in self.chunk_ids), dtype=bool, count=len(self.chunk_ids))
 
     def visible(self, key: str, allowed: np.ndarray | None) -> bool:
         """Whether a chunk the caller may see mentions the entity (or, for front-matter
@@ -301,18 +310,17 @@ def _state(kb: KnowledgeBase) -> _KBGraphs:
         return state
 
 
-def entity_graph(kb: KnowledgeBase, snapshot: Snapshot | None = None) -> EntityGraph:
+def entity_graph(kb: KnowledgeBase, index: SearchIndex | None = None) -> EntityGraph:
     """The entity graph of ``kb``'s current snapshot, built on first use per generation.
 
     Kept in memory only; a new generation (ingest, delete) replaces it on the next call,
     and LLM triples of chunks no longer in the index are dropped then as well.
     """
-    snap = snapshot or kb.snapshot()
+    view = index or kb.search_index()
     state = _state(kb)
     with state.lock:
-        if state.graph is None or state.graph.generation != snap.generation:
-            rows = kb.catalog.chunks_by_row([int(r) for r in snap.rows.tolist()])
-            state.graph = EntityGraph.build(snap, rows)
+        if state.graph is None or state.graph.generation != view.generation:
+            state.graph = EntityGraph.build(view)
             live = set(state.graph.content_hashes)
             state.triples = {h: t for h, t in state.triples.items() if h in live}
         return state.graph

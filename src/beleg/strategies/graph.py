@@ -25,7 +25,7 @@ products and versions named in front matter.
 
 **Permissions.** The graph holds every chunk, but a walk only sees the chunks the
 principal may read that pass the caller's filter (one mask from
-:meth:`~beleg.index.snapshot.Snapshot.chunk_mask`): an entity is visible when a visible
+:meth:`~beleg.index.ports.SearchIndex.eligible`): an entity is visible when a visible
 chunk mentions it, an edge when a visible chunk supports it, and only visible chunk ids
 are followed, reported and loaded. Evidence is loaded by chunk id through
 :meth:`KnowledgeBase.chunk` and the document's current metadata is checked again, so
@@ -58,6 +58,7 @@ from beleg.backends.llms.base import Message
 from beleg.errors import LLMError
 from beleg.index.analyzer import analyze_query
 from beleg.index.filters import matches
+from beleg.index.ports import DocumentRecord
 from beleg.answer.quarantine import quarantine_hit
 from beleg.strategies.base import Step, StrategyContext, StrategyResult, fuse
 from beleg.strategies.entity_graph import (
@@ -166,9 +167,9 @@ class GraphStrategy:
     def traverse(self, question: str, ctx: StrategyContext, seed_hits: Sequence[Hit]) -> Traversal:
         """Walk the graph for ``question`` as ``ctx``'s principal, within its filters; records the trace."""
         t0 = time.perf_counter()
-        snap = ctx.kb.snapshot()
-        graph = entity_graph(ctx.kb, snap)
-        allowed = snap.chunk_mask(ctx.filter, ctx.principal)
+        index = ctx.kb.search_index()
+        graph = entity_graph(ctx.kb, index)
+        allowed = graph.allowed(index.eligible(ctx.filter, ctx.principal))
         triples, llm_names = self._triples(ctx, graph, seed_hits[: self.seed_hits]) if self._use_llm(ctx) else ({}, {})
 
         names = [e.key for e in extract_entities(question, products=graph.products, versions=graph.versions)]
@@ -408,23 +409,21 @@ class GraphStrategy:
         against the document's current metadata and the caller's filter."""
         t0 = time.perf_counter()
         hits: list[Hit] = []
-        docs: dict[str, tuple[dict[str, Any], str] | None] = {}
+        docs: dict[str, DocumentRecord | None] = {}
         for chunk_id, score, depth in walk.ranked():
             if len(hits) >= self.max_chunks:
                 break
             chunk = ctx.kb.chunk(chunk_id, ctx.principal)
             if chunk is None:
                 continue
-            if chunk.doc_id not in docs:
-                state = ctx.kb.catalog.document_state(chunk.doc_id)
-                ok = state is not None and ctx.principal.may_read(state[1]) and matches(ctx.filter, state[1])
-                docs[chunk.doc_id] = (state[1], state[2]) if ok and state is not None else None
+            if chunk.doc_id not in docs:  # the latest commit's metadata, as the principal may read it
+                found = ctx.kb.search_index().documents(ctx.principal, [chunk.doc_id])
+                docs[chunk.doc_id] = found[0] if found and matches(ctx.filter, found[0].metadata) else None
             doc = docs[chunk.doc_id]
             if doc is None:
                 continue
-            meta, source = doc
-            hits.append(Hit(chunk.chunk_id, chunk.doc_id, source, str(meta.get("title") or source), chunk.heading_path,
-                            chunk.start, chunk.end, score, chunk.text, meta,
+            hits.append(Hit(chunk.chunk_id, chunk.doc_id, doc.source, doc.title, chunk.heading_path,
+                            chunk.start, chunk.end, score, chunk.text, doc.metadata,
                             {"graph": score, "graph_depth": float(depth)}, chunk.flags))
         ctx.trace.steps.append(Step("graph:evidence", None, [h.chunk_id for h in hits],
                                     1000 * (time.perf_counter() - t0),

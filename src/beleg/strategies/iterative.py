@@ -3,7 +3,7 @@
 After each round the strategy measures **coverage**: the IDF-weighted share of the
 question's content terms found in the evidence so far (the top hits of every round, text
 and section headings), the measure :meth:`beleg.answer.scoring.SentenceScorer.coverage`
-uses, with the index's own IDF (``ctx.kb.snapshot()``). For a multi-part question
+uses, with the index's own IDF (``ctx.term_coverage()``). For a multi-part question
 ("What are the maximum message size and the default max_delivery_attempts?") each
 sub-part is measured on its own as well, so one well-covered part cannot hide a missing one.
 
@@ -213,7 +213,7 @@ class IterativeStrategy:
 
     def run_from(self, question: str, ctx: StrategyContext, query: str, first: list[Hit]) -> StrategyResult:
         """Continue from a first round already searched (``query`` gave ``first``); used by ``auto``."""
-        cov = TermCoverage(ctx.kb.snapshot(), ctx.visible_mask())
+        cov = ctx.term_coverage()
         weights = cov.weights(query, question_noise())
         parts = split_parts(question)
         part_weights = [cov.weights(p, question_noise()) for p in parts] if len(parts) > 1 else []

@@ -42,7 +42,6 @@ from beleg.answer.sentences import split_sentences
 from beleg.answer.values import extract_values
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import analyze
-from beleg.retrieve.coverage import TermCoverage
 from beleg.strategies.base import StrategyContext, StrategyResult
 from beleg.strategies.iterative import (
     parse_json_object,
@@ -218,7 +217,7 @@ class MultiHopStrategy:
                         ctx: StrategyContext, context: list[Hit] | None = None) -> Bridge | None:
         """The best-supported bridge in the top sentences of ``hop1``; ``context`` (default ``hop1``)
         is the hop-1 evidence the consistency check uses."""
-        cov = TermCoverage(ctx.kb.snapshot(), ctx.visible_mask())
+        cov = ctx.term_coverage()
         clause = part.clause if part is not None else question
         weights = cov.weights(clause, question_noise())
         kind = part.kind if part is not None else "any"

@@ -154,8 +154,6 @@ def expansion_terms(question: str, feedback: Sequence[Hit], ctx: StrategyContext
     a digit (numbers, versions, codes) are skipped. Between ``MIN_TERMS`` and ``limit``
     words are returned: beyond the minimum, a word must weigh at least half the best.
     """
-    snap = ctx.kb.snapshot()
-    idf = snap.bm25.idf
     question_terms = set(analyze_query(question, "en")) | set(analyze_query(question, "de"))
     weights: dict[str, float] = defaultdict(float)
     surfaces: dict[str, Counter[str]] = defaultdict(Counter)
@@ -178,14 +176,16 @@ def expansion_terms(question: str, feedback: Sequence[Hit], ctx: StrategyContext
         for stem, tf in counts.items():
             weights[stem] += (tf / total) / math.sqrt(rank)
             support[stem] += 1
+    # Statistics over what the asker may read: a stem of a visible hit is visible.
+    index = ctx.kb.search_index()
+    stats = index.term_statistics(list(weights), index.eligible(None, ctx.principal))
     scored = []
     for stem, weight in weights.items():
-        term_id = snap.vocab.get(stem)
-        if term_id is None or stem in question_terms or term_id >= len(idf):
+        if not stats.known(stem) or stem in question_terms:
             continue
         if support[stem] < MIN_SUPPORT:
             continue
-        scored.append((weight * float(idf[term_id]), stem))
+        scored.append((weight * stats.idf_of(stem), stem))
     scored.sort(key=lambda x: (-x[0], x[1]))
     out: list[str] = []
     for score, stem in scored:
