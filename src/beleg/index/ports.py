@@ -151,7 +151,11 @@ class Eligibility(Protocol):
 
 @runtime_checkable
 class SearchIndex(Protocol):
-    """One consistent, read-only view of an index: every call answers from the same commit.
+    """One consistent, read-only view of an index.
+
+    Eligibility, both top-k searches, term statistics, documents, metadata values and
+    vectors answer from the one commit the view was taken at; :meth:`chunks` (display data)
+    is read when called and leaves out chunks deleted since, so a hit is never a ghost.
 
     Contract (checked by :class:`beleg.testing.conformance.SearchIndexConformance`):
 
