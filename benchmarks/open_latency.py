@@ -173,7 +173,8 @@ def process_figures(path: Path, query: str, runs: int) -> dict[str, Any]:
             assert samples[0]["stdout"].strip(), f"{name}: no hit printed"
         walls = sorted(s["wall_s"] for s in samples)
         out[name] = {"wall_s_median": walls[len(walls) // 2], "wall_s_runs": [s["wall_s"] for s in samples],
-                     "peak_rss_mib_median": sorted(s["peak_rss_mib"] for s in samples)[len(samples) // 2]}
+                     "peak_rss_mib_median": sorted(s["peak_rss_mib"] for s in samples)[len(samples) // 2],
+                     "peak_rss_mib_runs": [s["peak_rss_mib"] for s in samples]}
     out["hybrid_rss_beyond_model_mib"] = C.rnd(out["hybrid"]["peak_rss_mib_median"]
                                                - out["model_only"]["peak_rss_mib_median"], 1)
     out["bm25_rss_beyond_python_numpy_mib"] = C.rnd(out["bm25"]["peak_rss_mib_median"]

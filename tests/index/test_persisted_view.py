@@ -185,3 +185,19 @@ def test_compact_int8_search_returns_exactly_the_exact_top_k(tmp_path, monkeypat
                 np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
     finally:
         cat.close()
+
+
+def test_compact_search_with_fewer_eligible_rows_than_candidates_returns_only_eligible(tmp_path, monkeypatch):
+    cat = Catalog(tmp_path / "catalog.sqlite")
+    try:
+        for d in range(10):
+            _add(cat, f"d{d}", 12, seed=300 + d, metadata={"status": "current" if d < 4 else "draft"})
+        monkeypatch.setattr(snapshot_module, "COMPACT_FROM", 0)
+        compact, exact = Snapshot.load(cat, DIM), Snapshot.build(cat, DIM)
+        mask = compact.chunk_mask(parse("status = current"))  # 40%: every row is scanned, 48 < 256 kept
+        query = compact.vectors[70] + 0.05
+        got, want = compact.dense_search(query, 60, mask), exact.dense_search(query, 60, mask)
+        assert len(got[0]) == int(mask.sum()) == 48 and mask[got[0]].all()
+        assert got[0].tolist() == want[0].tolist()
+    finally:
+        cat.close()

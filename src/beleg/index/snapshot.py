@@ -170,17 +170,23 @@ class Snapshot:
         assert self.codes is not None and self.code_scales is not None
         query = np.asarray(query, dtype=np.float32)
         eligible = None if mask is None else np.flatnonzero(mask)
+        if eligible is not None and len(eligible) >= _GATHER_BELOW * len(mask):
+            eligible = None  # scanning every row in order beats gathering most of them
         n = len(self.rows) if eligible is None else len(eligible)
-        if n == 0 or k <= 0:
+        if n == 0 or k <= 0 or (mask is not None and not mask.any()):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         coarse = np.empty(n, dtype=np.float32)
         with one_blas_thread():
             for a in range(0, n, _CODE_BLOCK):
                 sel = slice(a, min(a + _CODE_BLOCK, n)) if eligible is None else eligible[a : a + _CODE_BLOCK]
                 coarse[a : a + _CODE_BLOCK] = (self.codes[sel].astype(np.float32) @ query) * self.code_scales[sel]
+        if eligible is None and mask is not None:
+            coarse[~mask] = -np.inf
         keep = min(n, max(_RESCORE_MIN, _RESCORE_PER_HIT * k))
         best = np.argpartition(-coarse, keep - 1)[:keep] if keep < n else np.arange(n)
         candidates = np.sort(best if eligible is None else eligible[best])
+        if eligible is None and mask is not None:
+            candidates = candidates[mask[candidates]]  # fewer eligible rows than `keep`
         exact = self.vectors[candidates] @ query
         idx, vals = top_k(exact, k)
         return candidates[idx], vals
