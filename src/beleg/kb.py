@@ -27,6 +27,7 @@ from beleg.index.catalog import Catalog
 from beleg.index.config import IndexConfig
 from beleg.index.embedded import EmbeddedSearchIndex, EmbeddedStore
 from beleg.index.filters import FilterLike, combine
+from beleg.index.postgres.config import is_postgres_url
 from beleg.ingest.metadata import MetadataRule, normalize
 from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor, TextSource
 from beleg.query.self_query import Inferred, apply_constraints, infer_constraints
@@ -40,12 +41,22 @@ CATALOG_FILE = "catalog.sqlite"
 
 
 def default_index_dir() -> Path:
-    """``$BELEG_INDEX``, else ``./.beleg``."""
-    return Path(os.environ.get("BELEG_INDEX") or ".beleg")
+    """``$BELEG_INDEX``, else ``./.beleg`` (a ``postgresql://`` URL stays a string)."""
+    value = os.environ.get("BELEG_INDEX") or ".beleg"
+    return value if is_postgres_url(value) else Path(value)  # type: ignore[return-value]
 
 
 class KnowledgeBase:
     """An index directory opened for ingesting and searching."""
+
+    def __new__(cls, path: str | Path | None = None, *args: Any, **kwargs: Any) -> "KnowledgeBase":
+        # A postgresql:// URL opens the PostgreSQL backend (beleg.index.postgres) wherever a
+        # KnowledgeBase is made: the CLI, beleg.open, the service.
+        if cls is KnowledgeBase and is_postgres_url(str(path)):
+            from beleg.index.postgres.knowledge_base import PostgresKnowledgeBase
+
+            return super().__new__(PostgresKnowledgeBase)
+        return super().__new__(cls)
 
     def __init__(self, path: str | Path, config: IndexConfig | None = None, *, create: bool = True,
                  embedder: Embedder | None = None, version: str | None = None) -> None:
@@ -196,7 +207,7 @@ class KnowledgeBase:
         if isinstance(paths, (str, Path)):
             paths = [paths]
         all_rules = ([MetadataRule("*", normalize(metadata))] if metadata else []) + list(rules)
-        versions.refuse_while_building(self.root, self._lock_token)  # at once, not file by file
+        self._refuse_while_building()  # at once, not file by file
         ingestor = self._ingestor(rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress,
                                   allow_widen=allow_widen, follow_symlinks=follow_symlinks, statuses=statuses)
         report = ingestor.run([str(p) for p in paths], sync=sync)
@@ -204,6 +215,11 @@ class KnowledgeBase:
             self._erase_elsewhere([f.doc_id for f in report.files if f.status == "deleted" and f.doc_id])
         self._flush_replaced_text()
         return report
+
+    def _refuse_while_building(self) -> None:
+        """Raise IndexBusyError while a reindex holds the root's write lock (the PostgreSQL
+        backend, which has no index folder, overrides it)."""
+        versions.refuse_while_building(self.root, self._lock_token)
 
     def _flush_replaced_text(self) -> None:
         """Text an update replaced (a name edited out of a file) leaves the write-ahead log too,
@@ -216,7 +232,7 @@ class KnowledgeBase:
     def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | None = None,
                      allow_widen: bool = False) -> IngestReport:
         """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``)."""
-        versions.refuse_while_building(self.root, self._lock_token)
+        self._refuse_while_building()
         report = self._ingestor(progress=progress, allow_widen=allow_widen).run_texts(list(items))
         self._flush_replaced_text()
         return report

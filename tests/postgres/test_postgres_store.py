@@ -142,3 +142,46 @@ def test_a_commit_in_another_process_is_seen_at_the_next_view(pg_location: str) 
         assert [h.doc_id for h in hits] == ["d-second"]
     finally:
         store.close()
+
+
+def test_one_view_shared_by_threads_keeps_each_principal_apart(pg_location: str) -> None:
+    """Threads of one process share a view (decompose runs sub-questions in parallel): the
+    principal bound for one thread's query must never be another's."""
+    import threading
+
+    from beleg.testing.conformance import ADMINS, BETA
+
+    store = PostgresStore(pg_location)
+    try:
+        for doc_id, metadata, sections in CORPUS:
+            write(store, doc_id, metadata, sections)
+        index = store.read_view()
+        words = [stem(w) for w in ("relay", "zorbulax", "vexmoor", "quibbleton", "harbor")]
+        principals = (ANONYMOUS, ALPHA, BETA, ADMINS)
+
+        def look(principal):
+            eligible = index.eligible(None, principal)
+            return (sorted(h.chunk_id for h in index.lexical_top_k(words, 50, eligible)),
+                    [d.doc_id for d in index.documents(principal)])
+
+        expected = {p: look(p) for p in principals}
+        assert len({str(v) for v in expected.values()}) == 4
+        errors, wrong = [], []
+
+        def worker(i: int) -> None:
+            try:
+                for j in range(15):
+                    principal = principals[(i + j) % 4]
+                    if look(principal) != expected[principal]:
+                        wrong.append(principal)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors and not wrong
+    finally:
+        store.close()

@@ -23,9 +23,17 @@ EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
 
 
+def _index_location(value: str) -> Any:
+    """``--index``: a folder, or a ``postgresql://`` URL kept as it is (a Path would fold its ``//``)."""
+    from beleg.index.postgres.config import is_postgres_url
+
+    return value if is_postgres_url(value) else Path(value)
+
+
 def _index_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--index", type=Path, default=None,
-                   help="index directory (default: $BELEG_INDEX, else ./.beleg)")
+    p.add_argument("--index", type=_index_location, default=None,
+                   help="index directory or postgresql://user@host/db[?schema=NAME] "
+                        "(default: $BELEG_INDEX, else ./.beleg)")
 
 
 def _principal_args(p: argparse.ArgumentParser) -> None:

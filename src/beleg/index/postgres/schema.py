@@ -125,6 +125,11 @@ def migrate(conn: Any, schema: str) -> int:
     return current
 
 
+def exists(conn: Any, schema: str) -> bool:
+    """Whether ``schema`` holds a Beleg index (its migrations table)."""
+    return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.schema_migrations",)).fetchone()[0]
+
+
 def drop(conn: Any, schema: str) -> None:
     """Remove an index schema with everything in it."""
     conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))

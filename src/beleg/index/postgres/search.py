@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Callable
 
@@ -79,6 +80,9 @@ class PostgresSearchIndex:
         self.k1, self.b = k1, b
         self.per_tenant_statistics = per_tenant_statistics
         self.exact_below = exact_below
+        # Binding a principal and running the query must not interleave with another thread's:
+        # the principal is a setting of the one transaction all threads of this view share.
+        self._lock = threading.RLock()
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         # The first statement fixes the transaction's snapshot: everything below reads this commit.
         self._generation = int(self._owner_query("SELECT value FROM {s}.meta WHERE key = 'generation'")[0][0])
@@ -92,16 +96,23 @@ class PostgresSearchIndex:
         return sql.SQL(text).format(s=self.s, w=where if where is not None else sql.SQL("TRUE"))
 
     def _owner_query(self, text: str, params: Any = None) -> list[tuple[Any, ...]]:
-        with self.conn.cursor() as cur:
+        with self._lock, self.conn.cursor() as cur:
             rls.unbind_principal(cur)
             cur.execute(self._sql(text), params)
             return cur.fetchall()
+
+    @property
+    def broken(self) -> bool:
+        """Whether a failed statement aborted the view's transaction (the store then takes a new view)."""
+        from psycopg.pq import TransactionStatus
+
+        return self.conn.closed or self.conn.info.transaction_status == TransactionStatus.INERROR
 
     def reader_query(self, principal: Principal, text: str, eligible: PostgresEligibility | None = None,
                      params: dict[str, Any] | None = None, where: sql.Composable | None = None) -> list[tuple[Any, ...]]:
         """Run a query as the reader role bound to ``principal`` (``{w}``: the eligibility's
         condition over ``chunks c`` and ``documents d``, or ``where`` when given)."""
-        with self.conn.cursor() as cur:
+        with self._lock, self.conn.cursor() as cur:
             rls.bind_principal(cur, principal)
             cur.execute(self._sql(text, where if where is not None else eligible.where if eligible else None),
                         {**(eligible.params if eligible else {}), **(params or {})})
@@ -150,7 +161,7 @@ class PostgresSearchIndex:
         return [ScoredChunk(r[0], r[1], float(r[2])) for r in rows]
 
     def _approximate(self, elig: PostgresEligibility, q: str, k: int) -> list[tuple[Any, ...]]:
-        with self.conn.cursor() as cur:
+        with self._lock, self.conn.cursor() as cur:
             cur.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                         "set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(100, 4 * k))),))
         rows = self.reader_query(elig.principal, """
@@ -227,7 +238,7 @@ class PostgresSearchIndex:
 
     def documents(self, principal: Principal, doc_ids: Sequence[str] | None = None) -> list[DocumentRecord]:
         access, params = rls.access_predicate("d", principal)
-        with self.conn.cursor() as cur:
+        with self._lock, self.conn.cursor() as cur:
             rls.bind_principal(cur, principal)
             cur.execute(sql.SQL("SELECT d.doc_id, d.source, d.metadata FROM {s}.documents d WHERE {a} "
                                 "AND (%(all)s OR d.doc_id = ANY(%(ids)s)) ORDER BY d.doc_id").format(s=self.s, a=access),
@@ -236,7 +247,7 @@ class PostgresSearchIndex:
 
     def document_chunks(self, doc_id: str, principal: Principal) -> list[ChunkRecord]:
         access, params = rls.access_predicate("c", principal)
-        with self.conn.cursor() as cur:
+        with self._lock, self.conn.cursor() as cur:
             rls.bind_principal(cur, principal)
             cur.execute(sql.SQL('SELECT c.chunk_id, c.doc_id, c.ordinal, c.start, c."end", c.heading_path, c.text, '
                                 "c.flags FROM {s}.chunks c WHERE {a} AND c.doc_id = %(doc)s ORDER BY c.ordinal")

@@ -15,6 +15,7 @@ from typing import Any
 
 from psycopg import sql
 
+from beleg.errors import IndexStateError
 from beleg.index.ports import ChunkWrite, DocumentRecord, ErasureSummary
 from beleg.index.postgres import schema as schema_mod
 from beleg.index.postgres.config import PostgresLocation, connect
@@ -38,10 +39,14 @@ class PostgresStore:
     """
 
     def __init__(self, location: str | PostgresLocation, *, per_tenant_statistics: bool | None = None,
-                 k1: float = 1.5, b: float = 0.75, exact_below: int = EXACT_BELOW) -> None:
+                 k1: float = 1.5, b: float = 0.75, exact_below: int = EXACT_BELOW, create: bool = True) -> None:
         self.location = location if isinstance(location, PostgresLocation) else PostgresLocation.parse(location)
         self.schema = self.location.schema
         self.conn = connect(self.location)
+        if not create and not schema_mod.exists(self.conn, self.schema):
+            self.conn.close()
+            raise IndexStateError(f"no Beleg index in schema {self.schema} of {self.location.conninfo}; "
+                                  f"create one with 'beleg init --index {self.location.url}'")
         schema_mod.migrate(self.conn, self.schema)
         self.k1, self.b, self.exact_below = k1, b, exact_below
         self._writer = SchemaWriter(self.conn, self.schema)
@@ -88,7 +93,7 @@ class PostgresStore:
     def read_view(self) -> PostgresSearchIndex:
         """A snapshot of the last commit; reused while nothing was committed. The view it
         replaces is closed (a long-open snapshot would keep erased rows from being vacuumed)."""
-        if self._view is not None and self._view.generation == self.generation:
+        if self._view is not None and not self._view.broken and self._view.generation == self.generation:
             return self._view
         self.forget_view()
         self._view = PostgresSearchIndex(connect(self.location), self.schema, lambda: self.conn, k1=self.k1,

@@ -1,0 +1,273 @@
+"""``KnowledgeBase`` over PostgreSQL: what ``--index postgresql://…`` opens.
+
+:class:`PostgresKnowledgeBase` is the knowledge base with its storage swapped: searches,
+answers and the leak suite already go through the ports (:meth:`search_index`); ingest
+goes through :class:`PostgresCatalog`, which gives the ingest pipeline the catalog calls it
+makes, in terms of a :class:`~beleg.index.postgres.store.PostgresStore`. Term ids exist only
+inside one ingest (the store keeps terms as text), and vectors live on their chunks.
+
+Not yet for PostgreSQL (each refuses with a clear error): index versions (``reindex``,
+``switch``, ``gc``), and contextual chunk contexts written by an LLM.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from psycopg import sql
+
+from beleg.backends.embedders import Embedder
+from beleg.errors import ConfigError, IndexStateError, IndexVersionError
+from beleg.index.config import IndexConfig
+from beleg.index.filters import FilterLike, combine
+from beleg.index.ports import ChunkWrite
+from beleg.index.postgres.config import PostgresLocation
+from beleg.index.postgres.store import PostgresStore
+from beleg.kb import KnowledgeBase
+from beleg.retrieve.techniques import Techniques
+from beleg.types import Chunk, Document, Heading
+
+CONFIG_KEY = "index_config"
+_NOT_YET = ("index versions (reindex, switch, gc) are not available for a PostgreSQL index yet; "
+            "build the new configuration as a new schema (--index URL?schema=NAME) and ingest into it")
+
+
+class PostgresCatalog:
+    """The catalog calls of :class:`beleg.ingest.pipeline.Ingestor` and ``KnowledgeBase``,
+    answered by a :class:`PostgresStore` (row numbers become chunk ids)."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+        self.write_guard: Any = None
+        #: True once an update or deletion left dead rows; :meth:`checkpoint` vacuums them.
+        self.pending_erasure = False
+        self._term_ids: dict[str, int] = {}
+        self._terms: list[str] = []
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def _q(self, text: str) -> sql.Composed:
+        return sql.SQL(text).format(s=sql.Identifier(self.store.schema))
+
+    def _rows(self, text: str, params: Any = None) -> list[tuple[Any, ...]]:
+        return self.store.conn.execute(self._q(text), params).fetchall()
+
+    # ------------------------------------------------------------------ transactions and meta
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        try:
+            with self.store.transaction():
+                yield
+        finally:
+            if self.store._depth == 0:
+                self._vectors.clear()  # only for the upserts of this transaction
+
+    def get_meta(self, key: str) -> str | None:
+        return self.store.get_meta(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.store.set_meta(key, value)
+
+    @property
+    def generation(self) -> int:
+        return self.store.generation
+
+    def close(self) -> None:
+        self.store.close()
+
+    # ------------------------------------------------------------------ documents
+    def sources(self) -> dict[str, str]:
+        return dict(self._rows("SELECT doc_id, source FROM {s}.documents"))
+
+    def document_state(self, doc_id: str) -> tuple[str, dict[str, Any], str] | None:
+        rows = self._rows("SELECT content_hash, metadata, source FROM {s}.documents WHERE doc_id = %s", (doc_id,))
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
+
+    def document(self, doc_id: str) -> Document | None:
+        return self.store.document(doc_id)
+
+    def doc_ids_for_source(self, source: str) -> list[str]:
+        return [r[0] for r in self._rows("SELECT doc_id FROM {s}.documents WHERE source = %s ORDER BY doc_id",
+                                         (source,))]
+
+    def documents_meta(self) -> list[tuple[str, str, dict[str, Any]]]:
+        return [(r.doc_id, r.source, r.metadata) for r in self.store.document_records()]
+
+    def upsert_document(self, doc: Document, chunks: Sequence[Chunk], embed_hashes: Sequence[str],
+                        postings: Sequence[tuple[np.ndarray, np.ndarray]], headings: Sequence[Heading] = ()) -> None:
+        missing = [h for h in embed_hashes if h not in self._vectors]
+        vectors = {**self.cached_vectors(missing), **self._vectors} if missing else self._vectors
+        writes = [ChunkWrite(c, h, vectors[h], {self._terms[int(t)]: int(n) for t, n in zip(ids.tolist(), tfs.tolist())})
+                  for c, h, (ids, tfs) in zip(chunks, embed_hashes, postings)]
+        self.pending_erasure = self.pending_erasure or self.document_state(doc.doc_id) is not None
+        self.store.upsert_document(doc, writes, headings)
+
+    def update_metadata(self, doc_id: str, source: str, metadata: dict[str, Any]) -> None:
+        self.pending_erasure = True  # the old metadata must not stay in dead rows
+        self.store.update_metadata(doc_id, source, metadata)
+
+    def delete_document(self, doc_id: str) -> dict[str, int]:
+        summary = self.store._writer.erase([doc_id])
+        self.pending_erasure = True
+        return {"documents": summary.documents, "chunks": summary.chunks, "vectors": summary.vectors}
+
+    def drop_orphan_terms(self) -> int:
+        return 0  # the store drops a term with its last posting, in the same transaction
+
+    def move_contexts(self, old_doc_id: str, new_doc_id: str) -> None:
+        return None  # LLM chunk contexts are refused for PostgreSQL (see _contextualizer)
+
+    def checkpoint(self) -> bool:
+        """VACUUM the tables an update or deletion left dead rows in (the old text)."""
+        for table in ("postings", "chunks", "documents", "term_df"):
+            self.store.conn.execute(sql.SQL("VACUUM {}.{}").format(sql.Identifier(self.store.schema),
+                                                                  sql.Identifier(table)))
+        self.pending_erasure = False
+        return True
+
+    # ------------------------------------------------------------------ terms and vectors
+    def term_ids(self, terms: Sequence[str], create: bool) -> dict[str, int]:
+        """Ids valid inside this object only: the store keeps terms as text."""
+        for term in dict.fromkeys(terms):
+            if term not in self._term_ids:
+                self._term_ids[term] = len(self._terms)
+                self._terms.append(term)
+        return {t: self._term_ids[t] for t in terms}
+
+    def put_vectors(self, vectors: Mapping[str, np.ndarray]) -> None:
+        self._vectors.update({h: np.asarray(v, dtype=np.float32) for h, v in vectors.items()})
+
+    def cached_vectors(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        rows = self._rows("SELECT DISTINCT ON (embed_hash) embed_hash, embedding::text FROM {s}.chunks "
+                          "WHERE embed_hash = ANY(%s) AND embedding IS NOT NULL", (list(dict.fromkeys(hashes)),))
+        return {h: np.array(json.loads(v), dtype=np.float32) for h, v in rows}
+
+    # ------------------------------------------------------------------ chunks
+    def chunk_texts(self) -> Iterator[tuple[str, str, str]]:
+        """``(chunk_id, text, flags json)`` of every chunk (for re-running the injection detector)."""
+        for chunk_id, text, flags in self._rows("SELECT chunk_id, text, flags FROM {s}.chunks ORDER BY row"):
+            yield chunk_id, text, json.dumps(flags)
+
+    def set_chunk_flags(self, flags: Mapping[str, Sequence[str]]) -> None:
+        with self.store.conn.cursor() as cur:
+            cur.executemany(self._q("UPDATE {s}.chunks SET flags = %s::jsonb WHERE chunk_id = %s"),
+                            [(json.dumps(list(f)), chunk_id) for chunk_id, f in flags.items()])
+
+    def chunk_by_id(self, chunk_id: str) -> Chunk | None:
+        rows = self._rows('SELECT chunk_id, doc_id, ordinal, start, "end", heading_path, text, flags FROM {s}.chunks '
+                          "WHERE chunk_id = %s", (chunk_id,))
+        return Chunk(*rows[0][:5], tuple(rows[0][5]), rows[0][6], tuple(rows[0][7])) if rows else None
+
+    def counts(self) -> dict[str, int]:
+        one = lambda text: int(self._rows(text)[0][0])  # noqa: E731
+        return {"documents": one("SELECT count(*) FROM {s}.documents"), "chunks": one("SELECT count(*) FROM {s}.chunks"),
+                "terms": one("SELECT count(DISTINCT term) FROM {s}.term_df"), "embeddings": self.store.vector_count()}
+
+
+class PostgresKnowledgeBase(KnowledgeBase):
+    """A knowledge base whose index is one schema of a PostgreSQL database."""
+
+    def __init__(self, path: str | Path, config: IndexConfig | None = None, *, create: bool = True,
+                 embedder: Embedder | None = None, version: str | None = None) -> None:
+        if version is not None:
+            raise ConfigError(_NOT_YET)
+        self.location = PostgresLocation.parse(str(path))
+        self.root = self.path = self.location.url  # type: ignore[assignment]  # a URL, not a folder
+        self.store = PostgresStore(self.location, create=create)  # type: ignore[assignment]
+        try:
+            self.config = self._load_config(config, create)
+        except BaseException:
+            self.store.close()
+            raise
+        self.catalog = PostgresCatalog(self.store)  # type: ignore[assignment]
+        self._thread = threading.local()
+        self._refresh_flags()
+        self._embedder = embedder
+        self._embedder_checked = False
+        self._sentence_vectors: Any = None
+        self.techniques = Techniques()
+
+    def _load_config(self, config: IndexConfig | None, create: bool) -> IndexConfig:
+        raw = self.store.get_meta(CONFIG_KEY)
+        if raw is not None:
+            stored = IndexConfig.from_json(json.loads(raw))
+            if config is not None and config.index_version != stored.index_version:
+                raise IndexVersionError(
+                    f"index {self.root} was built with {stored.versioned()} (version {stored.index_version}), "
+                    f"not {config.versioned()} (version {config.index_version}); open it without a config, "
+                    "or build the new configuration in a new schema (--index URL?schema=NAME)")
+            return stored
+        if not create:
+            raise IndexStateError(f"no Beleg index at {self.root}; create one with 'beleg init --index {self.root}'")
+        chosen = config or IndexConfig()
+        with self.store.transaction():
+            self.store.set_meta(CONFIG_KEY, json.dumps(chosen.to_json()))
+        return chosen
+
+    # ------------------------------------------------------------------ storage
+    def close(self) -> None:
+        self.store.close()
+
+    def search_index(self) -> Any:
+        """A snapshot of the last commit: a new transaction when another process committed."""
+        return self.store.read_view()
+
+    def snapshot(self) -> Any:
+        return self.search_index()
+
+    def _refuse_while_building(self) -> None:
+        return None  # no index versions, so no reindex lock, for PostgreSQL yet
+
+    def _flush_replaced_text(self) -> None:
+        if self.catalog.pending_erasure:
+            self.catalog.checkpoint()
+
+    def _contextualizer(self) -> Any:
+        if self.config.chunking.context != "none":
+            raise ConfigError(f"chunk contexts ({self.config.chunking.context}) are not available for a PostgreSQL "
+                              "index yet; create it with --context none")
+        return None
+
+    # ------------------------------------------------------------------ versions: not yet
+    def reindex(self, config: IndexConfig, **_: Any) -> dict[str, Any]:
+        raise ConfigError(_NOT_YET)
+
+    # ------------------------------------------------------------------ deletion
+    def delete(self, doc_ids: Sequence[str] = (), *, where: FilterLike = None) -> dict[str, Any]:
+        """Erase documents by id and/or filter (one version: the schema), then VACUUM; see
+        :meth:`PostgresStore.erase` for what ``complete`` means here."""
+        expr = combine(where)
+        if not doc_ids and expr is None:
+            raise ConfigError("name documents to delete: doc ids, or a filter (--where)")
+        try:
+            return self._erase([(None, self.store)], doc_ids, expr)  # type: ignore[list-item]
+        finally:
+            self.store.forget_view()
+
+    # ------------------------------------------------------------------ inspection
+    def status(self) -> dict[str, Any]:
+        counts = self.catalog.counts()
+        by: dict[str, dict[str, int]] = {}
+        for _, _, meta in self.catalog.documents_meta():
+            for key in ("language", "status", "version", "authority"):
+                value = str(meta.get(key, "-"))
+                by.setdefault(key, {})[value] = by.setdefault(key, {}).get(value, 0) + 1
+        return {
+            "index": self.root,
+            "backend": "postgresql",
+            "schema": self.store.schema,
+            "version_path": self.root,
+            "versions": [],
+            "index_version": self.config.index_version,
+            "config": self.config.versioned(),
+            "embedder_fingerprint": self.store.get_meta("embedder_fingerprint"),
+            "generation": self.store.generation,
+            "bm25_statistics": "per tenant" if self.store.per_tenant_statistics else "corpus-wide",
+            **counts,
+            "documents_by": {k: dict(sorted(v.items())) for k, v in by.items()},
+        }
