@@ -447,6 +447,7 @@ def test_key_kept_for_the_tab_and_signed_out_when_no_longer_accepted(new_page: A
     assert other_tab.locator("#workspace").is_hidden() and other_tab.locator("#sign-in").is_visible()
     other_tab.context.close()
 
+    ask(page, RETRY_QUESTION, stream=False)
     # The key is revoked while the page is open: the next call is a 401 and the page signs out.
     page.route("**/v1/search", lambda route: route.fulfill(
         status=401, content_type="application/json",
@@ -455,6 +456,9 @@ def test_key_kept_for_the_tab_and_signed_out_when_no_longer_accepted(new_page: A
     page.press("#query", "Enter")
     page.wait_for_selector("#sign-in:not([hidden])")
     assert "not accepted (unknown API key)" in page.locator("#error").inner_text()
+    shown = page.evaluate("""() => ['answer-text', 'sources', 'conflicts', 'hits']
+        .map((id) => document.getElementById(id).childNodes.length).concat([document.getElementById('question').value])""")
+    assert shown == [0, 0, 0, 0, ""], shown  # nothing this key was shown stays for the next one
     assert page.locator("#workspace").is_hidden()
     assert page.evaluate("() => sessionStorage.getItem('beleg.apiKey')") is None
     page.evaluate("() => sessionStorage.setItem('beleg.apiKey', 'blg_stale')")  # a stored key the server refuses

@@ -180,6 +180,9 @@ function signOut() {
   if ($("doc-view").open) $("doc-view").close();
   sessionStorage.removeItem(KEY_STORE);
   state.key = null; state.who = null; state.answer = null; state.hits = null;
+  // What this key was shown must not stay in the page for whoever signs in next.
+  clear($("answer-text"), $("verdicts"), $("conflicts"), $("sources"), $("trace"), $("hits"));
+  $("question").value = ""; $("query").value = "";
   $("workspace").hidden = true; $("answer").hidden = true; $("results").hidden = true;
   $("who").hidden = true; $("sign-out").hidden = true; $("sign-in").hidden = false;
   $("api-key").value = "";
