@@ -14,8 +14,8 @@ torch, no download):
   input is divided per channel by ``s_j = sqrt(max|x_j| / max|w_j|)`` and the weight row
   multiplied by it. ``max|x_j|`` is calibrated once on :data:`CALIBRATION_TEXTS` (written
   for this purpose, not taken from any evaluation set) through the same graph in fp32;
-* attention, GELU, LayerNorm stay float32 (``MultiHeadAttention``, ``Gelu``,
-  ``SkipLayerNormalization``).
+* attention, GELU, LayerNorm stay float32 (``MultiHeadAttention``, ``Gelu``, LayerNorm
+  as plain ops, which onnxruntime runs 2.4x faster than its LayerNormalization kernel).
 
 Each window (<= 512 tokens) runs alone, so there is no padding and a text's vector does
 not depend on the texts batched with it (its activation scales are its own). Windows run
@@ -50,7 +50,7 @@ from beleg.errors import ModelError, missing_dependency
 log = logging.getLogger(__name__)
 
 #: Bump when the graph, the quantization or the calibration changes: new cache key and fingerprint.
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2
 #: SmoothQuant's migration strength per dense kind: 0.5 splits the outlier range evenly
 #: between x and w; the FFN output's input (after GELU) has the widest outliers and wants
 #: more in the weights. Chosen by cosine to fp32 on demo-corpus paragraphs and gold
@@ -186,6 +186,23 @@ def build_graph(model: _Model, x_absmax: dict[str, np.ndarray] | None) -> Any:
                                  [name + ".y"], domain="com.microsoft"))
         return name + ".y"
 
+    mean_of_row = const("ln.avg", np.full((H, 1), 1.0 / H, np.float32))
+    eps = const("ln.eps", np.array(model.eps, np.float32))
+
+    def residual_layer_norm(x: str, residual: str, name: str, w: np.ndarray, b: np.ndarray) -> str:
+        # LayerNorm(x + residual), spelled out: row means as a MatMul with a 1/H column.
+        # onnxruntime's (Skip)LayerNormalization kernel takes 0.39 ms on a 190 x 384 input
+        # on one core here, these ten small ops 0.16 ms (24 per window: ~13 % of the run).
+        ops = [("Add", [x, residual], "sum"), ("MatMul", ["sum", mean_of_row], "mean"),
+               ("Sub", ["sum", "mean"], "centred"), ("Mul", ["centred", "centred"], "square"),
+               ("MatMul", ["square", mean_of_row], "var"), ("Add", ["var", eps], "var_eps"),
+               ("Sqrt", ["var_eps"], "std"), ("Div", ["centred", "std"], "unit"),
+               ("Mul", ["unit", const(name + ".w", w)], "scaled"), ("Add", ["scaled", const(name + ".b", b)], "out")]
+        local = {"sum", "mean", "centred", "square", "var", "var_eps", "std", "unit", "scaled", "out"}
+        for op, inputs, out in ops:
+            nodes.append(h.make_node(op, [f"{name}.{i}" if i in local else i for i in inputs], [f"{name}.{out}"]))
+        return f"{name}.out"
+
     weights = {name: (w, b) for name, w, b in _dense_inputs(model)}
     x = "x"
     for i, ly in enumerate(model.layers):
@@ -197,14 +214,11 @@ def build_graph(model: _Model, x_absmax: dict[str, np.ndarray] | None) -> Any:
         nodes.append(h.make_node("MultiHeadAttention", [p + ".q", p + ".k", p + ".v"], [p + ".ctx"],
                                  domain="com.microsoft", num_heads=NH, scale=1.0))
         ao = dense(p + ".ctx", p + ".ao", *weights[p + ".ao"])
-        nodes.append(h.make_node("SkipLayerNormalization", [ao, x, const(p + ".ln1w", ly.ln1_w), const(p + ".ln1b", ly.ln1_b)],
-                                 [p + ".h1"], domain="com.microsoft", epsilon=model.eps))
-        mid = dense(p + ".h1", p + ".fi", *weights[p + ".fi"])
+        h1 = residual_layer_norm(ao, x, p + ".ln1", ly.ln1_w, ly.ln1_b)
+        mid = dense(h1, p + ".fi", *weights[p + ".fi"])
         nodes.append(h.make_node("Gelu", [mid], [p + ".gelu"], domain="com.microsoft"))
         fo = dense(p + ".gelu", p + ".fo", *weights[p + ".fo"])
-        nodes.append(h.make_node("SkipLayerNormalization", [fo, p + ".h1", const(p + ".ln2w", ly.ln2_w), const(p + ".ln2b", ly.ln2_b)],
-                                 [p + ".out"], domain="com.microsoft", epsilon=model.eps))
-        x = p + ".out"
+        x = residual_layer_norm(fo, h1, p + ".ln2", ly.ln2_w, ly.ln2_b)
     nodes.append(h.make_node("ReduceMean", [x], ["pooled"], axes=[1], keepdims=0))
     f32 = onnx.TensorProto.FLOAT
     outputs = [h.make_tensor_value_info("pooled", f32, [1, H])]
