@@ -30,6 +30,7 @@ from beleg.backends.llms.base import Message
 from beleg.index.analyzer import STOPWORDS, analyze, analyze_query, detect_language
 from beleg.retrieve.fusion import rrf
 from beleg.strategies.base import StrategyContext, StrategyResult, fuse
+from beleg.strategies.parallel import SubSearch, search_all
 from beleg.strategies.rewrite import (
     conversation_block,
     enforce_constraints,
@@ -109,11 +110,11 @@ class MultiQueryStrategy:
                 phrasings.append(checked.query)
         if not phrasings:
             ctx.note("the LLM gave no usable phrasing; only the question was searched")
-        for i, phrasing in enumerate(phrasings, 1):
-            if ctx.rounds_left < 1:
-                ctx.note(f"retrieval budget spent: {len(phrasings) - i + 1} phrasing(s) not searched")
-                break
-            lists.append(ctx.search(phrasing, step=f"phrasing-{i}"))
+        searched = phrasings[:max(ctx.rounds_left, 0)]
+        if len(searched) < len(phrasings):
+            ctx.note(f"retrieval budget spent: {len(phrasings) - len(searched)} phrasing(s) not searched")
+        # Independent phrasings run in parallel threads; results and trace keep this order.
+        lists.extend(search_all(ctx, [SubSearch(p, f"phrasing-{i}") for i, p in enumerate(searched, 1)]))
         return StrategyResult(fuse(lists, ctx.k), ctx.trace)
 
     # ------------------------------------------------------------------ offline
@@ -126,11 +127,9 @@ class MultiQueryStrategy:
             return StrategyResult(first, ctx.trace)
         ctx.note(f"expansion terms from the top {min(FEEDBACK_DOCS, len(first))} hits: {', '.join(terms)}")
         expansion = " ".join(terms)
-        lists = [first]
-        if ctx.rounds_left >= 1:
-            lists.append(ctx.search(f"{question} {expansion}", step="prf-expanded"))
-        if ctx.rounds_left >= 1:
-            lists.append(ctx.search(f"{question} {expansion}", step="prf-bm25", mode="bm25"))
+        second = [SubSearch(f"{question} {expansion}", "prf-expanded"),
+                  SubSearch(f"{question} {expansion}", "prf-bm25", mode="bm25")][:max(ctx.rounds_left, 0)]
+        lists = [first, *search_all(ctx, second)]  # both in parallel threads, in this order
         return StrategyResult(weighted_fuse(lists, PRF_WEIGHTS[:len(lists)], ctx.k), ctx.trace)
 
 
