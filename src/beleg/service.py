@@ -140,12 +140,21 @@ class Service:
 
     # ------------------------------------------------------------------ documents
     def document_json(self, doc_id: str, principal: Principal | None = None,
-                      ranges: Sequence[tuple[int, int]] = ()) -> dict[str, Any] | None:
-        """A document ``principal`` may read, with the text of each quoted range; None when it
-        does not exist or is not theirs (the two look the same, so ids cannot be probed)."""
+                      ranges: Sequence[tuple[int, int]] = (), chunk_ids: Sequence[str] = ()) -> dict[str, Any] | None:
+        """A document ``principal`` may read, with the text of each quoted range (``ranges`` as
+        document offsets, and the span of each of its chunks in ``chunk_ids``: a hit's or a
+        citation's ``chunk_id``); None when it does not exist or is not theirs (the two look
+        the same, so ids cannot be probed)."""
         doc = self.kb.document(doc_id, principal or ANONYMOUS)
         if doc is None:
             return None
+        ranges = list(ranges)
+        for chunk_id in chunk_ids:
+            chunk = self.kb.chunk(chunk_id, principal or ANONYMOUS)
+            if chunk is None or chunk.doc_id != doc.doc_id:
+                raise ConfigError(f"chunk {chunk_id!r} is not a chunk of document {doc_id!r}; "
+                                  "give the chunk_id of one of its hits or citations")
+            ranges.append((chunk.start, chunk.end))
         quotes = []
         for start, end in ranges:
             if not 0 <= start <= end <= len(doc.text):

@@ -100,3 +100,23 @@ def test_a_failing_llm_is_502_and_a_stream_error_event(start_server, server_kb, 
     assert r.status_code == 502 and r.json()["error"]["type"] == "llm_error"
     assert "connection refused" in r.json()["error"]["message"]
     assert parse_sse(streamed.text) == [("error", r.json())]
+
+
+def test_document_with_the_span_of_a_cited_chunk(server_url, api_keys, server_kb):
+    h = bearer(api_keys["public"])
+    answer = httpx.post(f"{server_url}/v1/ask", json={"question": RETRY}, headers=h, timeout=60).json()
+    citation = answer["citations"][0]
+    r = httpx.get(f"{server_url}/v1/documents/{citation['doc_id']}", params={"chunk": citation["chunk_id"]},
+                  headers=h, timeout=30)
+    assert r.status_code == 200, r.text
+    (quote,) = r.json()["quotes"]
+    assert quote["start"] <= citation["start"] and citation["end"] <= quote["end"]  # the quote lies in its chunk
+    assert citation["quote"] in quote["text"]
+    from beleg.types import Principal
+
+    acme = server_kb.search("failover standby host", k=5, principal=Principal("alice", "acme", ("acme-ops",)))
+    acme_chunk = next(hit.chunk_id for hit in acme if hit.source.endswith("acme/runbook.md"))
+    for chunk in ("no-such-chunk", acme_chunk):  # another document's chunk gives no span of it
+        r = httpx.get(f"{server_url}/v1/documents/{citation['doc_id']}", params={"chunk": chunk}, headers=h,
+                      timeout=30)
+        assert r.status_code == 400 and "zanzibar" not in r.text

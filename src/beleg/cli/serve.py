@@ -28,6 +28,8 @@ def add_parser(sub: Any) -> None:
                    help="API keys and JWT settings; without it only loopback is allowed and every request "
                         "is anonymous (public documents only, read scope)")
     p.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (each loads the model)")
+    p.add_argument("--read-threads", type=int, default=2, metavar="N",
+                   help="threads serving reads per process, each with its own connection (default 2)")
     g = p.add_argument_group("limits")
     g.add_argument("--max-body-mb", type=float, default=16.0, help="largest request body, uploads included (413)")
     g.add_argument("--rate", type=float, default=20.0, metavar="PER_SECOND", help="requests per second per key (429)")
@@ -58,15 +60,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from beleg.kb import default_index_dir
 
     check_bind(args.host, args.auth)
-    if args.workers < 1:
-        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+    if args.workers < 1 or args.read_threads < 1:
+        raise ConfigError(f"--workers and --read-threads must be at least 1, got {args.workers} and {args.read_threads}")
     try:
         import uvicorn
     except ImportError as exc:
         raise missing_dependency("uvicorn", "server", exc) from exc
     settings = {"index": str(args.index or default_index_dir()), "auth": str(args.auth) if args.auth else None,
                 "max_body_bytes": int(args.max_body_mb * 2**20), "rate": args.rate, "burst": args.burst,
-                "cors": args.cors_origin, "audit_log": str(args.audit_log) if args.audit_log else None,
+                "cors": args.cors_origin, "read_threads": args.read_threads, "audit_log": str(args.audit_log) if args.audit_log else None,
                 "upload_dir": str(args.upload_dir) if args.upload_dir else None,
                 "llm": {"spec": args.llm, "base_url": args.llm_base_url, "timeout_s": args.llm_timeout,
                         "config": str(args.config) if args.config else None}}
@@ -108,7 +110,7 @@ def app_from_settings(settings: dict[str, Any]) -> Any:
         max_body_bytes=settings["max_body_bytes"], rate_per_second=settings["rate"], burst=settings["burst"],
         cors_origins=tuple(settings["cors"]), audit_log=Path(settings["audit_log"]) if settings["audit_log"] else None,
         upload_dir=Path(settings["upload_dir"]) if settings["upload_dir"] else None,
-        answer_options=AnswerOptions(policy=policy))
+        answer_options=AnswerOptions(policy=policy), read_threads=settings["read_threads"])
     kb = KnowledgeBase(Path(settings["index"]), create=False)
     try:
         return create_app(Service(kb, llm=llm), auth, server_settings)

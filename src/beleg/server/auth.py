@@ -106,7 +106,7 @@ class AuthConfig:
         if scheme.lower() != "bearer" or not token:
             raise AuthError("the Authorization header must be 'Bearer KEY' (an API key or a JWT)")
         digest = hash_key(token)
-        for key in self.keys:  # compare every entry in constant time, so timing names no key
+        for key in self.keys:  # constant-time comparisons: timing reveals nothing of a stored hash
             if hmac.compare_digest(key.sha256, digest):
                 return Identity(Principal(key.user, key.tenant, key.groups), key.scopes, f"key:{digest[:16]}")
         if self.jwt is not None and token.count(".") == 2:

@@ -155,7 +155,10 @@ async def get_document(request: Request, identity: Identity | None) -> Response:
         if m is None:
             raise ConfigError(f"quote must be START:END document offsets like 120:180, got {value!r}")
         ranges.append((int(m.group(1)), int(m.group(2))))
-    out = await api.index_call(lambda svc: svc.document_json(doc_id, who.principal, ranges))
+    chunks = request.query_params.getlist("chunk")
+    if len(ranges) + len(chunks) > 100:
+        raise ConfigError(f"{len(ranges) + len(chunks)} ranges asked for; ask for at most 100 at a time")
+    out = await api.index_call(lambda svc: svc.document_json(doc_id, who.principal, ranges, chunks))
     if out is None:
         raise ApiError(404, "not_found", f"no document {doc_id!r} visible to this key")
     api.audit(who, "document", None, [doc_id])
@@ -194,8 +197,12 @@ async def ingest(request: Request, identity: Identity | None) -> Response:
     staging.mkdir(parents=True, exist_ok=True)
     try:
         staged = [await _stage(upload, staging) for upload in uploads]
-        for path in staged:  # before anything is stored: a file naming another tenant is refused
-            refuse_other_tenant(path, who.principal)
+
+        def check(svc: Service) -> None:  # parsing can take a while: not on the event loop
+            for path in staged:  # before anything is stored: a file naming another tenant is refused
+                refuse_other_tenant(path, who.principal)
+
+        await api.writer.call(check)
         final_dir.mkdir(parents=True, exist_ok=True)
         paths = [path.replace(final_dir / path.name) for path in staged]
     finally:
