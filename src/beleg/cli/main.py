@@ -227,6 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     _index_arg(p)
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("migrate", help="copy an index to another backend (folder or postgresql://) without re-embedding")
+    p.add_argument("source", type=_index_location, help="the index to copy (a folder or a postgresql:// URL)")
+    p.add_argument("target", type=_index_location, help="where to copy it (created with the source's configuration)")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("leaks", help="probe every retriever and answer path for permission leaks (exit 1 on a leak)")
     _index_arg(p)
     p.add_argument("--max-identifiers", type=int, default=5, metavar="N",
@@ -562,6 +567,16 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from beleg.index.postgres.migrate import migrate
+
+    result = migrate(args.source, args.target)
+    print(json.dumps(result, indent=2) if args.json else
+          f"copied {result['documents']} documents ({result['chunks']} chunks, no re-embedding) "
+          f"from {result['source']} to {result['target']}")
+    return 0
+
+
 COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "delete": cmd_delete, "reindex": cmd_reindex,
             "switch": cmd_switch, "gc": cmd_gc, "search": cmd_search, "ask": cmd_ask, "chat": cmd_chat,
             "eval": cmd_eval, "status": cmd_status, "leaks": cmd_leaks}
@@ -574,6 +589,7 @@ def cmd_llm(args: argparse.Namespace) -> int:
 
 
 COMMANDS["llm"] = cmd_llm
+COMMANDS["migrate"] = cmd_migrate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
