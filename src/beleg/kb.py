@@ -31,7 +31,8 @@ from beleg.index.postgres.config import is_postgres_url
 from beleg.ingest.metadata import MetadataRule, normalize
 from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor, TextSource
 from beleg.query.self_query import Inferred, apply_constraints, infer_constraints
-from beleg.retrieve.retriever import SearchOptions, StaleSnapshot, search
+from beleg.retrieve.retriever import SearchOptions, StaleSnapshot
+from beleg.retrieve.techniques import Techniques, finish, search_k, searcher_for
 from beleg.types import ANONYMOUS, Chunk, Document, Hit, Principal
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,8 @@ class KnowledgeBase:
         self._embedder = embedder
         self._embedder_checked = False
         self._sentence_vectors: Any = None
+        #: Retrieval techniques every search of this object uses unless given (beleg.retrieve.techniques).
+        self.techniques = Techniques()
 
     @property
     def _lock_token(self) -> str | None:
@@ -394,7 +397,8 @@ class KnowledgeBase:
                weights: tuple[float, float] = (1.0, 1.0), mmr_lambda: float | None = None,
                candidates: int | None = None, reranker: Reranker | None = None,
                rerank_top: int | None = None, coverage_power: float | None = 2.0,
-               principal: Principal | None = None, self_query: bool | Inferred = True) -> list[Hit]:
+               principal: Principal | None = None, self_query: bool | Inferred = True,
+               techniques: Techniques | None = None) -> list[Hit]:
         """Search the index.
 
         Args:
@@ -420,9 +424,19 @@ class KnowledgeBase:
                 :mod:`beleg.query.self_query`); False: search the words only; an
                 :class:`~beleg.query.self_query.Inferred` (from :meth:`infer_constraints`)
                 is applied as given. ``filters``/``where`` on a key win over an inferred one.
+            techniques: Ensemble, reranking depth, neighbours, compression
+                (:class:`~beleg.retrieve.techniques.Techniques`; None: ``self.techniques``).
+                A ``parent-child`` index always returns parents.
         """
         if not query or not query.strip():
             raise ConfigError("the query is empty; pass the words to search for")
+        used = techniques if techniques is not None else self.techniques
+        reranker = reranker if reranker is not None else used.reranker
+        rerank_top = rerank_top if rerank_top is not None else used.candidates
+        if rerank_top is not None and candidates is None and rerank_top > max(4 * k, 50):
+            candidates = rerank_top  # the legs must reach as deep as the reranker reads
+        search = searcher_for(used)
+        final_k, k = k, search_k(self, k)
         options = SearchOptions(mode=mode, k=k, fusion=fusion, rrf_k=rrf_k, weights=weights,  # type: ignore[arg-type]
                                 mmr_lambda=mmr_lambda, candidates=candidates, rerank_top=rerank_top,
                                 coverage_power=coverage_power)
@@ -445,9 +459,11 @@ class KnowledgeBase:
                               principal or ANONYMOUS)
 
         if self_query is False:
-            return run(expr)
-        inferred = self_query if isinstance(self_query, Inferred) else self.infer_constraints(query, principal)
-        return apply_constraints(run, expr, inferred, options.k)
+            hits = run(expr)
+        else:
+            inferred = self_query if isinstance(self_query, Inferred) else self.infer_constraints(query, principal)
+            hits = apply_constraints(run, expr, inferred, options.k)
+        return finish(self, query, hits, final_k, used, principal or ANONYMOUS)
 
     def infer_constraints(self, question: str, principal: Principal | None = None, *, filters: FilterLike = None,
                           where: str | None = None, context: Sequence[str] = ()) -> Inferred:
