@@ -85,8 +85,35 @@ def _resolve_llm(args: argparse.Namespace) -> Any:
     return _llm_from(args.llm, args.llm_base_url, args.llm_timeout, args.config)
 
 
+def _technique_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("retrieval techniques (off by default; measured in docs/strategies.md)")
+    g.add_argument("--rerank", metavar="SPEC", help="rerank the top --candidates: a cross-encoder directory "
+                   "(cross-encoder:DIR, onnx:DIR), bi-encoder[:EMBEDDER] or llm[:pointwise|listwise]")
+    g.add_argument("--candidates", type=int, metavar="N", help="how many fused candidates --rerank reorders")
+    g.add_argument("--ensemble", metavar="LEG:W,...", help="fuse weighted retrievers, e.g. bm25:1,dense:2,minilm:1")
+    g.add_argument("--expand", metavar="neighbours=N", help="add N chunks before/after each hit in its section")
+    g.add_argument("--compress", action="store_true", help="keep only the sentences of each hit that bear on the query")
+    g.add_argument("--compress-budget", type=int, metavar="WORDS", help="words kept over all hits (default 400)")
+
+
+def _techniques(args: argparse.Namespace, kb: Any) -> Any:
+    """The --rerank/--ensemble/--expand/--compress options as kb.techniques (None when none is given)."""
+    names = ("rerank", "candidates", "ensemble", "expand", "compress", "compress_budget")
+    if not any(getattr(args, n, None) for n in names):
+        return None
+    from beleg.retrieve.techniques import from_specs
+
+    rerank = args.rerank
+    needs_llm = (rerank or "").startswith("llm") or (args.compress and getattr(args, "llm", None))
+    return from_specs(expand=args.expand, compress=args.compress, compress_budget=args.compress_budget,
+                      ensemble=args.ensemble, rerank=rerank, candidates=args.candidates,
+                      embedder=kb.embedder if rerank == "bi-encoder" else None,
+                      llm=_resolve_llm(args) if needs_llm else None)
+
+
 def _answer_args(p: argparse.ArgumentParser) -> None:
     _strategy_arg(p)
+    _technique_args(p)
     _self_query_arg(p)
     p.add_argument("--mode", choices=("dense", "bm25", "hybrid"), default="hybrid", help="retriever (default hybrid)")
     p.add_argument("-k", type=int, default=8, help="sources to retrieve (default 8)")
@@ -108,7 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("init", help="create an index directory with a chunking/embedding configuration")
     _index_arg(p)
     p.add_argument("--embedder", default=None, help="embedding model spec (default: the offline e5 model)")
-    p.add_argument("--chunking", choices=("structure", "window"), default="structure")
+    p.add_argument("--chunking", choices=("structure", "window", "parent-child", "semantic"), default="structure",
+                   help="parent-child: index sentence groups, return their sections; semantic: break at topic shifts")
+    p.add_argument("--child-tokens", type=int, default=60, help="parent-child: child size in words (default 60)")
     p.add_argument("--max-tokens", type=int, default=220, help="chunk size in words")
     p.add_argument("--overlap", type=int, default=40, help="overlap in words (window chunking)")
     p.add_argument("--context", default="none", metavar="none|offline|llm:PROVIDER:MODEL",
@@ -136,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reindex", help="build a new chunking/embedding configuration beside the live one")
     _index_arg(p)
     p.add_argument("--embedder", default=None, help="embedding model spec (default: the live version's)")
-    p.add_argument("--chunking", choices=("structure", "window"), default=None)
+    p.add_argument("--chunking", choices=("structure", "window", "parent-child", "semantic"), default=None)
     p.add_argument("--max-tokens", type=int, default=None, help="chunk size in words")
     p.add_argument("--overlap", type=int, default=None, help="overlap in words (window chunking)")
     p.add_argument("--context", default=None, metavar="none|offline|llm:PROVIDER:MODEL",
@@ -169,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rrf-k", type=int, default=60)
     p.add_argument("--weights", default="1,1", metavar="BM25,DENSE", help="fusion weights (default 1,1)")
     p.add_argument("--mmr", type=float, default=None, metavar="LAMBDA", help="diversify with MMR (0..1)")
+    _technique_args(p)
     _strategy_arg(p)
     _self_query_arg(p)
     _llm_args(p, "LLM for strategies that use one (rewrite, multi-query, hyde, decompose, agent, ...)")
@@ -249,7 +279,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _open(args: argparse.Namespace, create: bool = False) -> Any:
     from beleg.kb import KnowledgeBase
 
-    return KnowledgeBase(args.index or default_index_dir(), create=create)
+    kb = KnowledgeBase(args.index or default_index_dir(), create=create)
+    try:
+        techniques = _techniques(args, kb)  # a missing --rerank model fails here, before any search
+    except BaseException:
+        kb.close()
+        raise
+    if techniques is not None:
+        kb.techniques = techniques
+    return kb
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -258,8 +296,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     from beleg.kb import KnowledgeBase
 
     defaults = IndexConfig()
-    config = IndexConfig(ChunkingConfig(args.chunking, args.max_tokens, args.overlap, args.context),
-                         args.embedder or defaults.embedder)
+    config = IndexConfig(ChunkingConfig(args.chunking, args.max_tokens, args.overlap, args.context,
+                                        child_tokens=args.child_tokens), args.embedder or defaults.embedder)
     with KnowledgeBase(args.index or default_index_dir(), config) as kb:
         status = kb.status()
     print(json.dumps(status, indent=2) if args.json else f"index ready at {status['index']} (version {status['index_version']})")
