@@ -198,7 +198,8 @@ class KnowledgeBase:
             metadata: Metadata for every file in this run (lowest-precedence rule).
             encoding: Text encoding of txt/md files when not UTF-8.
             max_file_mb: Files larger than this are rejected with a clear reason.
-            progress: Show a progress bar on stderr (None: only on a terminal).
+            progress: ``auto`` (None: a bar on a terminal, lines every few seconds otherwise),
+                ``bar``, ``lines`` or ``none`` (False); see :mod:`beleg.progress`.
             sync: Afterwards delete documents ingested from these paths whose files are gone.
             allow_widen: Accept re-ingests that let more principals read a document (tenant or
                 ACL removed, changed or extended); without it such a file fails and keeps its access.
@@ -299,7 +300,9 @@ class KnowledgeBase:
             if same_model:
                 target.catalog.copy_vectors_from(self.catalog)
             items = [(doc, headings or _reread_headings(doc)) for doc, headings in self.catalog.documents_with_headings()]
-            report = target._ingestor(progress=progress).run_documents(items)
+            ingestor = target._ingestor(progress=progress)
+            ingestor.progress_label = "reindex"
+            report = ingestor.run_documents(items)
             # A resumed build catches up: documents gone from the live version go from it too.
             gone = {d for d, _, _ in target.catalog.documents_meta()} - {doc.doc_id for doc, _ in items}
             with target.catalog.transaction():

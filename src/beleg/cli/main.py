@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata for every file (repeatable)")
     p.add_argument("--encoding", help="encoding of text files that are not UTF-8 (e.g. latin-1)")
     p.add_argument("--max-file-mb", type=float, default=50.0, help="reject files larger than this")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _progress_args(p)
     p.add_argument("--sync", action="store_true",
                    help="also delete documents ingested from these paths whose files no longer exist")
     p.add_argument("--allow-widen", action="store_true",
@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overlap", type=int, default=None, help="overlap in words (window chunking)")
     p.add_argument("--context", default=None, metavar="none|offline|llm:PROVIDER:MODEL",
                    help="contextual retrieval for the new version (default: the live version's)")
-    p.add_argument("--no-progress", action="store_true")
+    _progress_args(p)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("switch", help="make an index version live (atomic)")
@@ -235,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", metavar="PROVIDER:MODEL",
                    help="--answers: LLM that judges faithfulness and relevance (prompts in docs/answer-evaluation.md)")
     p.add_argument("--judge-base-url", metavar="URL", help="endpoint of --judge")
-    p.add_argument("--no-progress", action="store_true")
+    _progress_args(p)
     p.add_argument("--json", action="store_true")
 
     for name, help_text in (("ask", "answer a question with verified citations"),
@@ -290,6 +290,17 @@ def _open(args: argparse.Namespace, create: bool = False) -> Any:
     return kb
 
 
+def _progress_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--progress", choices=("auto", "bar", "lines", "none"), default="auto",
+                   help="progress on stderr: a bar, a line every few seconds (for logs), or none; "
+                        "auto: a bar on a terminal, lines otherwise (default)")
+    p.add_argument("--no-progress", action="store_true", help="same as --progress none")
+
+
+def _progress(args: argparse.Namespace) -> str:
+    return "none" if args.no_progress else args.progress
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from beleg.index.config import IndexConfig
     from beleg.ingest.chunking import ChunkingConfig
@@ -316,7 +327,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                                  where="status synonyms ([governance] status_synonyms, or statuses: in --rules)")
     with _open(args, create=True) as kb:
         report = kb.ingest(args.paths, rules=rules, metadata=meta, encoding=args.encoding,
-                           max_file_mb=args.max_file_mb, progress=False if args.no_progress else None,
+                           max_file_mb=args.max_file_mb, progress=_progress(args),
                            sync=args.sync, allow_widen=args.allow_widen, follow_symlinks=args.follow_symlinks,
                            statuses=statuses)
     if args.json:
@@ -370,7 +381,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         chunking = ChunkingConfig(args.chunking or c.method, args.max_tokens or c.max_tokens,
                                   args.overlap if args.overlap is not None else c.overlap, args.context or c.context)
         config = replace(live, chunking=chunking, embedder=args.embedder or live.embedder)
-        result = kb.reindex(config, progress=False if args.no_progress else None)
+        result = kb.reindex(config, progress=_progress(args))
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
@@ -462,7 +473,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     request = EvalRequest(
         beir=args.beir, split=args.split, squad=args.squad, queries_from=args.queries_from, gold=args.gold,
         modes=args.modes, k=args.k, limit=args.limit, reranker=args.reranker, cache_dir=args.cache_dir,
-        progress=False if args.no_progress else None,
+        progress=_progress(args),
         # eval uses an LLM only when named on its command line, never one from the environment
         llm=_llm_from(args.llm, args.llm_base_url) if args.llm else None,
         judge=_llm_from(args.judge, args.judge_base_url) if args.judge else None, index=args.index,

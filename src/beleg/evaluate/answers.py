@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm  # type: ignore[import-untyped]
 
 from beleg.answer.types import Answer, Citation, Source
 from beleg.backends.llms.base import LLM, Message
@@ -34,6 +33,7 @@ from beleg.evaluate.datasets import Dataset, Query
 from beleg.evaluate.metrics import has_relevant
 from beleg.evaluate.runner import _principal
 from beleg.evaluate.selective import Outcome, expected_calibration_error, risk_coverage
+from beleg.progress import track
 
 #: Turns a gold-set query into an answer; how (extractive, LLM, stub) is up to it.
 AnswerFn = Callable[[Query], Answer]
@@ -602,8 +602,7 @@ def run_answer_eval(dataset: Dataset, answer_fn: AnswerFn, *, judge: LLM | None 
     """
     queries = dataset.queries[:limit] if limit else dataset.queries
     results: list[AnswerQueryResult] = []
-    bar = tqdm(queries, desc="eval answers", unit="q", leave=False,
-               disable=(progress is False) if progress is not None else None)
+    bar = track(queries, len(queries), desc="eval answers", unit="query", progress=progress)
     for q in bar:
         t0 = time.perf_counter()
         answer = answer_fn(q)

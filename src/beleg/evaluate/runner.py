@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from beleg.backends.embedders import load_embedder
 from beleg.backends.embedders.cache import CachedEmbedder
@@ -26,6 +25,7 @@ from beleg.evaluate.metrics import evaluate_run, has_relevant, mean_metrics
 from beleg.index.config import IndexConfig
 from beleg.kb import KnowledgeBase
 from beleg.types import Hit, Principal
+from beleg.progress import track
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,8 +178,7 @@ def run_eval(kb: KnowledgeBase, dataset: Dataset, configs: Sequence[EvalConfig],
         run: dict[str, dict[str, float]] = {}
         latencies: dict[str, float] = {}
         tops: dict[str, list[dict[str, Any]]] = {}
-        bar = tqdm(queries, desc=f"eval {config.name}", unit="q", leave=False,
-                   disable=(progress is False) if progress is not None else None)
+        bar = track(queries, len(queries), desc=f"eval {config.name}", unit="query", progress=progress)
         for q in bar:
             t0 = time.perf_counter()
             hits = kb.search(q.text, k=chunk_depth, filters=q.info.get("filters"), principal=_principal(q),

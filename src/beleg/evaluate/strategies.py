@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm  # type: ignore[import-untyped]
 
 from beleg.backends.llms.base import LLM
 from beleg.errors import ConfigError, NeedsLLMError
@@ -38,6 +37,7 @@ from beleg.evaluate.runner import (
 )
 from beleg.kb import KnowledgeBase
 from beleg.strategies import STRATEGIES, Strategy, load_strategy, run_strategy
+from beleg.progress import track
 
 
 @dataclass(slots=True)
@@ -132,8 +132,7 @@ def _run_one(kb: KnowledgeBase, dataset: Dataset, name: str, queries: Sequence[A
     latencies: dict[str, float] = {}
     tops: dict[str, list[dict[str, Any]]] = {}
     traces: dict[str, dict[str, Any]] = {}
-    bar = tqdm(queries, desc=f"eval {name}", unit="q", leave=False,
-               disable=(progress is False) if progress is not None else None)
+    bar = track(queries, len(queries), desc=f"eval {name}", unit="query", progress=progress)
     for q in bar:
         t0 = time.perf_counter()
         result = run_strategy(kb, name, q.text, principal=_principal(q), filters=q.info.get("filters"),

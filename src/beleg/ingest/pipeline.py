@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
-from tqdm import tqdm
 
 from beleg.errors import BelegError, IngestError, NoContent
 from beleg.index.analyzer import analyze
@@ -38,6 +37,7 @@ from beleg.ingest.injection import chunk_flags
 from beleg.ingest.metadata import MetadataRule, resolve, widening
 from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
 from beleg.ingest.readers.base import normalize_newlines
+from beleg.progress import Progress, ProgressArg
 from beleg.types import Chunk, Document, Heading, ParsedDocument, stored_file_position, with_file_position
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,7 @@ class Ingestor:
 
     def __init__(self, catalog: Catalog, chunking: ChunkingConfig, embed: Callable[[list[str]], np.ndarray],
                  *, rules: Sequence[MetadataRule] = (), encoding: str | None = None,
-                 max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: bool | None = None,
+                 max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: ProgressArg = None,
                  contextualize: Callable[[Document, Sequence[Chunk]], list[str]] | None = None,
                  statuses: dict[str, str] | None = None, allow_widen: bool = False,
                  follow_symlinks: bool = False) -> None:
@@ -191,7 +191,10 @@ class Ingestor:
         self.rules = list(rules)
         self.encoding = encoding
         self.max_bytes = int(max_file_mb * 1024 * 1024)
+        #: auto | bar | lines | none (or the older True/False/None), see beleg.progress.
         self.progress = progress
+        self.progress_label = "ingest"
+        self._shown = Progress(0, progress="none")
         self._pending: list[_Pending] = []
         self.report = IngestReport()
         #: Document ids taken in this run, with the source that took them first.
@@ -276,31 +279,30 @@ class Ingestor:
     def _drive(self, items: Sequence[T], sources: Sequence[str], handle: Callable[[T, FileResult], None],
                unit: str) -> IngestReport:
         """Handle each item into its own result; flush batches of chunks as they fill up."""
-        disable = (self.progress is False) if self.progress is not None else None
-        bar = tqdm(total=len(items), desc="ingest", unit=unit, disable=disable, leave=False, dynamic_ncols=True)
-        for item, source in zip(items, sources):
-            result = FileResult(source, "failed")
-            self.report.files.append(result)
-            self._stage = "read"
-            try:
-                handle(item, result)
-            except NoContent as exc:
-                result.status, result.reason = "skipped", str(exc)
-            except BelegError as exc:
-                result.status, result.reason = "failed", str(exc)
-            except OSError as exc:
-                result.status, result.reason = "failed", f"cannot read: {exc.strerror or exc}"
-            except Exception as exc:  # noqa: BLE001 - one file's parser bug must not end the run
-                log.debug("internal error in %s for %s", self._stage, source, exc_info=True)
-                result.status, result.reason = "failed", f"internal error in {self._stage}: {_one_line(exc)}"
-            if result.status in ("failed", "skipped"):
-                result.chunks, result.flagged, result.widened = 0, 0, []
-            if sum(len(p.chunks) for p in self._pending) >= _FLUSH_CHUNKS:
-                self._flush()
-                bar.set_postfix(embedded=self.report.embedded)
-            bar.update()
-        self._flush()
-        bar.close()
+        with Progress(len(items), desc=self.progress_label, unit=unit, progress=self.progress) as bar:
+            self._shown = bar
+            for item, source in zip(items, sources):
+                result = FileResult(source, "failed")
+                self.report.files.append(result)
+                self._stage = "read"
+                try:
+                    handle(item, result)
+                except NoContent as exc:
+                    result.status, result.reason = "skipped", str(exc)
+                except BelegError as exc:
+                    result.status, result.reason = "failed", str(exc)
+                except OSError as exc:
+                    result.status, result.reason = "failed", f"cannot read: {exc.strerror or exc}"
+                except Exception as exc:  # noqa: BLE001 - one file's parser bug must not end the run
+                    log.debug("internal error in %s for %s", self._stage, source, exc_info=True)
+                    result.status, result.reason = "failed", f"internal error in {self._stage}: {_one_line(exc)}"
+                if result.status in ("failed", "skipped"):
+                    result.chunks, result.flagged, result.widened = 0, 0, []
+                bar.add_chunks(result.chunks)
+                if sum(len(p.chunks) for p in self._pending) >= _FLUSH_CHUNKS:
+                    self._flush()
+                bar.advance()
+            self._flush()
         return self.report
 
     def _one(self, path: Path, source: str, key: str, result: FileResult) -> None:
@@ -437,4 +439,5 @@ class Ingestor:
             # batch reuses (a paragraph moving between documents): put such vectors back.
             self.catalog.put_vectors(cached)
         self.report.embedded += len(fresh)
+        self._shown.add_embedded(len(fresh))
         log.debug("committed %d documents, embedded %d chunks", len(pending), len(fresh))

