@@ -185,3 +185,38 @@ def test_one_view_shared_by_threads_keeps_each_principal_apart(pg_location: str)
         assert not errors and not wrong
     finally:
         store.close()
+
+
+def test_statistics_stay_equal_to_a_full_recount(pg_location: str) -> None:
+    """df and corpus totals are maintained by deltas; after updates, tenant moves and erasures
+    they must equal a recount from the postings and chunks themselves."""
+    store = PostgresStore(pg_location)
+    s = sql.Identifier(store.schema)
+
+    def check() -> None:
+        kept = set(store.conn.execute(sql.SQL("SELECT term, tenant_key, df FROM {}.term_df").format(s)).fetchall())
+        recount = set(store.conn.execute(sql.SQL(
+            "SELECT term, coalesce(tenant_key, ''), count(*)::int FROM {}.postings GROUP BY 1, 2").format(s)).fetchall())
+        assert kept == recount
+        totals = set(store.conn.execute(sql.SQL("SELECT * FROM {}.corpus_stats").format(s)).fetchall())
+        recount = set(store.conn.execute(sql.SQL(
+            "SELECT coalesce(tenant_key, ''), count(*), sum(length) FROM {}.chunks GROUP BY 1").format(s)).fetchall())
+        assert totals == recount
+
+    try:
+        for doc_id, metadata, sections in CORPUS:
+            write(store, doc_id, metadata, sections)
+        check()
+        write(store, "d-relay", {**CORPUS[0][1], "tenant": "beta"}, ("The relay now belongs to beta.",))
+        check()
+        with store.transaction():
+            store.update_metadata("d-alpha", "docs/d-alpha.md", {**CORPUS[4][1], "tenant": "beta"})
+            store.update_metadata("d-other", "docs/d-other.md", {**CORPUS[3][1], "tenant": "gamma"})
+        check()
+        store.erase(["d-beta", "d-queue"])
+        check()
+        store.erase([doc_id for doc_id, _, _ in CORPUS])
+        check()
+        assert store.conn.execute(sql.SQL("SELECT count(*) FROM {}.term_df").format(s)).fetchone() == (0,)
+    finally:
+        store.close()

@@ -2,13 +2,14 @@
 edits and erasure, each keeping the BM25 statistics (``term_df``, ``corpus_stats``) exact.
 
 Every function runs inside the store's write transaction, which holds the schema's write
-lock (one writer at a time, like SQLite's ``BEGIN IMMEDIATE``), so recounting a term's df
-from its postings cannot race another writer.
+lock (one writer at a time, like SQLite's ``BEGIN IMMEDIATE``), so the read-modify-write of
+the statistics cannot race another writer.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,11 +54,6 @@ class SchemaWriter:
         self.conn.execute(self.q("INSERT INTO {s}.meta (key, value) VALUES ('dim', %s)"), (str(dim),))
 
     # ------------------------------------------------------------------ statistics
-    def _doc_terms(self, doc_ids: Sequence[str]) -> set[str]:
-        rows = self.conn.execute(self.q("SELECT DISTINCT p.term FROM {s}.postings p JOIN {s}.chunks c "
-                                        "ON c.row = p.chunk_row WHERE c.doc_id = ANY(%s)"), (list(doc_ids),))
-        return {r[0] for r in rows}
-
     def _add_corpus_stats(self, doc_id: str, sign: int) -> None:
         """Add (sign 1) or remove (sign -1) a document's chunks from the per-tenant totals."""
         rows = self.conn.execute(self.q(
@@ -71,21 +67,33 @@ class SchemaWriter:
                 (tenant, sign * n, sign * int(length)))
         self.conn.execute(self.q("DELETE FROM {s}.corpus_stats WHERE chunks <= 0"))
 
-    def _recount_terms(self, terms: set[str]) -> None:
-        """Recompute df of ``terms`` per tenant from the postings (a term no posting has is dropped)."""
-        if not terms:
+    def _doc_df(self, doc_ids: Sequence[str]) -> Counter[tuple[str, str]]:
+        """How many chunks of these documents hold each term, per tenant key (their share of df)."""
+        rows = self.conn.execute(self.q(
+            "SELECT p.term, coalesce(p.tenant_key, ''), count(*) FROM {s}.postings p JOIN {s}.chunks c "
+            "ON c.row = p.chunk_row WHERE c.doc_id = ANY(%s) GROUP BY 1, 2"), (list(doc_ids),))
+        return Counter({(term, tenant): n for term, tenant, n in rows})
+
+    def _apply_df(self, before: Counter[tuple[str, str]], after: Counter[tuple[str, str]]) -> None:
+        """Move df by what changed: the work is the document's terms, not their postings
+        elsewhere (recounting a common term would read all of its postings on every write)."""
+        keys = sorted(set(before) | set(after))
+        delta = [(term, tenant, after[(term, tenant)] - before[(term, tenant)]) for term, tenant in keys]
+        delta = [d for d in delta if d[2]]
+        if not delta:
             return
-        listed = sorted(terms)
-        self.conn.execute(self.q("DELETE FROM {s}.term_df WHERE term = ANY(%s)"), (listed,))
         self.conn.execute(self.q(
-            "INSERT INTO {s}.term_df (term, tenant_key, df) SELECT term, coalesce(tenant_key, ''), count(*) "
-            "FROM {s}.postings WHERE term = ANY(%s) GROUP BY 1, 2"), (listed,))
+            "INSERT INTO {s}.term_df (term, tenant_key, df) SELECT * FROM unnest(%s::text[], %s::text[], %s::int[]) "
+            "ON CONFLICT (term, tenant_key) DO UPDATE SET df = {s}.term_df.df + EXCLUDED.df"),
+            ([d[0] for d in delta], [d[1] for d in delta], [d[2] for d in delta]))
+        self.conn.execute(self.q("DELETE FROM {s}.term_df WHERE df <= 0 AND term = ANY(%s)"),
+                          (sorted({d[0] for d in delta}),))
 
     # ------------------------------------------------------------------ documents
     def upsert_document(self, document: Document, chunks: Sequence[ChunkWrite], headings: Sequence[Heading]) -> None:
         if chunks:
             self.ensure_dimension(int(np.asarray(chunks[0].vector).shape[-1]))
-        old_terms = self._doc_terms([document.doc_id])
+        before = self._doc_df([document.doc_id])
         self._add_corpus_stats(document.doc_id, -1)
         self.conn.execute(self.q("DELETE FROM {s}.chunks WHERE doc_id = %s"), (document.doc_id,))
         tenant, acl = document_access(document.metadata)
@@ -109,18 +117,23 @@ class SchemaWriter:
                   vector_literal(w.vector), tenant, acl) for w in chunks])
             rows = dict(self.conn.execute(self.q("SELECT chunk_id, row FROM {s}.chunks WHERE doc_id = %s"),
                                           (document.doc_id,)).fetchall())
-            cur.executemany(self.q(
-                "INSERT INTO {s}.postings (term, chunk_row, tf, tenant_key, acl_keys) VALUES (%s, %s, %s, %s, %s)"),
-                [(term, rows[w.chunk.chunk_id], int(tf), tenant, acl)
-                 for w in chunks for term, tf in w.terms.items() if tf > 0])
+            # COPY: a chunk has dozens of postings, and row-by-row INSERTs dominated ingest time.
+            with cur.copy(self.q("COPY {s}.postings (term, chunk_row, tf, tenant_key, acl_keys) FROM STDIN")) as copy:
+                for w in chunks:
+                    for term, tf in w.terms.items():
+                        if tf > 0:
+                            copy.write_row((term, rows[w.chunk.chunk_id], int(tf), tenant, acl))
         self._add_corpus_stats(document.doc_id, 1)
-        self._recount_terms(old_terms | {t for w in chunks for t, tf in w.terms.items() if tf > 0})
+        after: Counter[tuple[str, str]] = Counter()
+        for w in chunks:
+            after.update((term, tenant or "") for term, tf in w.terms.items() if tf > 0)
+        self._apply_df(before, after)
 
     def update_metadata(self, doc_id: str, source: str, metadata: dict[str, Any]) -> None:
         """New metadata and access columns on the document and every row of it; statistics follow
         (a tenant change moves the document's chunks to another tenant's statistics)."""
         tenant, acl = document_access(metadata)
-        terms = self._doc_terms([doc_id])
+        before = self._doc_df([doc_id])
         self._add_corpus_stats(doc_id, -1)
         self.conn.execute(self.q("UPDATE {s}.documents SET metadata = %s::jsonb, source = %s, tenant_key = %s, "
                                  "acl_keys = %s WHERE doc_id = %s"),
@@ -130,7 +143,7 @@ class SchemaWriter:
         self.conn.execute(self.q("UPDATE {s}.postings p SET tenant_key = %s, acl_keys = %s FROM {s}.chunks c "
                                  "WHERE c.row = p.chunk_row AND c.doc_id = %s"), (tenant, acl, doc_id))
         self._add_corpus_stats(doc_id, 1)
-        self._recount_terms(terms)
+        self._apply_df(before, self._doc_df([doc_id]))
 
     def erase(self, doc_ids: Sequence[str]) -> ErasureSummary:
         """Delete the documents (those present) with chunks, vectors and postings; count what went."""
@@ -138,7 +151,8 @@ class SchemaWriter:
                                                    (list(dict.fromkeys(doc_ids)),))]
         if not present:
             return ErasureSummary()
-        terms = self._doc_terms(present)
+        before = self._doc_df(present)
+        terms = {term for term, _ in before}
         hashes = [r[0] for r in self.conn.execute(
             self.q("SELECT DISTINCT embed_hash FROM {s}.chunks WHERE doc_id = ANY(%s)"), (present,))]
         for doc_id in present:
@@ -147,7 +161,7 @@ class SchemaWriter:
         self.conn.execute(self.q("DELETE FROM {s}.documents WHERE doc_id = ANY(%s)"), (present,))
         kept_hashes = {r[0] for r in self.conn.execute(
             self.q("SELECT DISTINCT embed_hash FROM {s}.chunks WHERE embed_hash = ANY(%s)"), (hashes,))}
-        self._recount_terms(terms)
+        self._apply_df(before, Counter())
         kept_terms = {r[0] for r in self.conn.execute(
             self.q("SELECT DISTINCT term FROM {s}.term_df WHERE term = ANY(%s)"), (sorted(terms),))}
         return ErasureSummary(documents=len(present), chunks=chunks, vectors=len(set(hashes) - kept_hashes),
