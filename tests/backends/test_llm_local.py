@@ -98,6 +98,9 @@ def test_line_grammars_and_the_tool_schema() -> None:
     call = schema["anyOf"][0]["properties"]["tool_calls"]["items"]
     assert call["properties"]["name"] == {"const": "keyword_search"}
     assert call["properties"]["arguments"]["required"] == ["query"]
+    # string arguments are capped: SmolLM2 once wrote a 600-digit document id until cut off
+    assert call["properties"]["arguments"]["properties"]["query"]["maxLength"] == 300
+    assert TOOLS[0]["function"]["parameters"]["properties"]["query"] == {"type": "string"}  # not modified
     assert schema["anyOf"][1]["required"] == ["answer"]
 
 
@@ -290,3 +293,64 @@ def test_llm_serve_answers_the_openai_client_with_its_key_only(model_path: Path,
         assert allowed not in ("*", "http://evil.example"), allowed  # a web page cannot read the answer
     finally:
         del server
+
+
+# ---------------------------------------------------------------------- answers with a small model, made safe
+WEBHOOKS = ("# Webhooks\n\n## Retry window\n\nIf a delivery attempt to a webhook target fails, Ferrolink retries the "
+            "delivery for 72 hours, measured from the first delivery attempt.\n\n## Signing\n\nEvery webhook request "
+            "carries an X-Ferrolink-Signature header with an HMAC-SHA256 of the body.\n")
+
+
+@pytest.fixture(scope="module")
+def small_kb(tmp_path_factory: pytest.TempPathFactory, embedder):
+    import beleg
+
+    root = tmp_path_factory.mktemp("small")
+    (root / "docs").mkdir()
+    (root / "docs" / "webhooks.md").write_text(WEBHOOKS, encoding="utf-8")
+    kb = beleg.open(root / "kb", embedder=embedder)
+    kb.ingest([str(root / "docs")], progress=False)
+    yield kb
+    kb.close()
+
+
+def test_no_model_call_when_the_sources_cannot_answer(small_kb) -> None:
+    from beleg.testing.scripted import ScriptedLLM
+
+    llm = ScriptedLLM([])  # any call would raise: the script is empty
+    answer = small_kb.ask("Who painted the Mona Lisa?", llm=llm)
+    assert answer.refused and llm.calls == []
+    assert answer.trace["decision"].startswith("refused before the model: ")
+    assert answer.trace["llm"]["calls"] == 0
+
+
+def test_an_answerable_question_still_goes_to_the_model(small_kb) -> None:
+    from beleg.testing.scripted import ScriptedLLM
+
+    llm = ScriptedLLM(['Ferrolink retries for "72 hours, measured from the first delivery attempt" [S1].'])
+    answer = small_kb.ask("How long does Ferrolink retry failed webhook deliveries?", llm=llm)
+    assert len(llm.calls) == 1 and not answer.refused and answer.quotes_verified
+
+
+def test_an_unverified_answer_is_withheld_for_strict_backends(small_kb) -> None:
+    from beleg.answer.answerer import AnswerOptions
+    from beleg.testing.scripted import ScriptedLLM
+
+    question = "How long does Ferrolink retry failed webhook deliveries?"
+    invented = "Ferrolink retries for \"two weeks\" [S1]."  # a quote the source does not contain
+
+    class StrictScripted(ScriptedLLM):
+        refuse_unverified = True
+
+    shown = small_kb.ask(question, llm=ScriptedLLM([invented, invented]))
+    assert not shown.refused and not shown.quotes_verified and shown.answer == invented  # hosted default: shown
+
+    strict = small_kb.ask(question, llm=StrictScripted([invented, invented]))
+    assert strict.refused and strict.citations == () and "two weeks" not in strict.answer
+    assert strict.trace["decision"] == "refused: unverified answer withheld"
+    assert strict.trace["withheld_answer"]["text"] == invented and strict.trace["llm"]["regenerated"] is True
+
+    optioned = small_kb.ask(question, llm=ScriptedLLM([invented, invented]),
+                            options=AnswerOptions(refuse_unverified=True))
+    assert optioned.refused
+    assert LocalLLM.refuse_unverified is True

@@ -115,6 +115,7 @@ def test_eval_answers_with_llm_and_judge_over_http(tmp_path: Path, capsys) -> No
                               "--judge", "openai-compatible:judge", "--judge-base-url", judge.base_url)
     assert code == 0, err
     s = json.loads(out)["summary"]
-    assert s["llm_calls"] >= 3 and s["judge_calls"] > 0
+    # 2 answerable questions call the model; the unanswerable one is refused before any call
+    assert s["llm_calls"] == 2 and s["judge_calls"] > 0 and s["refusal_recall"] == 1.0
     assert s["judge_faithfulness"] == 0.75 and s["citation_validity"] == 1.0
     assert all(r.json["model"] == "answerer" for r in answers.requests)

@@ -57,6 +57,11 @@ class AnswerOptions:
     min_confidence: float = 0.0
     #: With an LLM: also ask it, per claim, whether the cited text supports it (one call per claim).
     llm_verifier: bool = False
+    #: With an LLM: refuse when its answer still fails the citation checks after the one
+    #: regeneration, instead of returning it marked unverified. None: the backend decides
+    #: (its ``refuse_unverified`` attribute; True for local models, which invent answers with
+    #: citations that do not check out far more often, see docs/llm.md).
+    refuse_unverified: bool | None = None
 
 
 class _Usage:
@@ -164,6 +169,8 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         result = _extractive_parts(kb, question, sources, groups, scorer, target, opts, trace)
     elif llm is None:
         result = _extractive(kb, question, sources, scored, target, coverage, opts, trace, scorer, positions)
+    elif (gap := _evidence_gap(question, scored, coverage, opts)) is not None:
+        result = _refused_before_model(question, sources, llm, trace, gap)
     else:
         result = _generate(kb, question, sources, scored, target, context, llm, opts, trace, on_token, scorer,
                            positions)
@@ -297,6 +304,26 @@ def _combined(parts: list[Support], expected: int, quotes_verified: bool) -> Sup
     return Support(supported, confidence, checks, parts[0].features if parts else {})
 
 
+def _evidence_gap(question: str, scored: list[Any], coverage: float | None, opts: AnswerOptions) -> str | None:
+    """Why the sources cannot answer, by the extractive answerer's rules; None when they may.
+
+    Asked before any LLM call: a model shown sources that do not answer tends to answer from
+    its own knowledge (or invent) instead of refusing, and the call costs time either way."""
+    if coverage is not None and coverage < opts.min_coverage:
+        return f"the sources cover {coverage:.2f} of the question's terms (< {opts.min_coverage})"
+    if choose(scored, opts.refuse_below, detect_language(question, default="?")) is None:
+        top = next((s.score for s in scored if s.source.eligible), None)
+        return "no eligible source" if top is None else f"best sentence scores {top:.2f} < {opts.refuse_below}"
+    return None
+
+
+def _refused_before_model(question: str, sources: list[Source], llm: LLM, trace: dict[str, Any],
+                          reason: str) -> Answer:
+    trace["decision"] = f"refused before the model: {reason}"
+    trace["llm"] = {"backend": llm.name, "calls": 0, "tokens": 0}
+    return Answer(question, REFUSAL, True, (), (), tuple(sources), True, (), llm.name, trace)
+
+
 def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: list[Any], target: Target,
               context: Sequence[str], llm: LLM, opts: AnswerOptions, trace: dict[str, Any],
               on_token: Callable[[str], None] | None, scorer: SentenceScorer, positions: dict[str, int]) -> Answer:
@@ -320,12 +347,17 @@ def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: l
         text, regenerated = completion.text.strip(), True
         check = verify_answer(text, shown)
     refused = is_refusal(text)
+    strict = opts.refuse_unverified if opts.refuse_unverified is not None else getattr(llm, "refuse_unverified", False)
+    if strict and not refused and not check.ok:
+        trace["withheld_answer"] = {"text": text, "problems": list(check.problems)}
+        text, refused = f"{REFUSAL} The model's answer failed the citation checks, so it is not shown.", True
     conflicts: tuple[Any, ...] = ()
     governing = choose(scored, opts.refuse_below)
     if governing is not None and not refused:
         conflicts, _ = detect_conflicts(question, governing, scored, opts.refuse_below,
                                         embed=kb.embedder.embed_documents)
-    trace["decision"] = "refused by the model" if refused else ("verified" if check.ok else "unverified")
+    trace["decision"] = ("refused: unverified answer withheld" if "withheld_answer" in trace else
+                         "refused by the model" if refused else ("verified" if check.ok else "unverified"))
     support = None if refused else llm_support(question, text, check.citations, shown, scorer.terms,
                                                quotes_verified=check.ok, scored=scored, positions=positions,
                                                verifier=_Counted(llm, usage) if opts.llm_verifier else None)
@@ -336,5 +368,6 @@ def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: l
     trace["llm"] = {"backend": llm.name, "calls": usage.calls, "prompt_tokens": usage.prompt,
                     "completion_tokens": usage.completion, "tokens": usage.prompt + usage.completion,
                     "regenerated": regenerated}
-    return Answer(question, text, refused, check.citations, conflicts, tuple(sources), check.ok, check.problems,
+    citations = () if "withheld_answer" in trace else check.citations
+    return Answer(question, text, refused, citations, conflicts, tuple(sources), check.ok, check.problems,
                   llm.name, trace, support)

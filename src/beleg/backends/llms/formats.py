@@ -98,6 +98,23 @@ def format_for(messages: Sequence[Message]) -> OutputFormat | None:
     return None
 
 
+#: Longest string argument the emulation allows: a small model once filled a document id
+#: with 600 digits until max_tokens cut the call off.
+MAX_ARGUMENT_CHARS = 300
+
+
+def _capped(schema: Any) -> Any:
+    """``schema`` with ``maxLength`` on every string that has none (nested objects too)."""
+    if isinstance(schema, list):
+        return [_capped(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _capped(value) for key, value in schema.items()}
+    if out.get("type") == "string" and "maxLength" not in out and "enum" not in out:
+        out["maxLength"] = MAX_ARGUMENT_CHARS
+    return out
+
+
 def tool_call_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The JSON a model without native tool calling must write for one turn: either
     ``{"tool_calls": [{"name", "arguments"}, ...]}`` with each tool's own argument schema,
@@ -105,7 +122,7 @@ def tool_call_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
     calls = []
     for tool in tools:
         function = tool.get("function", tool)
-        parameters = function.get("parameters") or {"type": "object"}
+        parameters = _capped(function.get("parameters") or {"type": "object"})
         calls.append(_object({"name": {"const": function["name"]}, "arguments": parameters}, ["name", "arguments"]))
     call = calls[0] if len(calls) == 1 else {"anyOf": calls}
     return {"anyOf": [_object({"tool_calls": {"type": "array", "items": call, "minItems": 1, "maxItems": 4}},

@@ -122,6 +122,11 @@ class LocalLLM:
         MissingDependencyError: xllamacpp is not installed.
     """
 
+    #: Answers that fail the citation checks are refused, not shown marked unverified
+    #: (:attr:`beleg.answer.answerer.AnswerOptions.refuse_unverified`): small local models
+    #: invent answers with citations far more often than hosted ones.
+    refuse_unverified = True
+
     def __init__(self, model: str, *, name: str | None = None, timeout_s: float = 60.0, max_tokens: int = 1024,
                  temperature: float = 0.0, threads: int | None = None, context_size: int | None = None,
                  base_url: str | None = None, api_key: str | None = None, key_env: str | None = None,

@@ -1,0 +1,281 @@
+"""Every LLM method against plain hybrid, with a real local model and its cost per question.
+
+    python benchmarks/assemble_qwen.py                       # once: the 1.5B model, hash-checked
+    python benchmarks/llm_methods.py --demo 10 --xquad 0     # a subset; --demo 0 --xquad 0 = all
+    python benchmarks/llm_methods.py --model PATH.gguf ...   # any GGUF model (SmolLM2 for a smoke run)
+
+Methods, in this order (``--methods`` picks and orders them): ``hybrid`` (the baseline, no
+LLM), the strategies ``rewrite``, ``multi-query``, ``hyde``, ``decompose``, ``multi-hop``,
+``iterative``, ``auto``, ``agent``; ``answers`` (LLM answers scored like ``beleg eval
+--answers``, with the same model as the judge: faithfulness, answer and context
+relevance) and ``contextual`` (LLM-written chunk contexts at ingest, the demo corpus only,
+then plain hybrid on that index). Each is run on the first ``--demo`` questions of
+demo/gold.yaml and the first ``--xquad`` questions of XQuAD dev (en).
+
+Per method: the retrieval (or answer) metrics, and LLM calls, prompt/completion tokens and
+model seconds per question. Model outputs are cached by a hash of (model file, messages,
+limits, output format) in ``--cache``, so a rerun costs nothing and reports the cost the
+first run measured. Results go to ``benchmarks/results/llm_methods.json`` after every
+method (partial results survive an interrupted run); methods already there with the same
+model and subset sizes are skipped unless ``--redo``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+from _common import log, machine_info  # noqa: E402
+
+from beleg.backends.llms.base import Completion, Message, ToolCall, ToolCompletion, Usage  # noqa: E402
+from beleg.backends.llms.formats import format_for, tool_call_schema  # noqa: E402
+
+STRATEGY_METHODS = ("rewrite", "multi-query", "hyde", "decompose", "multi-hop", "iterative", "auto", "agent")
+METHODS = ("hybrid", *STRATEGY_METHODS, "answers", "contextual")
+OUT = BENCH / "results" / "llm_methods.json"
+XQUAD_EN = ROOT / "tests" / "data" / "xquad" / "xquad.dev.en.json"
+
+
+@dataclass
+class Cost:
+    calls: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model_s: float = 0.0
+
+    def per_question(self, n: int) -> dict[str, float]:
+        n = max(n, 1)
+        return {"llm_calls": round(self.calls / n, 2), "prompt_tokens": round(self.prompt_tokens / n, 1),
+                "completion_tokens": round(self.completion_tokens / n, 1), "model_s": round(self.model_s / n, 2),
+                "cached_calls": self.cached}
+
+
+@dataclass
+class CachedLLM:
+    """An LLM whose replies are cached on disk by prompt hash; counts the cost it measured
+    (a cached reply counts the tokens and seconds of the call that produced it)."""
+
+    llm: Any
+    path: Path
+    model_id: str
+    cost: Cost = field(default_factory=Cost)
+    _entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.name = self.llm.name
+        # The answerer's strictness follows the backend (local models: unverified answers refused).
+        self.refuse_unverified = getattr(self.llm, "refuse_unverified", False)
+        if self.path.is_file():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                entry = json.loads(line)
+                self._entries[entry["key"]] = entry
+
+    def complete(self, messages: Any, *, max_tokens: int | None = None, temperature: float | None = None,
+                 on_token: Any = None, **extra: Any) -> Completion:
+        fmt = format_for(messages)
+        key = self._key("complete", messages, max_tokens, temperature, None,
+                        None if fmt is None else [fmt.grammar, fmt.json_schema], extra)
+        entry = self._entries.get(key)
+        if entry is None:
+            c = self.llm.complete(messages, max_tokens=max_tokens, temperature=temperature, **extra)
+            entry = self._store(key, {"text": c.text, "finish": c.finish_reason, "prompt": c.usage.prompt_tokens,
+                                      "completion": c.usage.completion_tokens, "latency": c.latency_s})
+        else:
+            self.cost.cached += 1
+        self._charge(entry)
+        if on_token is not None and entry["text"]:
+            on_token(entry["text"])
+        return Completion(entry["text"], self.name, Usage(entry["prompt"], entry["completion"]), entry["finish"],
+                          entry["latency"])
+
+    def complete_with_tools(self, messages: Any, tools: Any, *, max_tokens: int | None = None,
+                            **extra: Any) -> ToolCompletion:
+        key = self._key("tools", messages, max_tokens, None, tools, tool_call_schema(tools), extra)
+        entry = self._entries.get(key)
+        if entry is None:
+            t = self.llm.complete_with_tools(messages, tools, max_tokens=max_tokens, **extra)
+            calls = [[c.id, c.name, c.arguments, c.invalid_arguments] for c in t.tool_calls]
+            entry = self._store(key, {"text": t.text, "calls": calls, "finish": t.finish_reason,
+                                      "prompt": t.usage.prompt_tokens, "completion": t.usage.completion_tokens,
+                                      "latency": t.latency_s})
+        else:
+            self.cost.cached += 1
+        self._charge(entry)
+        calls = tuple(ToolCall(i, n, a, inv) for i, n, a, inv in entry["calls"])
+        return ToolCompletion(entry["text"], calls, self.name, Usage(entry["prompt"], entry["completion"]),
+                              entry["finish"], entry["latency"])
+
+    def _key(self, kind: str, messages: Any, *parts: Any) -> str:
+        wire = [[m.role, m.content, [[c.name, c.arguments] for c in m.tool_calls], m.tool_call_id] for m in messages]
+        blob = json.dumps([self.model_id, kind, wire, *parts], sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _store(self, key: str, entry: dict[str, Any]) -> dict[str, Any]:
+        entry = {"key": key, **entry}
+        self._entries[key] = entry
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        return entry
+
+    def _charge(self, entry: dict[str, Any]) -> None:
+        self.cost.calls += 1
+        self.cost.prompt_tokens += entry["prompt"]
+        self.cost.completion_tokens += entry["completion"]
+        self.cost.model_s += entry["latency"]
+
+
+# ---------------------------------------------------------------------- runs
+def strategy_row(kb: Any, dataset: Any, method: str, limit: int, llm: CachedLLM) -> dict[str, Any]:
+    from beleg.evaluate.strategies import run_strategy_eval
+
+    report = run_strategy_eval(kb, dataset, [method], limit=limit or None, llm=None if method == "hybrid" else llm,
+                               progress=False)
+    data = report.to_json(per_query=True)
+    metrics = data["results"][method]
+    keep = ("hit@1", "hit@5", "ndcg@10", "recall@10", "rounds_mean", "latency_ms_p50", "latency_ms_p95")
+    row = {k: metrics[k] for k in keep if k in metrics}
+    row["notes"] = data.get("notes", [])
+    row["per_query"] = {qid: {"hit@1": q["metrics"].get("hit@1"), "ndcg@10": q["metrics"].get("ndcg@10"),
+                              "llm_calls": (q.get("trace") or {}).get("llm_calls"),
+                              "latency_ms": round(q["latency_ms"])}
+                        for qid, q in (data.get("per_query", {}).get(method) or {}).items()}
+    return row
+
+
+def answers_row(kb: Any, dataset: Any, limit: int, llm: CachedLLM) -> dict[str, Any]:
+    from beleg.evaluate.answers import corpus_doc_key, principal_may_read, run_answer_eval
+    from beleg.evaluate.runner import _principal
+
+    def answer_fn(q: Any) -> Any:
+        return kb.ask(q.text, principal=_principal(q), filters=q.info.get("filters"),
+                      context=tuple(q.info.get("context") or ()), llm=llm)
+
+    report = run_answer_eval(dataset, answer_fn, judge=llm, progress=False, limit=limit or None,
+                             doc_key=corpus_doc_key(dataset), may_read=principal_may_read)
+    data = report.to_json(per_query=True)
+    return {"summary": data["summary"], "per_query": [
+        {k: r.get(k) for k in ("qid", "type", "expected_refusal", "refused", "contains_gold", "candidate_correct",
+                               "verified", "supported", "citations", "citations_verified", "flags", "llm_calls",
+                               "llm_tokens", "latency_s", "answer", "problems")}
+        | {"judge": {m: j.get("score") for m, j in (r.get("judge") or {}).items()}}
+        for r in data.get("per_query", [])]}
+
+
+def contextual_row(dataset: Any, limit: int, llm: CachedLLM, cache: Path) -> dict[str, Any]:
+    """Index the corpus with LLM-written chunk contexts (catalog-cached per chunk), then plain hybrid."""
+    from beleg.index.config import IndexConfig
+    from beleg.ingest import contextual
+    from beleg.ingest.chunking import ChunkingConfig
+    from beleg.kb import KnowledgeBase
+
+    config = IndexConfig(ChunkingConfig(context=f"llm:{llm.name}"))
+    kb = KnowledgeBase(cache / f"contextual-{dataset.fingerprint()}-{llm.model_id[:12]}", config)
+    # The benchmark's cached LLM writes the contexts (the index names the model it would load).
+    kb._contextualizer = lambda: contextual.LLMContexts(llm, kb.catalog.cached_contexts,  # type: ignore[method-assign]
+                                                        kb.catalog.put_contexts)
+    try:
+        kb.ingest([str(dataset.corpus_dir)], progress=False)
+        return strategy_row(kb, dataset, "hybrid", limit, llm)
+    finally:
+        kb.close()
+
+
+def run(args: argparse.Namespace) -> None:
+    from beleg.backends.llms import load_llm
+    from beleg.evaluate.datasets import load_gold, load_squad
+    from beleg.evaluate.runner import prepare_index
+
+    model = Path(args.model).resolve()
+    model_id = f"{model.name}:{model.stat().st_size}"
+    llm = load_llm(f"local:{model}", threads=args.threads, context_size=args.context_size, timeout_s=args.timeout)
+    cached = CachedLLM(llm, args.cache / f"{model.stem}.jsonl", model_id)
+    results = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
+    if results.get("model") != model_id:
+        results = {"model": model_id}
+    results.update({"command": " ".join(sys.argv), "threads": args.threads, "context_size": args.context_size,
+                    "machine": machine_info()})
+    sets = [("demo", args.demo, lambda: load_gold(ROOT / "demo" / "gold.yaml")),
+            ("xquad-en", args.xquad, lambda: load_squad([XQUAD_EN]))]
+    for set_name, limit, loader in sets:
+        if limit < 0:
+            continue
+        dataset = loader()
+        n = min(limit or len(dataset.queries), len(dataset.queries))
+        section = results.setdefault(set_name, {})
+        if section.get("questions") != n:
+            section.clear()
+        section.update({"questions": n, "of": len(dataset.queries), "subset": f"the first {n} questions"})
+        kb = prepare_index(dataset, args.cache / "indexes", progress=False)
+        try:
+            for method in args.methods:
+                if method in section.get("methods", {}) and not args.redo:
+                    log(f"{set_name} {method}: done before, skipped")
+                    continue
+                if method == "contextual" and set_name != "demo":
+                    continue
+                cached.cost = Cost()
+                t0 = time.perf_counter()
+                log(f"{set_name} {method}: {n} questions")
+                if method == "answers":
+                    row = answers_row(kb, dataset, n, cached)
+                elif method == "contextual":
+                    row = contextual_row(dataset, n, cached, args.cache)
+                else:
+                    row = strategy_row(kb, dataset, method, n, cached)
+                row["cost_per_question"] = cached.cost.per_question(n)
+                row["wall_s"] = round(time.perf_counter() - t0, 1)
+                section.setdefault("methods", {})[method] = row
+                write(args.out, results)
+                log(f"{set_name} {method}: {json.dumps({k: v for k, v in row.items() if k != 'per_query'})[:400]}")
+        finally:
+            kb.close()
+    llm.close()
+
+
+def write(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", help="GGUF file (default: the Qwen2.5-Coder-1.5B that assemble_qwen.py builds)")
+    parser.add_argument("--demo", type=int, default=10, help="first N demo questions (0: all, -1: none)")
+    parser.add_argument("--xquad", type=int, default=-1, help="first N XQuAD dev en questions (0: all, -1: none)")
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--context-size", type=int, default=4096)
+    parser.add_argument("--timeout", type=float, default=900, help="time budget per LLM call, seconds")
+    parser.add_argument("--cache", type=Path, default=Path(os.environ.get(
+        "BELEG_MODEL_CACHE", Path.home() / ".cache" / "beleg" / "models")) / "llm_methods")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--redo", action="store_true", help="rerun methods already in --out (cached outputs stay)")
+    args = parser.parse_args()
+    args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = sorted(set(args.methods) - set(METHODS))
+    if unknown:
+        parser.error(f"unknown methods {unknown}; expected some of {', '.join(METHODS)}")
+    if args.model is None:
+        from assemble_qwen import assemble, default_cache
+
+        args.model = str(assemble(default_cache()))
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
