@@ -23,6 +23,7 @@ model and subset sizes are skipped unless ``--redo``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -155,7 +156,7 @@ def strategy_row(kb: Any, dataset: Any, method: str, limit: int, llm: CachedLLM)
     return row
 
 
-def answers_row(kb: Any, dataset: Any, limit: int, llm: CachedLLM) -> dict[str, Any]:
+def answers_row(kb: Any, dataset: Any, limit: int, llm: CachedLLM, *, judge: bool) -> dict[str, Any]:
     from beleg.evaluate.answers import corpus_doc_key, principal_may_read, run_answer_eval
     from beleg.evaluate.runner import _principal
 
@@ -163,7 +164,7 @@ def answers_row(kb: Any, dataset: Any, limit: int, llm: CachedLLM) -> dict[str, 
         return kb.ask(q.text, principal=_principal(q), filters=q.info.get("filters"),
                       context=tuple(q.info.get("context") or ()), llm=llm)
 
-    report = run_answer_eval(dataset, answer_fn, judge=llm, progress=False, limit=limit or None,
+    report = run_answer_eval(dataset, answer_fn, judge=llm if judge else None, progress=False, limit=limit or None,
                              doc_key=corpus_doc_key(dataset), may_read=principal_may_read)
     data = report.to_json(per_query=True)
     return {"summary": data["summary"], "per_query": [
@@ -202,6 +203,7 @@ def run(args: argparse.Namespace) -> None:
     model_id = f"{model.name}:{model.stat().st_size}"
     llm = load_llm(f"local:{model}", threads=args.threads, context_size=args.context_size, timeout_s=args.timeout)
     cached = CachedLLM(llm, args.cache / f"{model.stem}.jsonl", model_id)
+    llm.complete([Message("user", "hi")], max_tokens=1)  # load the model outside every timing
     results = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
     if results.get("model") != model_id:
         results = {"model": model_id}
@@ -213,11 +215,17 @@ def run(args: argparse.Namespace) -> None:
         if limit < 0:
             continue
         dataset = loader()
+        total = len(dataset.queries)
+        subset = f"the first {min(limit or total, total)} questions"
+        if set_name == "demo" and args.demo_ids:
+            by_id = {q.qid: q for q in dataset.queries}
+            dataset = dataclasses.replace(dataset, queries=[by_id[i] for i in args.demo_ids])
+            limit, subset = 0, "questions " + ", ".join(args.demo_ids)
         n = min(limit or len(dataset.queries), len(dataset.queries))
         section = results.setdefault(set_name, {})
-        if section.get("questions") != n:
+        if section.get("subset") != subset:
             section.clear()
-        section.update({"questions": n, "of": len(dataset.queries), "subset": f"the first {n} questions"})
+        section.update({"questions": n, "of": total, "subset": subset})
         kb = prepare_index(dataset, args.cache / "indexes", progress=False)
         try:
             for method in args.methods:
@@ -230,7 +238,7 @@ def run(args: argparse.Namespace) -> None:
                 t0 = time.perf_counter()
                 log(f"{set_name} {method}: {n} questions")
                 if method == "answers":
-                    row = answers_row(kb, dataset, n, cached)
+                    row = answers_row(kb, dataset, n, cached, judge=args.judge)
                 elif method == "contextual":
                     row = contextual_row(dataset, n, cached, args.cache)
                 else:
@@ -245,6 +253,38 @@ def run(args: argparse.Namespace) -> None:
     llm.close()
 
 
+def table(data: dict[str, Any]) -> str:
+    """The Markdown tables of docs/strategies-results.md from a results file."""
+    lines: list[str] = []
+    for set_name in ("demo", "xquad-en"):
+        section = data.get(set_name) or {}
+        methods = section.get("methods") or {}
+        retrieval = {m: r for m, r in methods.items() if "ndcg@10" in r}
+        if retrieval:
+            base = retrieval.get("hybrid", {})
+            lines += [f"**{set_name}: {section['subset']} of {section['of']}**", "",
+                      "| method | Hit@1 | Hit@5 | nDCG@10 | Δ nDCG@10 | LLM calls/q | tokens/q (prompt+gen) "
+                      "| model s/q | p50 s | p95 s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            for m, r in retrieval.items():
+                c = r["cost_per_question"]
+                delta = r["ndcg@10"] - base["ndcg@10"] if base else 0.0
+                lines.append(f"| {m} | {r['hit@1']:.2f} | {r['hit@5']:.2f} | {r['ndcg@10']:.3f} | {delta:+.3f} "
+                             f"| {c['llm_calls']:.1f} | {c['prompt_tokens']:.0f}+{c['completion_tokens']:.0f} "
+                             f"| {c['model_s']:.1f} | {r['latency_ms_p50'] / 1000:.1f} | {r['latency_ms_p95'] / 1000:.1f} |")
+            lines.append("")
+        if "answers" in methods:
+            a, c = methods["answers"]["summary"], methods["answers"]["cost_per_question"]
+            keys = ("n", "expected_refusals", "refused", "answer_contains_gold", "answers_verified",
+                    "answers_supported", "supported_but_wrong", "refusal_precision", "refusal_recall",
+                    "citation_validity", "judge_faithfulness", "judge_answer_relevance", "judge_context_relevance")
+            lines += [f"**{set_name} answers: {section['subset']}** (LLM calls/q {c['llm_calls']}, "
+                      f"tokens/q {c['prompt_tokens']:.0f}+{c['completion_tokens']:.0f}, model s/q {c['model_s']})", "",
+                      "| " + " | ".join(k for k in keys if k in a) + " |", "|" + "---:|" * sum(k in a for k in keys),
+                      "| " + " | ".join("–" if a[k] is None else f"{a[k]:.2f}" if isinstance(a[k], float) else str(a[k])
+                                        for k in keys if k in a) + " |", ""]
+    return "\n".join(lines)
+
+
 def write(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -257,6 +297,10 @@ def main() -> None:
     parser.add_argument("--model", help="GGUF file (default: the Qwen2.5-Coder-1.5B that assemble_qwen.py builds)")
     parser.add_argument("--demo", type=int, default=10, help="first N demo questions (0: all, -1: none)")
     parser.add_argument("--xquad", type=int, default=-1, help="first N XQuAD dev en questions (0: all, -1: none)")
+    parser.add_argument("--demo-ids", type=lambda v: [i.strip() for i in v.split(",") if i.strip()],
+                        help="these demo questions (q001,q160,...) instead of the first --demo")
+    parser.add_argument("--no-judge", dest="judge", action="store_false",
+                        help="answers: no LLM judge calls (3 per question)")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--context-size", type=int, default=4096)
@@ -265,7 +309,11 @@ def main() -> None:
         "BELEG_MODEL_CACHE", Path.home() / ".cache" / "beleg" / "models")) / "llm_methods")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--redo", action="store_true", help="rerun methods already in --out (cached outputs stay)")
+    parser.add_argument("--table", action="store_true", help="print the Markdown tables of --out and stop")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.out.read_text(encoding="utf-8"))))
+        return
     args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = sorted(set(args.methods) - set(METHODS))
     if unknown:
