@@ -15,7 +15,7 @@ import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
@@ -29,11 +29,13 @@ from beleg.index.embedded import EmbeddedSearchIndex, EmbeddedStore
 from beleg.index.filters import FilterLike, combine
 from beleg.index.postgres.config import is_postgres_url
 from beleg.ingest.metadata import MetadataRule, normalize
-from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB, IngestReport, Ingestor, TextSource
 from beleg.query.self_query import Inferred, apply_constraints, infer_constraints
 from beleg.retrieve.retriever import SearchOptions, StaleSnapshot
 from beleg.retrieve.techniques import Techniques, finish, search_k, searcher_for
 from beleg.types import ANONYMOUS, Chunk, Document, Hit, Principal
+
+if TYPE_CHECKING:  # the ingest pipeline (readers, progress bars) is imported by the first ingest, not by a search
+    from beleg.ingest.pipeline import IngestReport, Ingestor, TextSource
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +189,7 @@ class KnowledgeBase:
     # ------------------------------------------------------------------ ingest
     def ingest(self, paths: str | Path | Sequence[str | Path], *, rules: Sequence[MetadataRule] = (),
                metadata: dict[str, Any] | None = None, encoding: str | None = None,
-               max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: bool | None = None,
+               max_file_mb: float | None = None, progress: bool | None = None,
                sync: bool = False, allow_widen: bool = False, follow_symlinks: bool = False,
                statuses: dict[str, str] | None = None) -> IngestReport:
         """Ingest files, folders and globs. Returns a per-file report; bad files are reported, not raised.
@@ -197,7 +199,8 @@ class KnowledgeBase:
             rules: Metadata rules (glob → metadata) for files without front matter.
             metadata: Metadata for every file in this run (lowest-precedence rule).
             encoding: Text encoding of txt/md files when not UTF-8.
-            max_file_mb: Files larger than this are rejected with a clear reason.
+            max_file_mb: Files larger than this are rejected with a clear reason (None: 50 MB,
+                ``beleg.ingest.pipeline.DEFAULT_MAX_FILE_MB``).
             progress: ``auto`` (None: a bar on a terminal, lines every few seconds otherwise),
                 ``bar``, ``lines`` or ``none`` (False); see :mod:`beleg.progress`.
             sync: Afterwards delete documents ingested from these paths whose files are gone.
@@ -212,6 +215,9 @@ class KnowledgeBase:
             paths = [paths]
         all_rules = ([MetadataRule("*", normalize(metadata))] if metadata else []) + list(rules)
         self._refuse_while_building()  # at once, not file by file
+        from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB
+
+        max_file_mb = DEFAULT_MAX_FILE_MB if max_file_mb is None else max_file_mb
         ingestor = self._ingestor(rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress,
                                   allow_widen=allow_widen, follow_symlinks=follow_symlinks, statuses=statuses)
         report = ingestor.run([str(p) for p in paths], sync=sync)
@@ -242,6 +248,8 @@ class KnowledgeBase:
         return report
 
     def _ingestor(self, **options: Any) -> Ingestor:
+        from beleg.ingest.pipeline import Ingestor
+
         # The embedder is looked up per call, so an ingest of unchanged files never loads it.
         return Ingestor(self.catalog, self.config.chunking, lambda texts: self.embedder.embed_documents(texts),
                         contextualize=self._contextualizer(), **options)
