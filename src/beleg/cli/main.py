@@ -397,6 +397,12 @@ def cmd_switch(args: argparse.Namespace) -> int:
     from beleg.index.versions import drift, live_dir, switch, version_dir
 
     root = args.index or default_index_dir()
+    if isinstance(root, str):  # a postgresql:// URL: versions are schemas (beleg.index.postgres.versions)
+        from beleg.index.postgres import versions as pg_versions
+        from beleg.index.postgres.config import PostgresLocation
+
+        print(f"version {pg_versions.switch(PostgresLocation.parse(root), args.version).version} is live")
+        return 0
     before = drift(live_dir(root), version_dir(root, args.version))
     info = switch(root, args.version)
     print(f"version {info.version} is live")
@@ -411,7 +417,14 @@ def cmd_switch(args: argparse.Namespace) -> int:
 def cmd_gc(args: argparse.Namespace) -> int:
     from beleg.index.versions import gc
 
-    removed = gc(args.index or default_index_dir())
+    root = args.index or default_index_dir()
+    if isinstance(root, str):  # a postgresql:// URL
+        from beleg.index.postgres import versions as pg_versions
+        from beleg.index.postgres.config import PostgresLocation
+
+        removed = pg_versions.gc(PostgresLocation.parse(root))
+    else:
+        removed = gc(root)
     if args.json:
         print(json.dumps({"removed": [v.to_json() for v in removed]}, indent=2))
     else:

@@ -6,8 +6,8 @@ goes through :class:`PostgresCatalog`, which gives the ingest pipeline the catal
 makes, in terms of a :class:`~beleg.index.postgres.store.PostgresStore`. Term ids exist only
 inside one ingest (the store keeps terms as text), and vectors live on their chunks.
 
-Not yet for PostgreSQL (each refuses with a clear error): index versions (``reindex``,
-``switch``, ``gc``), and contextual chunk contexts written by an LLM.
+Blue/green versions are schemas (:mod:`beleg.index.postgres.versions`). Not yet for
+PostgreSQL (refused with a clear error): chunk contexts written by an LLM.
 """
 
 from __future__ import annotations
@@ -27,15 +27,14 @@ from beleg.errors import ConfigError, IndexStateError, IndexVersionError
 from beleg.index.config import IndexConfig
 from beleg.index.filters import FilterLike, combine
 from beleg.index.ports import ChunkWrite
-from beleg.index.postgres.config import PostgresLocation
+from beleg.index.postgres import versions as pg_versions
+from beleg.index.postgres.config import PostgresLocation, connect
 from beleg.index.postgres.store import PostgresStore
 from beleg.kb import KnowledgeBase
 from beleg.retrieve.techniques import Techniques
 from beleg.types import Chunk, Document, Heading
 
 CONFIG_KEY = "index_config"
-_NOT_YET = ("index versions (reindex, switch, gc) are not available for a PostgreSQL index yet; "
-            "build the new configuration as a new schema (--index URL?schema=NAME) and ingest into it")
 
 
 class PostgresCatalog:
@@ -50,6 +49,8 @@ class PostgresCatalog:
         self._term_ids: dict[str, int] = {}
         self._terms: list[str] = []
         self._vectors: dict[str, np.ndarray] = {}
+        #: Another version's catalog whose vectors a reindex with the same embedder reuses.
+        self.donor: PostgresCatalog | None = None
 
     def _q(self, text: str) -> sql.Composed:
         return sql.SQL(text).format(s=sql.Identifier(self.store.schema))
@@ -145,7 +146,18 @@ class PostgresCatalog:
     def cached_vectors(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         rows = self._rows("SELECT DISTINCT ON (embed_hash) embed_hash, embedding::text FROM {s}.chunks "
                           "WHERE embed_hash = ANY(%s) AND embedding IS NOT NULL", (list(dict.fromkeys(hashes)),))
-        return {h: np.array(json.loads(v), dtype=np.float32) for h, v in rows}
+        found = {h: np.array(json.loads(v), dtype=np.float32) for h, v in rows}
+        missing = [h for h in hashes if h not in found]
+        if missing and self.donor is not None:
+            found.update(self.donor.cached_vectors(missing))
+        return found
+
+    def documents_with_headings(self) -> Iterator[tuple[Document, tuple[Heading, ...]]]:
+        """Every stored document with its reader's headings (what a reindex re-chunks)."""
+        for doc_id, source, text, meta, content_hash, headings in self._rows(
+                "SELECT doc_id, source, text, metadata, content_hash, headings FROM {s}.documents ORDER BY doc_id"):
+            yield (Document(doc_id, source, text, meta, content_hash),
+                   tuple(Heading(int(h[0]), str(h[1]), int(h[2])) for h in headings))
 
     # ------------------------------------------------------------------ chunks
     def chunk_texts(self) -> Iterator[tuple[str, str, str]]:
@@ -174,10 +186,10 @@ class PostgresKnowledgeBase(KnowledgeBase):
 
     def __init__(self, path: str | Path, config: IndexConfig | None = None, *, create: bool = True,
                  embedder: Embedder | None = None, version: str | None = None) -> None:
-        if version is not None:
-            raise ConfigError(_NOT_YET)
-        self.location = PostgresLocation.parse(str(path))
-        self.root = self.path = self.location.url  # type: ignore[assignment]  # a URL, not a folder
+        self.root_location = PostgresLocation.parse(str(path))
+        self.location = self.root_location.with_schema(self._schema_for(version))
+        self.root = self.root_location.url  # type: ignore[assignment]  # a URL, not a folder
+        self.path = self.location.url  # type: ignore[assignment]
         self.store = PostgresStore(self.location, create=create)  # type: ignore[assignment]
         try:
             self.config = self._load_config(config, create)
@@ -191,6 +203,20 @@ class PostgresKnowledgeBase(KnowledgeBase):
         self._embedder_checked = False
         self._sentence_vectors: Any = None
         self.techniques = Techniques()
+
+    def _schema_for(self, version: str | None) -> str:
+        """The live version's schema, or the schema of ``version``."""
+        conn = connect(self.root_location)
+        try:
+            root = self.root_location.schema
+            if version is None:
+                return pg_versions.live_schema(conn, root)
+            for v in pg_versions.list_versions(conn, root):
+                if v.version == version:
+                    return v.schema
+            raise IndexStateError(f"no version {version!r} in {self.root_location.url}; build it with 'beleg reindex'")
+        finally:
+            conn.close()
 
     def _load_config(self, config: IndexConfig | None, create: bool) -> IndexConfig:
         raw = self.store.get_meta(CONFIG_KEY)
@@ -233,9 +259,51 @@ class PostgresKnowledgeBase(KnowledgeBase):
                               "index yet; create it with --context none")
         return None
 
-    # ------------------------------------------------------------------ versions: not yet
-    def reindex(self, config: IndexConfig, **_: Any) -> dict[str, Any]:
-        raise ConfigError(_NOT_YET)
+    # ------------------------------------------------------------------ versions
+    def reindex(self, config: IndexConfig, *, progress: bool | None = None,
+                embedder: Embedder | None = None) -> dict[str, Any]:
+        """Build ``config`` into its own schema from the stored documents (blue/green); nothing
+        changes for readers until ``beleg switch``. With the same embedder, vectors of unchanged
+        chunk texts are taken from this version instead of recomputed; run again, it resumes.
+        Documents ingested into the live version during the build are not in the new one
+        (``beleg switch`` does not warn about it yet)."""
+        version = config.index_version
+        if version == self.config.index_version:
+            raise ConfigError(f"version {version} is this index's live configuration already; nothing to build")
+        root = self.root_location.schema
+        schema = pg_versions.version_schema(root, version)
+        pg_versions.register(self.store.conn, root, schema)
+        same_model = config.embedder == self.config.embedder
+        target = PostgresKnowledgeBase(self.root_location.with_schema(schema).url, config,
+                                       embedder=embedder or (self._embedder if same_model else None))
+        try:
+            if same_model:
+                target.catalog.donor = self.catalog
+                fingerprint = self.store.get_meta("embedder_fingerprint")
+                if fingerprint and target.store.get_meta("embedder_fingerprint") is None:
+                    with target.store.transaction():
+                        target.store.set_meta("embedder_fingerprint", fingerprint)
+            items = list(self.catalog.documents_with_headings())
+            report = target._ingestor(progress=progress).run_documents(items)
+            gone = {r.doc_id for r in target.store.document_records()} - {doc.doc_id for doc, _ in items}
+            if gone:
+                target.store.erase(sorted(gone))
+            status = target.status()
+        finally:
+            target.close()
+        return {"version": version, "path": target.path, "live": self.config.index_version,
+                "documents": status["documents"], "chunks": status["chunks"], "embedded": report.embedded,
+                "copied_vectors_unused": 0, "failed": report.to_json()["failures"]}
+
+    def _version_stores(self) -> list[tuple[pg_versions.PostgresVersion | None, PostgresStore]]:
+        """This version's store first, then a new one for every other version schema."""
+        out: list[tuple[pg_versions.PostgresVersion | None, PostgresStore]] = [(None, self.store)]
+        for v in pg_versions.list_versions(self.store.conn, self.root_location.schema):
+            if v.schema == self.store.schema:
+                out[0] = (v, self.store)
+            else:
+                out.append((v, PostgresStore(self.root_location.with_schema(v.schema))))
+        return out
 
     # ------------------------------------------------------------------ deletion
     def delete(self, doc_ids: Sequence[str] = (), *, where: FilterLike = None) -> dict[str, Any]:
@@ -244,10 +312,13 @@ class PostgresKnowledgeBase(KnowledgeBase):
         expr = combine(where)
         if not doc_ids and expr is None:
             raise ConfigError("name documents to delete: doc ids, or a filter (--where)")
-        try:
-            return self._erase([(None, self.store)], doc_ids, expr)  # type: ignore[list-item]
+        stores = self._version_stores()
+        try:  # an erasure reaches every version, so a switch cannot bring a document back
+            return self._erase(stores, doc_ids, expr)  # type: ignore[arg-type]
         finally:
             self.store.forget_view()
+            for _, store in stores[1:]:
+                store.close()
 
     # ------------------------------------------------------------------ inspection
     def status(self) -> dict[str, Any]:
@@ -261,8 +332,8 @@ class PostgresKnowledgeBase(KnowledgeBase):
             "index": self.root,
             "backend": "postgresql",
             "schema": self.store.schema,
-            "version_path": self.root,
-            "versions": [],
+            "version_path": self.path,
+            "versions": [v.to_json() for v in pg_versions.list_versions(self.store.conn, self.root_location.schema)],
             "index_version": self.config.index_version,
             "config": self.config.versioned(),
             "embedder_fingerprint": self.store.get_meta("embedder_fingerprint"),
