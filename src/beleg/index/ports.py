@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from beleg.index.filters import Expr
+from beleg.registry import Registry
 from beleg.types import Chunk, Document, Heading, Principal
 
 # ---------------------------------------------------------------------- records
@@ -295,3 +296,11 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+#: Index backends by name (``beleg.stores`` entry points add more); see docs/backends.md.
+STORES = Registry("stores", {
+    "embedded": ("beleg.index.embedded", "EmbeddedStore", "SQLite catalog + in-memory or memory-mapped search view"),
+    "postgresql": ("beleg.index.postgres.store", "PostgresStore",
+                   "PostgreSQL + pgvector, row-level security (postgresql:// index URLs)"),
+}, noun="store")

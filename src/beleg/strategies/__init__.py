@@ -1,15 +1,16 @@
 """Retrieval strategies, looked up by name (``beleg search --strategy NAME``).
 
-Each row: name → (module, class, description). Modules are imported on first use.
+Each row: name → (module, class, description) in one :class:`~beleg.registry.Registry`;
+modules are imported on first use, and a package adds a strategy through the
+``beleg.strategies`` entry-point group or ``STRATEGIES.register``.
 """
 
 from __future__ import annotations
 
-import difflib
-import importlib
 from typing import TYPE_CHECKING, Any
 
-from beleg.errors import ConfigError, NeedsLLMError
+from beleg.errors import NeedsLLMError
+from beleg.registry import Registry
 from beleg.strategies.base import (
     Budget,
     BudgetExhausted,
@@ -24,7 +25,7 @@ from beleg.strategies.base import (
 if TYPE_CHECKING:
     from beleg.kb import KnowledgeBase
 
-STRATEGIES: dict[str, tuple[str, str, str]] = {
+STRATEGIES = Registry("strategies", {
     "hybrid": ("beleg.strategies.plain", "PlainSearch", "one hybrid search with the question as asked"),
     "rewrite": ("beleg.strategies.rewrite", "RewriteStrategy",
                 "rewrite the question into a search query (conversation-aware); keeps constraints"),
@@ -42,16 +43,11 @@ STRATEGIES: dict[str, tuple[str, str, str]] = {
               "entity graph from metadata and identifiers; bounded breadth-first traversal to evidence"),
     "agent": ("beleg.strategies.agent", "AgentStrategy",
               "an LLM agent with semantic_search, keyword_search and read_document tools, call-limited"),
-}
+}, noun="strategy")
 
 
 def load_strategy(name: str) -> Strategy:
-    if name not in STRATEGIES:
-        close = difflib.get_close_matches(name, STRATEGIES, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"unknown strategy {name!r}; available: {', '.join(STRATEGIES)}.{hint}")
-    module, cls, _ = STRATEGIES[name]
-    strategy: Strategy = getattr(importlib.import_module(module), cls)()
+    strategy: Strategy = STRATEGIES.load(name)()
     return strategy
 
 

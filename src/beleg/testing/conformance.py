@@ -356,9 +356,14 @@ class StoreConformance:
     def test_a_view_stays_consistent_while_another_writer_commits(self, loaded: Store, location: Path) -> None:
         view = loaded.read_view()
         eligible = view.eligible(None, ANONYMOUS)
-        before = (view.generation, len(view), eligible.count,
-                  view.lexical_top_k([stem("relay")], 10, eligible), view.dense_top_k(vector_for("q"), 5, eligible),
-                  view.term_statistics([stem("relay"), stem("basalt")], eligible), view.metadata_values("status", ANONYMOUS))
+        relay, basalt = stem("relay"), stem("basalt")
+
+        def observed() -> tuple[Any, ...]:
+            return (view.generation, len(view), eligible.count, view.lexical_top_k([relay], 10, eligible),
+                    view.dense_top_k(vector_for("q"), 5, eligible), view.term_statistics([relay, basalt], eligible),
+                    view.metadata_values("status", ANONYMOUS))
+
+        before = observed()
         errors: list[BaseException] = []
 
         def writer() -> None:
@@ -376,10 +381,7 @@ class StoreConformance:
         thread.start()
         thread.join(60)
         assert not errors, errors
-        after = (view.generation, len(view), eligible.count,
-                 view.lexical_top_k([stem("relay")], 10, eligible), view.dense_top_k(vector_for("q"), 5, eligible),
-                 view.term_statistics([stem("relay"), stem("basalt")], eligible), view.metadata_values("status", ANONYMOUS))
-        assert after == before
+        assert observed() == before
         fresh = loaded.read_view()
         assert fresh.generation > view.generation
         assert "review" in fresh.metadata_values("status", ANONYMOUS)

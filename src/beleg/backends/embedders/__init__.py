@@ -6,14 +6,12 @@ an optional backend's missing package only matters when that backend is asked fo
 
 from __future__ import annotations
 
-import difflib
-import importlib
-
 from beleg.backends.embedders.base import BaseEmbedder, Embedder
 from beleg.errors import ConfigError
+from beleg.registry import Registry
 
-#: spec → (module, class, description)
-EMBEDDERS: dict[str, tuple[str, str, str]] = {
+#: spec → (module, class, description); plugins: the ``beleg.embedders`` entry-point group.
+EMBEDDERS = Registry("embedders", {
     "e5-small": (
         "beleg.backends.embedders.e5_fp32",
         "E5Fp32Embedder",
@@ -39,7 +37,7 @@ EMBEDDERS: dict[str, tuple[str, str, str]] = {
         "RemoteEmbedder",
         "an OpenAI-compatible /v1/embeddings endpoint: openai:MODEL[@BASE_URL], key in $BELEG_EMBED_API_KEY",
     ),
-}
+}, noun="embedder")
 
 
 
@@ -68,11 +66,9 @@ def load_embedder(spec: str) -> Embedder:
     """Instantiate the embedder named by ``spec``; unknown names get a "did you mean"."""
     name = spec.split(":", 1)[0] if spec not in EMBEDDERS else spec
     if name not in EMBEDDERS:
-        close = difflib.get_close_matches(spec, EMBEDDERS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"unknown embedder {spec!r}; available: {', '.join(sorted(EMBEDDERS))}.{hint}")
-    module, cls, _ = EMBEDDERS[name]
-    factory = getattr(importlib.import_module(module), cls)
+        raise ConfigError(f"unknown embedder {spec!r}; available: {', '.join(sorted(EMBEDDERS))}."
+                          f"{EMBEDDERS.hint(spec)}")
+    factory = EMBEDDERS.load(name)
     arg = spec.split(":", 1)[1] if ":" in spec and spec not in EMBEDDERS else None
     return factory(arg) if arg is not None else factory()
 

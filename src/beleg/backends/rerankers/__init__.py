@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
-import importlib
-
 from beleg.backends.rerankers.base import Reranker
 from beleg.errors import ConfigError
+from beleg.registry import Registry
 
-#: prefix → (module, class, description)
-RERANKERS: dict[str, tuple[str, str, str]] = {
+#: prefix → (module, class, description); plugins: the ``beleg.rerankers`` entry-point group.
+RERANKERS = Registry("rerankers", {
     "cross-encoder": (
         "beleg.backends.rerankers.cross_encoder",
         "CrossEncoderReranker",
@@ -20,7 +18,7 @@ RERANKERS: dict[str, tuple[str, str, str]] = {
         "OnnxCrossEncoderReranker",
         "a cross-encoder exported to ONNX (model.onnx + tokenizer.json), run by onnxruntime without torch",
     ),
-}
+}, noun="reranker kind")
 
 
 def load_reranker(spec: str) -> Reranker:
@@ -28,12 +26,11 @@ def load_reranker(spec: str) -> Reranker:
     prefix, sep, arg = spec.partition(":")
     if not sep or prefix not in RERANKERS:
         if sep and "/" not in prefix and not prefix.startswith("."):
-            close = difflib.get_close_matches(prefix, RERANKERS, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(f"unknown reranker kind {prefix!r}; available: {', '.join(RERANKERS)}.{hint}")
+            raise ConfigError(f"unknown reranker kind {prefix!r}; available: {', '.join(RERANKERS)}."
+                              f"{RERANKERS.hint(prefix)}")
         prefix, arg = "cross-encoder", spec
-    module, cls, _ = RERANKERS[prefix]
-    return getattr(importlib.import_module(module), cls)(arg)
+    reranker: Reranker = RERANKERS.load(prefix)(arg)
+    return reranker
 
 
 __all__ = ["Reranker", "RERANKERS", "load_reranker"]
