@@ -22,6 +22,8 @@ import fnmatch
 import hashlib
 import logging
 import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
@@ -152,6 +154,19 @@ class _Pending:
     replaces: str | None = None
 
 
+@dataclass(slots=True)
+class _Batch:
+    """Documents whose new chunk texts are being embedded; committed once the vectors are in."""
+
+    pending: list[_Pending]
+    hashes: list[str]
+    cached: dict[str, np.ndarray]
+    #: The hashes of the texts to embed, in the order they were handed to the model.
+    todo: list[str]
+    future: Future[np.ndarray] | None = None
+    fresh: dict[str, np.ndarray] | None = None
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
@@ -196,6 +211,11 @@ class Ingestor:
         self.progress_label = "ingest"
         self._shown = Progress(0, progress="none")
         self._pending: list[_Pending] = []
+        #: The batch being embedded in the background while the next files are read and chunked.
+        self._inflight: _Batch | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._embed_lock = threading.Lock()
+        self._embedded_once = False
         self.report = IngestReport()
         #: Document ids taken in this run, with the source that took them first.
         self._claimed: dict[str, str] = {}
@@ -278,7 +298,21 @@ class Ingestor:
 
     def _drive(self, items: Sequence[T], sources: Sequence[str], handle: Callable[[T, FileResult], None],
                unit: str) -> IngestReport:
-        """Handle each item into its own result; flush batches of chunks as they fill up."""
+        """Handle each item into its own result; flush batches of chunks as they fill up.
+
+        A full batch is embedded on a background thread while the next files are read,
+        parsed, chunked and analysed here; it is committed here before the next batch goes."""
+        try:
+            self._drive_items(items, sources, handle, unit)
+        finally:
+            if self._pool is not None:  # after an error the batch in flight is dropped, as in a crash
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool = None
+            self._inflight = None
+        return self.report
+
+    def _drive_items(self, items: Sequence[T], sources: Sequence[str], handle: Callable[[T, FileResult], None],
+                     unit: str) -> None:
         with Progress(len(items), desc=self.progress_label, unit=unit, progress=self.progress) as bar:
             self._shown = bar
             for item, source in zip(items, sources):
@@ -303,7 +337,7 @@ class Ingestor:
                     self._flush()
                 bar.advance()
             self._flush()
-        return self.report
+            self._finish()
 
     def _one(self, path: Path, source: str, key: str, result: FileResult) -> None:
         reader = reader_for(path)
@@ -353,7 +387,7 @@ class Ingestor:
         doc = Document(doc_id, source, parsed.text, meta, content_hash)
         self._stage = "chunking"
         # Semantic chunking embeds sentence groups to find topic shifts; the others ignore embed.
-        chunks = chunk_document(doc_id, parsed, doc.title, self.chunking, embed=self.embed)
+        chunks = chunk_document(doc_id, parsed, doc.title, self.chunking, embed=self._locked_embed)
         if not chunks:
             raise IngestError("no text content after chunking")
         self._stage = "flag detection"
@@ -407,18 +441,63 @@ class Ingestor:
         return texts, hashes, [analyze(t, language) for t in texts]
 
     def _flush(self) -> None:
+        """Hand the pending documents to the embedding thread, after committing the batch
+        that was there before (so this batch sees its vectors as cached)."""
+        self._finish()
         if not self._pending:
             return
         pending, self._pending = self._pending, []
-        texts = [t for p in pending for t in p.texts]
         hashes = [h for p in pending for h in p.hashes]
-        analysed = [terms for p in pending for terms in p.terms]
         cached = self.catalog.cached_vectors(hashes)
-        todo = {h: t for h, t in zip(hashes, texts) if h not in cached}
-        fresh: dict[str, np.ndarray] = {}
-        if todo:
-            vectors = self.embed(list(todo.values()))
-            fresh = dict(zip(todo.keys(), vectors))
+        todo = {h: t for p in pending for h, t in zip(p.hashes, p.texts) if h not in cached}
+        batch = _Batch(pending, hashes, cached, list(todo))
+        texts = list(todo.values())
+        if not texts:
+            batch.fresh = {}
+        elif self._embedded_once:
+            batch.future = self._embedder_thread().submit(self._embed_sorted, texts)
+        else:
+            # The first batch is embedded here: it loads the model and records its fingerprint
+            # in the index, which must happen on the thread that owns the catalog.
+            batch.fresh = dict(zip(batch.todo, self._embed_sorted(texts)))
+            self._embedded_once = True
+        self._inflight = batch
+
+    def _finish(self) -> None:
+        """Wait for the batch being embedded, if any, and commit it."""
+        batch, self._inflight = self._inflight, None
+        if batch is None:
+            return
+        if batch.future is not None:
+            batch.fresh = dict(zip(batch.todo, batch.future.result()))
+        self._commit(batch.pending, batch.hashes, batch.cached, batch.fresh or {})
+
+    def _embedder_thread(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beleg-ingest-embed")
+        return self._pool
+
+    def _embed_sorted(self, texts: list[str]) -> np.ndarray:
+        """Embed longest first: a model that pads each batch to its longest text then pads
+        little. The vectors come back in the order of ``texts``."""
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        with self._embed_lock:
+            vectors = np.asarray(self.embed([texts[i] for i in order]))
+        out = np.empty_like(vectors)
+        out[order] = vectors
+        return out
+
+    def _locked_embed(self, texts: list[str]) -> np.ndarray:
+        """``embed`` for chunking (semantic chunking embeds sentence groups) while a batch may be
+        embedding in the background: one call into the model at a time."""
+        with self._embed_lock:
+            return self.embed(texts)
+
+    def _commit(self, pending: list[_Pending], hashes: list[str], cached: dict[str, np.ndarray],
+                fresh: dict[str, np.ndarray]) -> None:
+        """Write whole documents of one batch in one transaction (a crash loses the batch, never
+        part of a document)."""
+        analysed = [terms for p in pending for terms in p.terms]
         with self.catalog.transaction():
             self.catalog.put_vectors(fresh)
             vocab = self.catalog.term_ids([t for terms in analysed for t in terms], create=True)
