@@ -54,7 +54,7 @@ class PostgresLocation:
                 schema = value
             else:
                 kept.append((key, value))
-        conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(kept), parts.fragment))
+        conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(kept, safe="/"), parts.fragment))
         return cls(conninfo, check_schema_name(schema))
 
     def with_schema(self, schema: str) -> "PostgresLocation":
