@@ -347,10 +347,26 @@ def test_an_unverified_answer_is_withheld_for_strict_backends(small_kb) -> None:
 
     strict = small_kb.ask(question, llm=StrictScripted([invented, invented]))
     assert strict.refused and strict.citations == () and "two weeks" not in strict.answer
-    assert strict.trace["decision"] == "refused: unverified answer withheld"
+    assert strict.trace["decision"] == "unverified answer withheld"
     assert strict.trace["withheld_answer"]["text"] == invented and strict.trace["llm"]["regenerated"] is True
 
     optioned = small_kb.ask(question, llm=ScriptedLLM([invented, invented]),
                             options=AnswerOptions(refuse_unverified=True))
     assert optioned.refused
     assert LocalLLM.refuse_unverified is True
+
+
+def test_ask_does_not_stream_an_answer_a_strict_backend_may_withhold(small_kb, monkeypatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import beleg.cli.main as cli
+    from beleg.testing.scripted import ScriptedLLM
+
+    class StrictScripted(ScriptedLLM):
+        refuse_unverified = True
+
+    invented = 'Ferrolink retries for "two weeks" [S1].'
+    monkeypatch.setattr(cli, "_resolve_llm", lambda args: StrictScripted([invented, invented]))
+    code = cli.main(["ask", "How long does Ferrolink retry failed webhook deliveries?", "--index",
+                     str(small_kb.root)])
+    out = capsys.readouterr().out
+    assert code == 0 and "two weeks" not in out and "The sources do not answer this." in out

@@ -356,7 +356,7 @@ def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: l
     if governing is not None and not refused:
         conflicts, _ = detect_conflicts(question, governing, scored, opts.refuse_below,
                                         embed=kb.embedder.embed_documents)
-    trace["decision"] = ("refused: unverified answer withheld" if "withheld_answer" in trace else
+    trace["decision"] = ("unverified answer withheld" if "withheld_answer" in trace else
                          "refused by the model" if refused else ("verified" if check.ok else "unverified"))
     support = None if refused else llm_support(question, text, check.citations, shown, scorer.terms,
                                                quotes_verified=check.ok, scored=scored, positions=positions,

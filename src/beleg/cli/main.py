@@ -563,7 +563,8 @@ def _ask_once(kb: Any, args: argparse.Namespace, question: str, context: list[st
               filters: Any) -> Any:
     from beleg.cli.render import Style, render_answer
 
-    stream = llm is not None and not args.json and not args.no_stream
+    # A backend that withholds unverified answers (local models) must not stream them first.
+    stream = llm is not None and not args.json and not args.no_stream and not getattr(llm, "refuse_unverified", False)
     streamed: list[str] = []
 
     def on_token(text: str) -> None:
