@@ -93,3 +93,23 @@ def test_a_missing_postgresql_index_is_a_clear_error(pg_location: str, capsys) -
     code = main(["search", "anything", "--index", pg_location])
     err = capsys.readouterr().err
     assert code != 0 and "beleg init --index" in err and "Traceback" not in err
+
+
+def test_eval_gold_on_a_postgresql_index(tmp_path: Path, pg_location: str, capsys) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("---\ntitle: A\nlanguage: en\n---\n# A\n\n## Retries\n\nRetried for 72 hours.\n")
+    (corpus / "b.md").write_text("---\ntitle: B\nlanguage: en\n---\n# B\n\nMessages are at most 1 MB.\n")
+    gold = tmp_path / "gold.yaml"
+    gold.write_text("version: 1\ncorpus: corpus\nquestions:\n"
+                    "  - {id: g1, question: how long are retries, type: paraphrase, "
+                    "relevant: [{doc: a.md, section: Retries, grade: 2}]}\n")
+    assert main(["init", "--index", pg_location]) == 0
+    assert main(["ingest", str(corpus), "--index", pg_location, "--no-progress"]) == 0
+    capsys.readouterr()
+    code = main(["eval", "--gold", str(gold), "--index", pg_location, "--modes", "bm25", "--json", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    results = json.loads(out)["results"]  # named config@index-version
+    assert len(results) == 1 and next(iter(results)).startswith("bm25@")
+    assert next(iter(results.values()))["hit@1"] == 1.0

@@ -225,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", type=Path, metavar="FILE.html", help="write a self-contained HTML report")
     p.add_argument("--per-query", action="store_true", help="include per-query metrics in --json output")
     p.add_argument("--cache-dir", type=Path, help="where dataset indexes are cached (default ~/.cache/beleg)")
-    p.add_argument("--index", type=Path, default=None,
+    p.add_argument("--index", type=_index_location, default=None,
                    help="evaluate on this existing index (holding the gold set's corpus) instead of a cached one")
     p.add_argument("--versions", metavar="V1,V2", help="with --index: compare these index versions side by side")
     p.add_argument("--answers", action="store_true",

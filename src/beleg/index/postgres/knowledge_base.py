@@ -209,7 +209,7 @@ class PostgresKnowledgeBase(KnowledgeBase):
         conn = connect(self.root_location)
         try:
             root = self.root_location.schema
-            if version is None:
+            if version in (None, "live"):
                 return pg_versions.live_schema(conn, root)
             for v in pg_versions.list_versions(conn, root):
                 if v.version == version:
