@@ -5,6 +5,7 @@
 #   bash scripts/postgres.sh start   # idempotent: initialises .cache/postgres/ once, then starts
 #   bash scripts/postgres.sh url     # prints the connection URL (postgresql://…?host=SOCKET_DIR)
 #   bash scripts/postgres.sh stop    # idempotent
+#   bash scripts/postgres.sh crash   # tests: an immediate shutdown (crash recovery on the next start)
 #
 # It listens on a Unix socket only (no TCP port at all), in a folder only the server's user
 # (and root) may enter. PostgreSQL refuses to run as root: as root the server runs as the
@@ -119,9 +120,16 @@ stop() {
   fi
 }
 
+# For tests: stop without a checkpoint, as a crash would; the next start replays the WAL.
+crash() {
+  if running; then
+    as_server_user "$BIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null
+  fi
+}
+
 cmd=${1:-}
 case "$cmd" in
-  start|stop)
+  start|stop|crash)
     BIN=$(bin_dir)
     mkdir -p "$BASE"
     # One start/stop at a time (tests and .ci/run may both ask); the server must not inherit fd 9.
@@ -130,5 +138,5 @@ case "$cmd" in
     "$cmd"
     ;;
   url) url ;;
-  *) echo "usage: bash scripts/postgres.sh start|stop|url (got '${cmd}')" >&2; exit 2 ;;
+  *) echo "usage: bash scripts/postgres.sh start|stop|url|crash (got '${cmd}')" >&2; exit 2 ;;
 esac
