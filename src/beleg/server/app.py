@@ -7,7 +7,6 @@ code and never a traceback. Routes and bodies: :mod:`beleg.server.openapi`, docs
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -21,7 +20,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from beleg.errors import BelegError, ConfigError, LLMError, NeedsLLMError
