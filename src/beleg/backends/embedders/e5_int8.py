@@ -181,9 +181,9 @@ def build_graph(model: _Model, x_absmax: dict[str, np.ndarray] | None) -> Any:
         s = smoothing_scales(x_absmax[name], w, SMOOTH_ALPHA[name.split(".")[1]])
         q, scale = quantize_columns(w * s[:, None])
         nodes.append(h.make_node("Mul", [x, const(name + ".inv_s", (1.0 / s).astype(np.float32))], [name + ".xs"]))
-        nodes.append(h.make_node("DynamicQuantizeMatMul", [name + ".xs", const(name + ".q", q), const(name + ".scale", scale),
-                                                           "", const(name + ".b", np.asarray(b, np.float32))],
-                                 [name + ".y"], domain="com.microsoft"))
+        inputs = [name + ".xs", const(name + ".q", q), const(name + ".scale", scale), "",  # "": zero point 0
+                  const(name + ".b", np.asarray(b, np.float32))]
+        nodes.append(h.make_node("DynamicQuantizeMatMul", inputs, [name + ".y"], domain="com.microsoft"))
         return name + ".y"
 
     mean_of_row = const("ln.avg", np.full((H, 1), 1.0 / H, np.float32))
