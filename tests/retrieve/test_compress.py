@@ -31,3 +31,26 @@ def test_ask_with_compression_still_cites_verified_quotes(demo_kb) -> None:
     assert data["citations"] and all(c["verified"] for c in data["citations"])
     for c in data["citations"]:
         assert demo_kb.store.document(c["doc_id"]).text[c["start"]:c["end"]] == c["quote"]
+
+
+def test_the_question_is_embedded_once_per_compression() -> None:
+    import numpy as np
+
+    from beleg.retrieve.compress import compress
+    from beleg.types import Hit
+
+    calls = []
+
+    def embed_query(q: str) -> np.ndarray:
+        calls.append(q)
+        return np.array([1.0, 0.0], dtype=np.float32)
+
+    def embed_sentences(texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0] if "retr" in t.lower() else [0.0, 1.0] for t in texts], dtype=np.float32)
+
+    text = "Deliveries are retried for 72 hours. The sky is blue today. Retries back off exponentially."
+    hits = [Hit(f"c{i}", "d", "s", "t", (), 0, len(text), 1.0, text, {}) for i in range(4)]
+    out = compress(hits, "retries", CompressOptions(budget_tokens=1000, margin=0.0), embed_query, embed_sentences)
+    assert calls == ["retries"]
+    assert out[0].text == "Deliveries are retried for 72 hours." and all("sky" not in h.text for h in out)
+    assert {h.chunk_id for h in out} == {"c0", "c0#2", "c1", "c1#2", "c2", "c2#2", "c3", "c3#2"}

@@ -62,6 +62,7 @@ def compress(hits: Sequence[Hit], question: str, options: CompressOptions, embed
     """The compressed hits, in rank order (see the module docstring)."""
     out: list[Hit] = []
     spent = 0
+    query_vector: np.ndarray | None = None  # embedded once, and only when a hit is scored offline
     for hit in hits:
         spans = [s for s in split_sentences(hit.text) if s.kind != "heading" and s.text.strip()]
         if not spans:
@@ -69,7 +70,8 @@ def compress(hits: Sequence[Hit], question: str, options: CompressOptions, embed
         if options.llm is not None:
             kept = _extracted(hit, spans, question, options)
         else:
-            kept = _scored(spans, question, options, embed_query, embed_sentences)
+            query_vector = embed_query(question) if query_vector is None else query_vector
+            kept = _scored(spans, question, options, query_vector, embed_sentences)
         for n, (a, b, score) in enumerate(_runs(spans, kept)):
             words = len(hit.text[a:b].split())
             if out and spent + words > options.budget_tokens:
@@ -82,10 +84,9 @@ def compress(hits: Sequence[Hit], question: str, options: CompressOptions, embed
     return out
 
 
-def _scored(spans: list[Span], question: str, options: CompressOptions, embed_query: Callable[[str], np.ndarray],
+def _scored(spans: list[Span], question: str, options: CompressOptions, q: np.ndarray,
             embed_sentences: Embed) -> dict[int, float]:
-    """Sentence index → score for the sentences a hit keeps (offline)."""
-    q = embed_query(question)
+    """Sentence index → score for the sentences a hit keeps (offline); ``q`` is the question's vector."""
     vectors = embed_sentences([s.text for s in spans])
     terms = set(analyze_query(question))
     scores = []
