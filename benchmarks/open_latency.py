@@ -149,11 +149,12 @@ def _store(catalog: Any, d: int, meta: dict[str, Any], texts: list[str], vectors
 # ----------------------------------------------------------------------------- processes
 def timed_process(cmd: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
     """Wall seconds and peak RSS (MiB) of one process, via GNU time."""
-    out = subprocess.run(["/usr/bin/time", "-f", "@@ %e %M", *cmd], capture_output=True, text=True, env=env)
+    out = subprocess.run(["/usr/bin/time", "-f", "@@ %e %M %U %S", *cmd], capture_output=True, text=True, env=env)
     line = [ln for ln in out.stderr.splitlines() if ln.startswith("@@ ")][-1].split()
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr[-800:]}")
-    return {"wall_s": float(line[1]), "peak_rss_mib": C.rnd(int(line[2]) / 1024, 1), "stdout": out.stdout}
+    return {"wall_s": float(line[1]), "peak_rss_mib": C.rnd(int(line[2]) / 1024, 1),
+            "cpu_s": C.rnd(float(line[3]) + float(line[4]), 2), "stdout": out.stdout}
 
 
 def process_figures(path: Path, query: str, runs: int) -> dict[str, Any]:
@@ -174,7 +175,8 @@ def process_figures(path: Path, query: str, runs: int) -> dict[str, Any]:
         walls = sorted(s["wall_s"] for s in samples)
         out[name] = {"wall_s_median": walls[len(walls) // 2], "wall_s_runs": [s["wall_s"] for s in samples],
                      "peak_rss_mib_median": sorted(s["peak_rss_mib"] for s in samples)[len(samples) // 2],
-                     "peak_rss_mib_runs": [s["peak_rss_mib"] for s in samples]}
+                     "peak_rss_mib_runs": [s["peak_rss_mib"] for s in samples],
+                     "cpu_s_runs": [s["cpu_s"] for s in samples]}
     out["hybrid_rss_beyond_model_mib"] = C.rnd(out["hybrid"]["peak_rss_mib_median"]
                                                - out["model_only"]["peak_rss_mib_median"], 1)
     out["bm25_rss_beyond_python_numpy_mib"] = C.rnd(out["bm25"]["peak_rss_mib_median"]
