@@ -50,7 +50,7 @@ def documents() -> list[tuple[Document, list[ChunkWrite]]]:
         elif i % 5 == 3:
             meta["acl"] = ["admins", "user:ana"]
         doc_id = f"doc-{i:02d}"
-        writes, pos = [], 0
+        writes = []
         for ordinal, m in enumerate(re.finditer(r"\S(?:.*?\S)?(?=\n\s*\n|\Z)", text, re.S)):
             para = m.group(0)
             chunk = Chunk(hashlib.sha256(f"{doc_id}/{ordinal}/{para}".encode()).hexdigest()[:24], doc_id, ordinal,

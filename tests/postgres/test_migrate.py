@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 import beleg
-from beleg.backends import embedders
 from beleg.cli.main import main
 from beleg.types import Principal
 from tests.postgres.test_cli_postgres import NORDWIND, PUBLIC

@@ -8,7 +8,7 @@ import pytest
 from psycopg import sql
 
 from beleg.index.postgres import rls, search
-from beleg.index.postgres.config import PostgresLocation, READER_ROLE
+from beleg.index.postgres.config import READER_ROLE
 from beleg.index.postgres.store import PostgresStore
 from beleg.testing.conformance import ADMINS, ALPHA, BETA, CORPUS, stem, vector_for, write
 from beleg.types import ANONYMOUS, Principal
