@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 from beleg.backends.embedders import Embedder, load_embedder
+from beleg.ingest.claims import Claims
 from beleg.backends.rerankers.base import Reranker
 from beleg.errors import BelegError, ConfigError, IndexStateError, IndexVersionError
 from beleg.index import persisted_view, versions
@@ -219,7 +220,8 @@ class KnowledgeBase:
 
         max_file_mb = DEFAULT_MAX_FILE_MB if max_file_mb is None else max_file_mb
         ingestor = self._ingestor(rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress,
-                                  allow_widen=allow_widen, follow_symlinks=follow_symlinks, statuses=statuses)
+                                  allow_widen=allow_widen, follow_symlinks=follow_symlinks, statuses=statuses,
+                                  claims=self._ingest_claims())
         report = ingestor.run([str(p) for p in paths], sync=sync)
         if sync:  # an erasure covers every version, as kb.delete does
             self._erase_elsewhere([f.doc_id for f in report.files if f.status == "deleted" and f.doc_id])
@@ -243,9 +245,16 @@ class KnowledgeBase:
                      allow_widen: bool = False) -> IngestReport:
         """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``)."""
         self._refuse_while_building()
-        report = self._ingestor(progress=progress, allow_widen=allow_widen).run_texts(list(items))
+        report = self._ingestor(progress=progress, allow_widen=allow_widen,
+                                claims=self._ingest_claims()).run_texts(list(items))
         self._flush_replaced_text()
         return report
+
+    def _ingest_claims(self) -> Claims | None:
+        """Per-source claims in the index folder, so that several ingest processes share one
+        corpus without embedding a file twice (beleg.ingest.claims). The PostgreSQL backend,
+        whose path is a URL, has none yet."""
+        return Claims(self.path / "claims") if isinstance(self.path, Path) else None
 
     def _ingestor(self, **options: Any) -> Ingestor:
         from beleg.ingest.pipeline import Ingestor

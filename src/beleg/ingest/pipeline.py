@@ -23,6 +23,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +35,7 @@ from beleg.errors import BelegError, IngestError, NoContent
 from beleg.index.analyzer import analyze
 from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
+from beleg.ingest.claims import Claims
 from beleg.ingest.discover import Candidate, discover, printable
 from beleg.ingest.injection import chunk_flags
 from beleg.ingest.metadata import MetadataRule, resolve, widening
@@ -48,6 +50,8 @@ T = TypeVar("T")
 DEFAULT_MAX_FILE_MB = 50.0
 #: Embed once this many chunks are waiting (a few model batches).
 _FLUSH_CHUNKS = 128
+#: How often a file claimed by another ingest process is looked at again.
+_CLAIM_POLL_S = 0.1
 
 
 @dataclass(slots=True)
@@ -193,8 +197,10 @@ class Ingestor:
                  max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: ProgressArg = None,
                  contextualize: Callable[[Document, Sequence[Chunk]], list[str]] | None = None,
                  statuses: dict[str, str] | None = None, allow_widen: bool = False,
-                 follow_symlinks: bool = False) -> None:
+                 follow_symlinks: bool = False, claims: Claims | None = None) -> None:
         self.catalog = catalog
+        #: Per-source claims shared with other ingest processes on the same index (None: alone).
+        self.claims = claims
         #: Written status → current/historical/draft (None: the defaults of beleg.ingest.metadata).
         self.statuses = statuses
         self.allow_widen = allow_widen
@@ -309,35 +315,60 @@ class Ingestor:
                 self._pool.shutdown(wait=True, cancel_futures=True)
                 self._pool = None
             self._inflight = None
+            if self.claims is not None:  # what was not committed is free for others again
+                self.claims.release_all()
         return self.report
 
     def _drive_items(self, items: Sequence[T], sources: Sequence[str], handle: Callable[[T, FileResult], None],
                      unit: str) -> None:
         with Progress(len(items), desc=self.progress_label, unit=unit, progress=self.progress) as bar:
             self._shown = bar
-            for item, source in zip(items, sources):
-                result = FileResult(source, "failed")
-                self.report.files.append(result)
-                self._stage = "read"
-                try:
-                    handle(item, result)
-                except NoContent as exc:
-                    result.status, result.reason = "skipped", str(exc)
-                except BelegError as exc:
-                    result.status, result.reason = "failed", str(exc)
-                except OSError as exc:
-                    result.status, result.reason = "failed", f"cannot read: {exc.strerror or exc}"
-                except Exception as exc:  # noqa: BLE001 - one file's parser bug must not end the run
-                    log.debug("internal error in %s for %s", self._stage, source, exc_info=True)
-                    result.status, result.reason = "failed", f"internal error in {self._stage}: {_one_line(exc)}"
-                if result.status in ("failed", "skipped"):
-                    result.chunks, result.flagged, result.widened = 0, 0, []
-                bar.add_chunks(result.chunks)
-                if sum(len(p.chunks) for p in self._pending) >= _FLUSH_CHUNKS:
-                    self._flush()
-                bar.advance()
+            # Items another ingest process has claimed are handled last, once it let go of them.
+            deferred = [(item, source) for item, source in zip(items, sources)
+                        if not self._handle_one(item, source, handle, bar)]
+            for item, source in deferred:
+                self._wait_for_claim(source)
+                self._handle_one(item, source, handle, bar)
             self._flush()
             self._finish()
+
+    def _handle_one(self, item: T, source: str, handle: Callable[[T, FileResult], None], bar: Progress) -> bool:
+        """Handle one item into its own result; False (and nothing done) when another
+        process holds its claim."""
+        if self.claims is not None and not self.claims.try_claim(source):
+            return False
+        result = FileResult(source, "failed")
+        self.report.files.append(result)
+        self._stage = "read"
+        try:
+            handle(item, result)
+        except NoContent as exc:
+            result.status, result.reason = "skipped", str(exc)
+        except BelegError as exc:
+            result.status, result.reason = "failed", str(exc)
+        except OSError as exc:
+            result.status, result.reason = "failed", f"cannot read: {exc.strerror or exc}"
+        except Exception as exc:  # noqa: BLE001 - one file's parser bug must not end the run
+            log.debug("internal error in %s for %s", self._stage, source, exc_info=True)
+            result.status, result.reason = "failed", f"internal error in {self._stage}: {_one_line(exc)}"
+        if result.status in ("failed", "skipped"):
+            result.chunks, result.flagged, result.widened = 0, 0, []
+        if self.claims is not None and not (self._pending and self._pending[-1].result is result):
+            self.claims.release(source)  # nothing of it waits for a commit
+        bar.add_chunks(result.chunks)
+        if sum(len(p.chunks) for p in self._pending) >= _FLUSH_CHUNKS:
+            self._flush()
+        bar.advance()
+        return True
+
+    def _wait_for_claim(self, source: str) -> None:
+        """Block until ``source``'s claim is ours. Commits first: the other process may be
+        waiting for a claim of ours, and a claim is released only when its document is."""
+        assert self.claims is not None
+        self._flush()
+        self._finish()
+        while not self.claims.try_claim(source):
+            time.sleep(_CLAIM_POLL_S)
 
     def _one(self, path: Path, source: str, key: str, result: FileResult) -> None:
         reader = reader_for(path)
@@ -519,4 +550,7 @@ class Ingestor:
             self.catalog.put_vectors(cached)
         self.report.embedded += len(fresh)
         self._shown.add_embedded(len(fresh))
+        if self.claims is not None:
+            for p in pending:
+                self.claims.release(p.result.source)
         log.debug("committed %d documents, embedded %d chunks", len(pending), len(fresh))

@@ -1,0 +1,130 @@
+"""Claims that let several ``beleg ingest`` processes share one corpus and one index.
+
+Without them every process reads, chunks and embeds every file: the work is done once
+per process, and the last commit wins. With a claim per file, a process works only on
+the files it claimed; a file another process holds is put off to the end of the run and
+then handled once the claim is gone (by then it is usually stored already, so it comes
+out ``unchanged`` and nothing is embedded twice). A claim whose process died (same host,
+pid gone) or that is older than ``stale_after_s`` is taken over, so a crash never loses
+a file for the others.
+
+A claim is a file ``<index>/claims/<hash of the source>.claim`` created with
+``O_CREAT | O_EXCL`` (atomic on local filesystems) holding ``host pid token``. It is
+held from before the file is read until the batch holding its document is committed, so
+whoever claims a file next sees the committed state. Taking over a stale claim renames
+it away first (only one process's rename succeeds), then creates a fresh one.
+
+The PostgreSQL backend has no index folder; there a work-queue table with
+``SELECT … FOR UPDATE SKIP LOCKED`` would take the place of these files (not built yet).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import time
+import uuid
+from pathlib import Path
+
+#: A claim older than this is taken over even if its owner cannot be checked (another host).
+DEFAULT_STALE_AFTER_S = 1800.0
+_HOST = socket.gethostname()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    except OSError:
+        return True
+    return True
+
+
+class Claims:
+    """The claims of one ingest run (one owner) in ``folder``."""
+
+    def __init__(self, folder: Path, *, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> None:
+        self.folder = folder
+        self.stale_after_s = stale_after_s
+        self.token = uuid.uuid4().hex
+        self._owner = f"{_HOST} {os.getpid()} {self.token}\n"
+        self._held: set[str] = set()
+
+    def _path(self, key: str) -> Path:
+        return self.folder / f"{hashlib.sha256(key.encode('utf-8', 'surrogateescape')).hexdigest()[:32]}.claim"
+
+    def try_claim(self, key: str) -> bool:
+        """Claim ``key`` (a source); False when another live process holds it."""
+        if key in self._held:
+            return True
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self._path(key)
+        for _ in range(3):  # a lost race for a stale claim: look again
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            except FileExistsError:
+                if not self._stale(path) or not self._take_away(path):
+                    if not path.exists():
+                        continue  # released meanwhile
+                    return False
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(self._owner)
+            self._held.add(key)
+            return True
+        return False
+
+    def release(self, key: str) -> None:
+        if key not in self._held:
+            return
+        self._held.discard(key)
+        path = self._path(key)
+        try:
+            if path.read_text() == self._owner:  # never remove a claim someone took over
+                path.unlink()
+        except OSError:
+            pass
+
+    def release_all(self) -> None:
+        for key in list(self._held):
+            self.release(key)
+
+    def held(self, key: str) -> bool:
+        return key in self._held
+
+    def _stale(self, path: Path) -> bool:
+        try:
+            text = path.read_text()
+            age = time.time() - path.stat().st_mtime
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        parts = text.split()
+        if len(parts) != 3:  # half-written by a process that died between create and write
+            return age > 5.0
+        host, pid = parts[0], parts[1]
+        if host == _HOST and pid.isdigit() and not _alive(int(pid)):
+            return True
+        return age > self.stale_after_s
+
+    def _take_away(self, path: Path) -> bool:
+        """Move a stale claim aside; True for the one process whose rename succeeded."""
+        aside = path.with_name(f"{path.name}.stale-{self.token}")
+        try:
+            os.rename(path, aside)
+        except FileNotFoundError:
+            return False
+        if not self._stale(aside):  # another process took it over between our look and the rename
+            try:
+                os.link(aside, path)  # put it back (fails only if yet another claim exists)
+            except OSError:
+                pass
+            aside.unlink(missing_ok=True)
+            return False
+        aside.unlink(missing_ok=True)
+        return True
