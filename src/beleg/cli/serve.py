@@ -93,14 +93,12 @@ def app_from_settings(settings: dict[str, Any]) -> Any:
     from beleg.answer.evidence import GovernancePolicy
     from beleg.backends.llms.config import read_config_table
     from beleg.cli.main import _llm_from
+    from beleg.index.postgres.config import is_postgres_url
     from beleg.kb import KnowledgeBase
     from beleg.server import ServerSettings, create_app
     from beleg.server.auth import AuthConfig, load_auth
     from beleg.service import Service
 
-    if "://" in settings["index"]:
-        raise ConfigError(f"--index {settings['index']!r} is a URL; this build serves index folders only "
-                          "(no PostgreSQL backend is installed); pass a folder made by 'beleg init'")
     auth = load_auth(settings["auth"]) if settings["auth"] else AuthConfig(anonymous_scopes=frozenset({"read"}))
     llm_cfg = settings["llm"]
     config_file = Path(llm_cfg["config"]) if llm_cfg["config"] else None
@@ -111,7 +109,8 @@ def app_from_settings(settings: dict[str, Any]) -> Any:
         cors_origins=tuple(settings["cors"]), audit_log=Path(settings["audit_log"]) if settings["audit_log"] else None,
         upload_dir=Path(settings["upload_dir"]) if settings["upload_dir"] else None,
         answer_options=AnswerOptions(policy=policy), read_threads=settings["read_threads"])
-    kb = KnowledgeBase(Path(settings["index"]), create=False)
+    index = settings["index"]  # a folder, or a postgresql:// URL (KnowledgeBase opens that backend)
+    kb = KnowledgeBase(index if is_postgres_url(index) else Path(index), create=False)
     try:
         return create_app(Service(kb, llm=llm), auth, server_settings)
     finally:

@@ -30,7 +30,7 @@ from beleg.server.auth import AuthConfig, AuthError, Identity, ScopeError
 from beleg.server.conversations import Conversations
 from beleg.server.limits import RateLimiter
 from beleg.server.metrics import Metrics
-from beleg.server.worker import IndexThread, service_opener
+from beleg.server.worker import IndexThread, default_upload_dir, service_opener
 from beleg.service import AccessDenied, SearchRequest, Service
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class ServerSettings:
     cors_origins: tuple[str, ...] = ()
     #: Append one JSON line per request (who, what, which documents) here; None: off.
     audit_log: Path | None = None
-    #: Where uploaded files are kept (default: ``uploads/`` beside the index).
+    #: Where uploaded files are kept (default: :func:`~beleg.server.worker.default_upload_dir`).
     upload_dir: Path | None = None
     #: Threads serving reads, each with its own connection and search view (the model is shared);
     #: on 2 cores, 2 overlap one request's query embedding with another's search.
@@ -104,7 +104,7 @@ class Api:
         self.limiter = RateLimiter(settings.rate_per_second, settings.burst)
         self.metrics = Metrics()
         self.conversations = Conversations()
-        self.upload_dir = settings.upload_dir or root.parent / f"{root.name}-uploads"
+        self.upload_dir = settings.upload_dir or default_upload_dir(root)
         self.ready = False
         #: The catalog generation each reader thread last served (a change rebuilds its search view).
         self._seen = threading.local()
@@ -200,8 +200,8 @@ class _AuditLog:
 
 
 def create_app(index: Any, auth: AuthConfig, settings: ServerSettings | None = None) -> Starlette:
-    """The ASGI app over ``index`` (a folder, a :class:`~beleg.kb.KnowledgeBase` or a
-    :class:`~beleg.service.Service`), authenticating with ``auth``."""
+    """The ASGI app over ``index`` (a folder, a ``postgresql://`` URL, a :class:`~beleg.kb.KnowledgeBase`
+    or a :class:`~beleg.service.Service`), authenticating with ``auth``."""
     from beleg.server import handlers
 
     settings = settings or ServerSettings()

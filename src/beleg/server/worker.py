@@ -5,7 +5,9 @@ every call on an index goes through an :class:`IndexThread`: an executor whose t
 open their own :class:`~beleg.service.Service` (own connection, own search view, one shared
 model). The server keeps two: readers (search, ask, documents, status; ``read_threads`` of
 them) and one writer (ingest, delete), so an ingest does not stop searches; readers pick up
-each commit through the catalog generation.
+each commit through the catalog generation. Over PostgreSQL the generation lives in the
+database, so a reader also sees what another server process or host committed, at its next
+query.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from beleg.index.postgres.config import is_postgres_url
 from beleg.service import Service
 
 T = TypeVar("T")
@@ -68,14 +71,15 @@ class IndexThread:
         self._pool.shutdown(wait=True)
 
 
-def service_opener(source: Any) -> tuple[Callable[[], Service], Path]:
+def service_opener(source: Any) -> tuple[Callable[[], Service], str | Path]:
     """A function that opens a :class:`Service` like ``source`` on the calling thread, and the index root.
 
-    ``source`` is an index folder, a :class:`~beleg.kb.KnowledgeBase` or a :class:`Service`;
-    an open one is reopened (same folder, same embedder, LLM, reranker and Service class),
-    since its connection belongs to the thread that opened it.
+    ``source`` is an index folder, a ``postgresql://`` URL, a :class:`~beleg.kb.KnowledgeBase`
+    or a :class:`Service`; an open one is reopened (same index, same embedder, LLM, reranker
+    and Service class), since its connection belongs to the thread that opened it. The root
+    of a PostgreSQL index is its URL: each thread opens its own connection (and its own read
+    view) to the live schema.
     """
-    from beleg.errors import ConfigError
     from beleg.kb import KnowledgeBase
 
     if isinstance(source, Service):
@@ -83,16 +87,26 @@ def service_opener(source: Any) -> tuple[Callable[[], Service], Path]:
     if isinstance(source, KnowledgeBase):
         return _reopener(Service, source, None, None)
     if isinstance(source, (str, Path)):
-        text = str(source)
-        if "://" in text:
-            raise ConfigError(f"--index {text!r} is a URL; this build serves index folders only "
-                              "(no PostgreSQL backend is installed); pass a folder made by 'beleg init'")
-        with KnowledgeBase(Path(text), create=False) as probe:  # loads the model once, for both threads
+        # A postgresql:// URL stays a string: KnowledgeBase opens the PostgreSQL backend for it.
+        location: str | Path = source if is_postgres_url(str(source)) else Path(source)
+        with KnowledgeBase(location, create=False) as probe:  # loads the model once, for every thread
             return _reopener(Service, probe, None, None)
-    raise TypeError(f"create_app expects an index folder, a KnowledgeBase or a Service, got {type(source).__name__}")
+    raise TypeError(f"create_app expects an index folder, a postgresql:// URL, a KnowledgeBase or a Service, "
+                    f"got {type(source).__name__}")
 
 
-def _reopener(cls: type[Service], kb: Any, llm: Any, reranker: Any) -> tuple[Callable[[], Service], Path]:
+def default_upload_dir(root: str | Path) -> Path:
+    """Where uploads are kept without ``--upload-dir``: ``INDEX-uploads`` beside an index
+    folder; for a PostgreSQL index (no folder) ``beleg-uploads/SCHEMA`` in the working directory."""
+    if is_postgres_url(str(root)):
+        from beleg.index.postgres.config import PostgresLocation
+
+        return Path("beleg-uploads") / PostgresLocation.parse(str(root)).schema
+    root = Path(root)
+    return root.parent / f"{root.name}-uploads"
+
+
+def _reopener(cls: type[Service], kb: Any, llm: Any, reranker: Any) -> tuple[Callable[[], Service], str | Path]:
     from beleg.kb import KnowledgeBase
 
     embedder = kb.embedder  # loaded once, shared by the reopened copies

@@ -1,0 +1,144 @@
+"""``beleg serve`` over the PostgreSQL backend: a real uvicorn server over a real PostgreSQL.
+
+The server is started the two ways a person would: ``create_app`` in this process (over an
+open PostgresKnowledgeBase, reopened on each of its threads) and ``beleg serve --index
+postgresql://…`` as a process of its own. Two server processes over one database show that an
+upload through one is found by a search on the other at its next query (no restart, no reload).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.postgres.conftest import postgres_url, schema_url  # noqa: F401  (postgres_url is a fixture)
+from tests.server.conftest import DOCS, bearer, run_server
+from tests.server.test_serve_cli import serve
+
+pytest.importorskip("psycopg", reason='the PostgreSQL tests need beleg[postgres]: pip install -e ".[postgres]"')
+
+ZANZIBAR = "failover standby host zanzibar-7"
+
+
+@pytest.fixture(scope="module")
+def pg_index(postgres_url: str, tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[str]:  # noqa: F811
+    """The server corpus (two tenants, public documents) in a fresh schema; its URL."""
+    import psycopg
+
+    import beleg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    url = schema_url(postgres_url, schema)
+    corpus = tmp_path_factory.mktemp("pg-corpus")
+    for name, text in DOCS.items():
+        (corpus / name).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / name).write_text(text, encoding="utf-8")
+    kb = beleg.open(url, embedder=embedder)
+    try:
+        report = kb.ingest([str(corpus)], progress=False)
+        assert report.count("failed") == 0, report.failures
+    finally:
+        kb.close()
+    yield url
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def _app(url: str, embedder: Any, auth_config: Any, upload_dir: Path) -> Any:
+    """The app over the PostgreSQL index, sharing the session's model (each thread reopens the URL)."""
+    from beleg.kb import KnowledgeBase
+    from beleg.server import ServerSettings, create_app
+
+    settings = ServerSettings(rate_per_second=1000, burst=1000, upload_dir=upload_dir)
+    kb = KnowledgeBase(url, create=False, embedder=embedder)
+    try:
+        return create_app(kb, auth_config, settings)
+    finally:
+        kb.close()  # the app opened its own connections on its threads
+
+
+def _sources(url: str, key: str, query: str) -> list[str]:
+    r = httpx.post(f"{url}/v1/search", json={"query": query, "k": 10}, headers=bearer(key), timeout=120)
+    assert r.status_code == 200, r.text
+    return [Path(h["source"]).as_posix() for h in r.json()["hits"]]
+
+
+def _doc_id(url: str, key: str, query: str, suffix: str) -> str:
+    r = httpx.post(f"{url}/v1/search", json={"query": query, "k": 10}, headers=bearer(key), timeout=120)
+    return next(h["doc_id"] for h in r.json()["hits"] if Path(h["source"]).as_posix().endswith(suffix))
+
+
+def test_tenants_are_kept_apart_through_search_ask_and_documents(pg_index, embedder, auth_config, api_keys,
+                                                                 tmp_path) -> None:
+    with run_server(_app(pg_index, embedder, auth_config, tmp_path / "uploads")) as url:
+        status = httpx.get(f"{url}/v1/status", headers=bearer(api_keys["acme"]), timeout=60).json()
+        assert status["backend"] == "postgresql" and status["documents"] == len(DOCS)
+
+        assert any(s.endswith("acme/runbook.md") for s in _sources(url, api_keys["acme"], ZANZIBAR))
+        for other in ("globex", "public"):
+            assert not any(s.endswith("acme/runbook.md") for s in _sources(url, api_keys[other], ZANZIBAR))
+        assert not any(s.endswith("globex/runbook.md")
+                       for s in _sources(url, api_keys["acme"], "Globex maintenance window wombat-3"))
+
+        question = {"question": "Which standby host does Acme fail over to?"}
+        mine = httpx.post(f"{url}/v1/ask", json=question, headers=bearer(api_keys["acme"]), timeout=120).json()
+        assert not mine["refused"] and "zanzibar-7" in mine["answer"]
+        theirs = httpx.post(f"{url}/v1/ask", json=question, headers=bearer(api_keys["globex"]), timeout=120).json()
+        assert "zanzibar" not in theirs["answer"]
+        assert not any(s["source"].endswith("acme/runbook.md") for s in theirs["sources"])
+
+        doc_id = _doc_id(url, api_keys["acme"], ZANZIBAR, "acme/runbook.md")
+        ok = httpx.get(f"{url}/v1/documents/{doc_id}", headers=bearer(api_keys["acme"]), timeout=60)
+        assert ok.status_code == 200 and "zanzibar-7" in ok.json()["text"]
+        hidden = httpx.get(f"{url}/v1/documents/{doc_id}", headers=bearer(api_keys["globex"]), timeout=60)
+        assert hidden.status_code == 404 and "zanzibar" not in hidden.text
+
+        # An upload naming another tenant is refused before anything is stored.
+        foreign = b"---\ntenant: globex\n---\n# Planted\n\nplanted-note-qx81 belongs to globex.\n"
+        r = httpx.post(f"{url}/v1/ingest", files={"files": ("planted.md", foreign)},
+                       headers=bearer(api_keys["acme_ingest"]), timeout=120)
+        assert r.status_code == 403, r.text
+        assert not any(s.endswith("planted.md") for s in _sources(url, api_keys["globex"], "planted-note-qx81"))
+
+
+def test_an_upload_through_one_server_process_is_found_by_another(pg_index, embedder, auth_config, auth_file,
+                                                                  api_keys, tmp_path) -> None:
+    token = f"heliograph-{uuid.uuid4().hex[:6]}"
+    note = (f"---\ntitle: Acme heliograph note\nlanguage: en\nacl: [acme-ops]\n---\n# Heliograph\n\n"
+            f"The Acme signal relay is called {token}; it answers on channel 19.\n").encode()
+    with serve("--index", pg_index, "--auth", str(auth_file), "--rate", "1000", "--burst", "1000",
+               "--upload-dir", str(tmp_path / "b-uploads")) as other, \
+            run_server(_app(pg_index, embedder, auth_config, tmp_path / "a-uploads")) as here:
+        # The other process has its views open already: the upload must reach it at its next query.
+        assert not any(s.endswith("heliograph.md") for s in _sources(other, api_keys["acme"], token))
+
+        r = httpx.post(f"{here}/v1/ingest", files={"files": ("heliograph.md", note)},
+                       headers=bearer(api_keys["acme_ingest"]), timeout=180)
+        assert r.status_code == 200, r.text
+        assert r.json()["files"][0]["status"] == "added", r.json()
+
+        assert any(s.endswith("heliograph.md") for s in _sources(other, api_keys["acme"], token))
+        # The upload got the uploader's tenant: another tenant's key does not find it on either server.
+        for url in (here, other):
+            assert not any(s.endswith("heliograph.md") for s in _sources(url, api_keys["globex"], token))
+
+        # And back: a deletion through the other process is gone from this one's next search.
+        doc_id = _doc_id(other, api_keys["acme"], token, "heliograph.md")
+        gone = httpx.delete(f"{other}/v1/documents/{doc_id}", headers=bearer(api_keys["acme_admin"]), timeout=120)
+        assert gone.status_code == 200, gone.text
+        assert not any(s.endswith("heliograph.md") for s in _sources(here, api_keys["acme"], token))
+        assert httpx.get(f"{here}/v1/documents/{doc_id}", headers=bearer(api_keys["acme"]),
+                         timeout=60).status_code == 404
+
+
+def test_uploads_default_to_a_folder_named_after_the_schema() -> None:
+    from beleg.server.worker import default_upload_dir
+
+    assert default_upload_dir("postgresql://u@/db?host=/run/pg&schema=kb_eu") == Path("beleg-uploads") / "kb_eu"
+    assert default_upload_dir("postgresql://u@db.example/beleg") == Path("beleg-uploads") / "beleg"
+    assert default_upload_dir(Path("/srv/kb")) == Path("/srv/kb-uploads")
