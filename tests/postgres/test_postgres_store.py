@@ -220,3 +220,21 @@ def test_statistics_stay_equal_to_a_full_recount(pg_location: str) -> None:
         assert store.conn.execute(sql.SQL("SELECT count(*) FROM {}.term_df").format(s)).fetchone() == (0,)
     finally:
         store.close()
+
+
+def test_chunk_reads_never_see_an_open_write_transaction(pg_location: str) -> None:
+    """Display reads go to the latest commit on a connection of their own: not into a write
+    transaction that another thread of the process has open (and might yet roll back)."""
+    store = PostgresStore(pg_location)
+    try:
+        write(store, "d-first", {}, ("Committed words.",))
+        view = store.read_view()
+        document, writes = make_document("d-open", {}, ("Uncommitted words.",))
+        with pytest.raises(RuntimeError):
+            with store.transaction():
+                store.upsert_document(document, writes)
+                assert view.chunks([writes[0].chunk.chunk_id]) == {}
+                raise RuntimeError("roll back")
+        assert view.chunks([writes[0].chunk.chunk_id]) == {}
+    finally:
+        store.close()

@@ -52,6 +52,7 @@ class PostgresStore:
         self._writer = SchemaWriter(self.conn, self.schema)
         self._depth = 0
         self._view: PostgresSearchIndex | None = None
+        self._latest_conn: Any = None
         scope = self.get_meta(STATISTICS_KEY)
         if scope is None:
             scope = "tenant" if per_tenant_statistics else "corpus"
@@ -96,10 +97,17 @@ class PostgresStore:
         if self._view is not None and not self._view.broken and self._view.generation == self.generation:
             return self._view
         self.forget_view()
-        self._view = PostgresSearchIndex(connect(self.location), self.schema, lambda: self.conn, k1=self.k1,
+        self._view = PostgresSearchIndex(connect(self.location), self.schema, self._latest, k1=self.k1,
                                          b=self.b, per_tenant_statistics=self.per_tenant_statistics,
                                          exact_below=self.exact_below)
         return self._view
+
+    def _latest(self) -> Any:
+        """A connection outside any transaction, for reads of the latest commit (not the write
+        connection: a thread's read must never run inside another thread's write transaction)."""
+        if self._latest_conn is None or self._latest_conn.closed:
+            self._latest_conn = connect(self.location)
+        return self._latest_conn
 
     def forget_view(self) -> None:
         if self._view is not None:
@@ -164,4 +172,6 @@ class PostgresStore:
 
     def close(self) -> None:
         self.forget_view()
+        if self._latest_conn is not None:
+            self._latest_conn.close()
         self.conn.close()
