@@ -113,3 +113,11 @@ def test_eval_gold_on_a_postgresql_index(tmp_path: Path, pg_location: str, capsy
     results = json.loads(out)["results"]  # named config@index-version
     assert len(results) == 1 and next(iter(results)).startswith("bm25@")
     assert next(iter(results.values()))["hit@1"] == 1.0
+
+
+def test_per_tenant_statistics_are_chosen_in_the_url_at_init(pg_location: str, capsys) -> None:
+    code, status = run(capsys, "init", "--index", f"{pg_location}&statistics=tenant", "--json")
+    assert code == 0 and status["bm25_statistics"] == "per tenant"
+    assert run(capsys, "status", "--index", pg_location, "--json")[1]["bm25_statistics"] == "per tenant"
+    assert main(["status", "--index", f"{pg_location}&statistics=sometimes"]) != 0
+    assert "expected statistics=tenant or statistics=corpus" in capsys.readouterr().err

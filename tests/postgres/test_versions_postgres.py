@@ -24,7 +24,7 @@ def test_reindex_switch_delete_gc(tmp_path: Path, pg_location: str, postgres_url
     (tmp_path / "docs" / "errors.md").write_text(PUBLIC, encoding="utf-8")
     (tmp_path / "docs" / "nordwind.md").write_text(NORDWIND, encoding="utf-8")
     monkeypatch.setenv("BELEG_INDEX", pg_location)
-    assert run(capsys, "init", "--json")[0] == 0
+    assert run(capsys, "init", "--index", f"{pg_location}&statistics=tenant", "--json")[0] == 0
     assert run(capsys, "ingest", str(tmp_path / "docs"), "--json", "--no-progress")[1]["added"] == 2
     before = run(capsys, "status", "--json")[1]
 
@@ -41,6 +41,7 @@ def test_reindex_switch_delete_gc(tmp_path: Path, pg_location: str, postgres_url
         assert old_kb.config.index_version == before["index_version"]
     with beleg.open(pg_location, create=False) as kb:  # the next opener reads the new version
         assert kb.config.index_version == new_version
+        assert kb.store.per_tenant_statistics  # the new version keeps the statistics scope
         assert kb.status()["chunks"] > before["chunks"]  # 12-word windows: more chunks
         hits = kb.search("E-4012 signature", mode="bm25", self_query=False)
         assert hits and Path(hits[0].source).stem == "errors"

@@ -1,9 +1,10 @@
 """Where a PostgreSQL index lives: a ``postgresql://`` URL, plus which schema holds it.
 
-``postgresql://user@host/db`` is handed to libpq as it is, except for one parameter of
+``postgresql://user@host/db`` is handed to libpq as it is, except for two parameters of
 Beleg's own: ``schema=NAME`` (default ``beleg``) names the schema of the index, so several
-indexes (and the blue/green versions of one) share a database. Every other query parameter
-(``host=/socket/dir``, ``sslmode=…``) is libpq's.
+indexes (and the blue/green versions of one) share a database; ``statistics=tenant`` (or
+``corpus``, the default) chooses the BM25 statistics scope of an index being created. Every
+other query parameter (``host=/socket/dir``, ``sslmode=…``) is libpq's.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class PostgresLocation:
 
     conninfo: str
     schema: str = DEFAULT_SCHEMA
+    #: "tenant" or "corpus" when the URL says so (used only when the schema is created).
+    statistics: str | None = None
 
     @classmethod
     def parse(cls, url: str) -> "PostgresLocation":
@@ -47,24 +50,30 @@ class PostgresLocation:
             raise ConfigError(f"expected a postgresql:// URL, got {url!r}")
         parts = urlsplit(url)
         query = parse_qsl(parts.query, keep_blank_values=True)
-        schema = DEFAULT_SCHEMA
+        schema, statistics = DEFAULT_SCHEMA, None
         kept = []
         for key, value in query:
             if key == "schema":
                 schema = value
+            elif key == "statistics":
+                if value not in ("tenant", "corpus"):
+                    raise ConfigError(f"statistics={value!r} in {url!r}: expected statistics=tenant or statistics=corpus")
+                statistics = value
             else:
                 kept.append((key, value))
         conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(kept, safe="/"), parts.fragment))
-        return cls(conninfo, check_schema_name(schema))
+        return cls(conninfo, check_schema_name(schema), statistics)
 
     def with_schema(self, schema: str) -> "PostgresLocation":
-        return PostgresLocation(self.conninfo, check_schema_name(schema))
+        return PostgresLocation(self.conninfo, check_schema_name(schema), self.statistics)
 
     @property
     def url(self) -> str:
         """The URL with the schema parameter, as a user would write it."""
+        extra = ([f"schema={self.schema}"] if self.schema != DEFAULT_SCHEMA else []) + (
+            [f"statistics={self.statistics}"] if self.statistics else [])
         sep = "&" if "?" in self.conninfo else "?"
-        return self.conninfo if self.schema == DEFAULT_SCHEMA else f"{self.conninfo}{sep}schema={self.schema}"
+        return f"{self.conninfo}{sep}{'&'.join(extra)}" if extra else self.conninfo
 
 
 def connect(location: PostgresLocation, **options: Any) -> Any:

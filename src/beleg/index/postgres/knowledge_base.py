@@ -16,6 +16,7 @@ import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -274,7 +275,9 @@ class PostgresKnowledgeBase(KnowledgeBase):
         schema = pg_versions.version_schema(root, version)
         pg_versions.register(self.store.conn, root, schema)
         same_model = config.embedder == self.config.embedder
-        target = PostgresKnowledgeBase(self.root_location.with_schema(schema).url, config,
+        scope = "tenant" if self.store.per_tenant_statistics else "corpus"  # the new version keeps it
+        target_location = replace(self.root_location.with_schema(schema), statistics=scope)
+        target = PostgresKnowledgeBase(target_location.url, config,
                                        embedder=embedder or (self._embedder if same_model else None))
         try:
             if same_model:

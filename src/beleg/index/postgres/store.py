@@ -32,7 +32,8 @@ class PostgresStore:
 
     Args:
         location: A ``postgresql://`` URL (``?schema=NAME`` picks the schema) or a parsed location.
-        per_tenant_statistics: Only when the schema is new: BM25 N, df and avgdl over the
+        per_tenant_statistics: Only when the schema is new (None: the URL's ``statistics=``,
+            else corpus-wide): BM25 N, df and avgdl over the
             asking principal's tenant plus public documents, so one tenant's scores do not move
             when another tenant's documents change (costs a second statistics lookup per query
             and nothing per write: the per-tenant counts are kept either way).
@@ -55,6 +56,8 @@ class PostgresStore:
         self._latest_conn: Any = None
         scope = self.get_meta(STATISTICS_KEY)
         if scope is None:
+            if per_tenant_statistics is None:
+                per_tenant_statistics = self.location.statistics == "tenant"
             scope = "tenant" if per_tenant_statistics else "corpus"
             with self.transaction():
                 self.set_meta(STATISTICS_KEY, scope)
