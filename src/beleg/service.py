@@ -128,7 +128,15 @@ class Service:
     def ask(self, question: str, principal: Principal | None = None, *, filters: FilterLike = None,
             where: str | None = None, context: Sequence[str] = (), options: AnswerOptions | None = None,
             on_token: Callable[[str], None] | None = None) -> Answer:
-        """Answer ``question`` as ``principal``; ``context`` holds the conversation's earlier questions."""
+        """Answer ``question`` as ``principal``; ``context`` holds the conversation's earlier questions.
+        The service's reranker re-scores every search of the answer, as it does a plain search's
+        (``options``' own reranker wins); fusion, weights and MMR come with ``options``."""
+        if self.reranker is not None and (options is None or options.reranker is None):
+            from dataclasses import replace
+
+            from beleg.answer.answerer import AnswerOptions
+
+            options = replace(options or AnswerOptions(), reranker=self.reranker)
         return self.kb.ask(question, principal=principal or ANONYMOUS, filters=filters, where=where,
                            context=list(context), llm=self.llm, options=options, on_token=on_token)
 

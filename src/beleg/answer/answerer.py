@@ -23,6 +23,7 @@ from beleg.answer.scoring import SentenceScorer, candidate_sentences
 from beleg.answer.support import Support, extractive_support, llm_support, rule_support
 from beleg.answer.types import REFUSAL, Answer, Citation, Conflict, Source
 from beleg.backends.llms.base import LLM, Completion, Message
+from beleg.errors import ConfigError
 from beleg.index.analyzer import detect_language
 from beleg.index.filters import FilterLike, combine
 from beleg.query.intent import Intent, no_retrieval_intent
@@ -62,6 +63,30 @@ class AnswerOptions:
     #: (its ``refuse_unverified`` attribute; True for local models, which invent answers with
     #: citations that do not check out far more often, see docs/llm.md).
     refuse_unverified: bool | None = None
+    #: Retrieval options of every search an answer makes (the plain one, the version-pinned
+    #: one, each of a strategy's), as ``beleg search`` takes them: fusion ``rrf`` (k=``rrf_k``)
+    #: or ``weighted`` (``weights`` = bm25, dense), MMR diversity ``mmr`` (None: off).
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    weights: tuple[float, float] = (1.0, 1.0)
+    mmr: float | None = None
+    #: Re-score fused candidates with this reranker on every search (None: the index's own
+    #: ``kb.techniques``, e.g. ``--rerank``).
+    reranker: Any = None
+
+    def __post_init__(self) -> None:
+        if self.mmr is not None and not 0.0 <= self.mmr <= 1.0:
+            raise ConfigError(f"mmr {self.mmr} is outside [0, 1]; give a value such as 0.7")
+        if len(self.weights) != 2:
+            raise ConfigError(f"weights expects two numbers (bm25, dense), got {list(self.weights)}")
+        if self.fusion not in ("rrf", "weighted"):
+            raise ConfigError(f"fusion {self.fusion!r} is not known; use rrf or weighted")
+
+    def search_options(self) -> dict[str, Any]:
+        """The keyword arguments of :meth:`KnowledgeBase.search` these options add (one place, so
+        a strategy's searches get what the plain answer search gets)."""
+        return {"fusion": self.fusion, "rrf_k": self.rrf_k, "weights": tuple(self.weights),
+                "mmr_lambda": self.mmr, "reranker": self.reranker}
 
 
 class _Usage:
@@ -125,18 +150,20 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         from beleg.strategies import run_strategy
 
         planned = run_strategy(kb, opts.strategy, question, principal=principal, filters=expr, k=opts.k,
-                               mode=opts.mode, llm=llm, context=context, self_query=self_query)
+                               mode=opts.mode, llm=llm, context=context, self_query=self_query,
+                               search_options=opts.search_options())
         hits, strategy_trace, queries = planned.hits[:opts.k], planned.trace.to_json(), list(planned.trace.queries)
         if planned.groups and len(planned.groups) > 1:
             # Each sub-question keeps its own evidence; every group's best hits are sources.
             groups = {q: g[:opts.k] for q, g in planned.groups.items()}
             hits = _merge(*groups.values())[: 2 * opts.k]
     else:
-        hits = kb.search(query, mode=opts.mode, k=opts.k, filters=expr, principal=principal, self_query=self_query)
+        hits = kb.search(query, mode=opts.mode, k=opts.k, filters=expr, principal=principal, self_query=self_query,
+                         **opts.search_options())
         if target.version is not None and target.origin != "filter":
             pinned = combine(expr, {"version": target.version})
             hits = _merge(kb.search(query, mode=opts.mode, k=opts.k, filters=pinned, principal=principal,
-                                    self_query=self_query), hits)
+                                    self_query=self_query, **opts.search_options()), hits)
             queries.append(f"{query} [version = {target.version}]")
     t_retrieve = time.perf_counter()
 
@@ -157,7 +184,8 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         "target": {"version": target.version, "origin": target.origin, "unknown": list(target.unknown)},
         "queries": queries,
         "retrieval": {"mode": opts.mode, "k": opts.k, "filter": None if expr is None else repr(expr),
-                      "hits": len(hits)},
+                      "fusion": opts.fusion, "weights": list(opts.weights), "mmr": opts.mmr,
+                      "reranker": _reranker_spec(kb, opts), "hits": len(hits)},
         "self_query": inferred.to_json() if inferred is not None else disabled_json(),
         "flagged": [_flag_trace(s) for s in sources if s.flags or s.quarantine.active],
         "evidence_coverage": None if coverage is None else round(coverage, 4),
@@ -185,6 +213,12 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
                            "assess": round(1000 * (t_assess - t_retrieve), 1),
                            "answer": round(1000 * (t_end - t_assess), 1), "total": round(1000 * (t_end - t0), 1)}
     return result
+
+
+def _reranker_spec(kb: KnowledgeBase, opts: AnswerOptions) -> str | None:
+    """The reranker every search of this answer used: the options' own, else the index's techniques'."""
+    reranker = opts.reranker or getattr(getattr(kb, "techniques", None), "reranker", None)
+    return getattr(reranker, "spec", None) if reranker is not None else None
 
 
 def _flag_trace(src: Source) -> dict[str, Any]:

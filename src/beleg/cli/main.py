@@ -119,6 +119,10 @@ def _answer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", type=int, default=8, help="sources to retrieve (default 8)")
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE", help="metadata equality (repeatable)")
     p.add_argument("--where", metavar="EXPR", help="filter expression, e.g. \"version = 2.4\"")
+    p.add_argument("--fusion", choices=("rrf", "weighted"), default="rrf", help="for every search (default rrf)")
+    p.add_argument("--rrf-k", type=int, default=60)
+    p.add_argument("--weights", default="1,1", metavar="BM25,DENSE", help="fusion weights (default 1,1)")
+    p.add_argument("--mmr", type=float, default=None, metavar="LAMBDA", help="diversify every search with MMR (0..1)")
     _llm_args(p, "LLM (without one, answers are extractive: quoted sentences, offline)")
     g = p.add_argument_group("prompt")
     g.add_argument("--order", choices=("rank", "edges"), default="rank",
@@ -337,17 +341,24 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_ERROR if report.failures else 0  # skipped files were left out on purpose: exit 0
 
 
-def cmd_search(args: argparse.Namespace) -> int:
-    from beleg.cli.render import Style, render_hits
+def _weights(text: str) -> tuple[float, float]:
+    """``--weights BM25,DENSE`` as two numbers."""
     from beleg.errors import ConfigError
-    from beleg.index.filters import from_assignments
 
     try:
-        weights = tuple(float(w) for w in args.weights.split(","))
+        weights = tuple(float(w) for w in text.split(","))
     except ValueError:
-        raise ConfigError(f"--weights expects two numbers like 1,0.5, got {args.weights!r}") from None
+        raise ConfigError(f"--weights expects two numbers like 1,0.5, got {text!r}") from None
     if len(weights) != 2:
-        raise ConfigError(f"--weights expects two numbers (bm25,dense), got {args.weights!r}")
+        raise ConfigError(f"--weights expects two numbers (bm25,dense), got {text!r}")
+    return weights  # type: ignore[return-value]
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from beleg.cli.render import Style, render_hits
+    from beleg.index.filters import from_assignments
+
+    weights = _weights(args.weights)
     from beleg.service import SearchRequest, Service
     from beleg.strategies import load_strategy
 
@@ -547,7 +558,8 @@ def _answer_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     llm = _resolve_llm(args)
     policy = GovernancePolicy.from_json(read_config_table("governance", args.config))
     options = AnswerOptions(k=args.k, mode=args.mode, strategy=args.strategy, policy=policy,
-                            budget_tokens=args.budget, order=args.order, self_query=not args.no_self_query)
+                            budget_tokens=args.budget, order=args.order, self_query=not args.no_self_query,
+                            fusion=args.fusion, rrf_k=args.rrf_k, weights=_weights(args.weights), mmr=args.mmr)
     if args.min_confidence is not None:
         if not 0.0 <= args.min_confidence <= 1.0:
             from beleg.errors import ConfigError

@@ -27,14 +27,15 @@ _RETRIEVAL = {
 }
 _QUESTION = {"type": "string", "minLength": 1, "maxLength": 4000, "pattern": "\\S"}
 
+#: Fusion and diversity: the same fields for a search and for every search an answer makes.
+_FUSION = {"fusion": {"enum": ["rrf", "weighted"], "default": "rrf"},
+           "rrf_k": {"type": "integer", "minimum": 1, "maximum": 1000},
+           "weights": {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 100},
+                       "minItems": 2, "maxItems": 2},
+           "mmr": {"type": ["number", "null"], "minimum": 0, "maximum": 1}}
 SEARCH_REQUEST: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["query"],
-    "properties": {"query": _QUESTION, **_RETRIEVAL,
-                   "fusion": {"enum": ["rrf", "weighted"], "default": "rrf"},
-                   "rrf_k": {"type": "integer", "minimum": 1, "maximum": 1000},
-                   "weights": {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 100},
-                               "minItems": 2, "maxItems": 2},
-                   "mmr": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+    "properties": {"query": _QUESTION, **_RETRIEVAL, **_FUSION,
                    "context": {"type": "array", "items": {"type": "string", "maxLength": 4000}, "maxItems": 20}},
 }
 _ANSWER = {"order": {"enum": ["rank", "edges"]},
@@ -42,14 +43,14 @@ _ANSWER = {"order": {"enum": ["rank", "edges"]},
            "min_confidence": {"type": "number", "minimum": 0, "maximum": 1}}
 ASK_REQUEST: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["question"],
-    "properties": {"question": _QUESTION, **_RETRIEVAL, **_ANSWER,
+    "properties": {"question": _QUESTION, **_RETRIEVAL, **_FUSION, **_ANSWER,
                    "context": {"type": "array", "items": {"type": "string", "maxLength": 4000}, "maxItems": 20},
                    "stream": {"type": "boolean", "default": False,
                               "description": "answer as server-sent events: token events, then one answer event"}},
 }
 CHAT_REQUEST: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["question"],
-    "properties": {"question": _QUESTION, **_RETRIEVAL, **_ANSWER,
+    "properties": {"question": _QUESTION, **_RETRIEVAL, **_FUSION, **_ANSWER,
                    "conversation_id": {"type": "string", "maxLength": 64,
                                        "description": "from an earlier /v1/chat answer; omit to start one"},
                    "stream": {"type": "boolean", "default": False}},
