@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from beleg.retrieve.compress import CompressOptions
-from beleg.retrieve.ensemble import Leg
+if TYPE_CHECKING:  # compress imports beleg.answer (~0.3 s): loaded only when compression is asked for
+    from beleg.retrieve.compress import CompressOptions
+    from beleg.retrieve.ensemble import Leg
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,7 @@ def from_specs(*, expand: str | None = None, compress: bool = False, compress_bu
                embedder: Any = None, llm: Any = None) -> Techniques:
     """Techniques from the command line's spellings (``--expand neighbours=1`` and so on)."""
     from beleg.errors import ConfigError
+    from beleg.retrieve.compress import CompressOptions
     from beleg.retrieve.ensemble import parse_ensemble
     from beleg.retrieve.expand import parse_expand
 
