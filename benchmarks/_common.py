@@ -43,6 +43,12 @@ def log(msg: str) -> None:
     print(f"[{time.perf_counter() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
 
 
+def add_progress_arg(ap: Any) -> None:
+    """``--progress auto|bar|lines|none`` for a benchmark's long ingests (see beleg.progress)."""
+    ap.add_argument("--progress", choices=("auto", "bar", "lines", "none"), default="auto",
+                    help="ingest progress on stderr: auto = a bar on a terminal, a line every few seconds otherwise")
+
+
 def summarize_ms(seconds: Sequence[float]) -> dict[str, float | int]:
     """p50/p95/p99/mean/min/max in milliseconds (linear-interpolated percentiles)."""
     if not len(seconds):
