@@ -134,3 +134,49 @@ def test_q4_dequantization_follows_e5c():
     w = dequantize_q4(block)
     np.testing.assert_array_equal(w[:16], (np.arange(16) - 8) * 0.5)
     np.testing.assert_array_equal(w[16:], (np.arange(15, -1, -1) - 8) * 0.5)
+
+
+SHORT_QUERIES = ["relay redrive", "Wie setze ich den Zähler zurück?", "timeout"]
+
+
+def _blas_threads() -> int:
+    from threadpoolctl import ThreadpoolController
+
+    return max((lib.num_threads for lib in ThreadpoolController().select(user_api="blas").lib_controllers), default=1)
+
+
+def test_a_query_or_a_few_tokens_run_in_the_calling_thread_on_one_blas_thread(fp32, monkeypatch):
+    """Multi-threaded sgemm on a few rows only spins (≈1 s wall per query on a loaded machine)."""
+    import threading
+
+    from beleg.backends.embedders import e5_fp32
+
+    if _blas_threads() < 2:
+        pytest.skip("BLAS runs one thread here anyway: nothing to tell apart")
+    seen: list[tuple[str, int]] = []
+    forward = e5_fp32.forward
+
+    def recording_forward(*args, **kwargs):
+        seen.append((threading.current_thread().name, _blas_threads()))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(e5_fp32, "forward", recording_forward)
+    fp32.embed_queries(["how do I reset the relay redrive counter"])
+    fp32.embed_queries(SHORT_QUERIES)
+    fp32.embed_documents(["short passage", "Relay redrive notes."])
+    here = threading.current_thread().name
+    assert seen and all(seen_at == (here, 1) for seen_at in seen), seen
+    seen.clear()
+    fp32.embed_documents([" ".join(TEXTS[:4]) * 2])  # one text of one window, >64 tokens: multi-threaded BLAS
+    assert seen and all(threads > 1 for _, threads in seen), seen
+
+
+@pytest.mark.parametrize("kind", ["query", "passage"])
+def test_the_small_batch_path_gives_the_vectors_of_the_threaded_path(fp32, monkeypatch, kind):
+    from beleg.backends.embedders import e5_fp32
+
+    embed = fp32.embed_queries if kind == "query" else fp32.embed_documents
+    small = [embed([q])[0] for q in SHORT_QUERIES] + list(embed(SHORT_QUERIES))
+    monkeypatch.setattr(e5_fp32, "_small", lambda *args: False)
+    threaded = [embed([q])[0] for q in SHORT_QUERIES] + list(embed(SHORT_QUERIES))
+    np.testing.assert_allclose(np.sum(np.multiply(small, threaded), axis=1), 1.0, atol=1e-6)

