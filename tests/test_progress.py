@@ -127,3 +127,23 @@ def test_cli_no_progress_keeps_the_log_empty(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "beleg", "ingest", str(corpus), "--index", str(tmp_path / "kb"),
                            "--progress", "none", "--json"], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and "ingest:" not in proc.stderr, proc.stderr
+
+
+def test_reindex_writes_lines_labelled_reindex(tmp_path: Path, capsys, monkeypatch) -> None:
+    from dataclasses import replace
+
+    import beleg
+    from beleg.index.config import IndexConfig
+    from beleg.ingest.chunking import ChunkingConfig
+    from beleg.ingest.pipeline import TextSource
+
+    docs = [TextSource(f"doc{i}", f"# Title {i}\n\n" + " ".join(f"word{j}" for j in range(60))) for i in range(3)]
+    config = IndexConfig(embedder="hash-test")
+    with beleg.open(tmp_path / "kb", config, embedder=HashEmbedder()) as kb:
+        kb.ingest_texts(docs, progress="none")
+        capsys.readouterr()
+        monkeypatch.setenv("BELEG_PROGRESS_INTERVAL", "0")
+        kb.reindex(replace(config, chunking=ChunkingConfig("window", 20, 5)), progress="lines",
+                   embedder=HashEmbedder())
+    err = capsys.readouterr().err.splitlines()
+    assert err and err[-1].startswith("reindex: 3/3 docs (100%)") and "done in" in err[-1], err
