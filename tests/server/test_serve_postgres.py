@@ -8,6 +8,7 @@ upload through one is found by a search on the other at its next query (no resta
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,12 +50,12 @@ def pg_index(postgres_url: str, tmp_path_factory: pytest.TempPathFactory, embedd
         conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
-def _app(url: str, embedder: Any, auth_config: Any, upload_dir: Path) -> Any:
+def _app(url: str, embedder: Any, auth_config: Any, upload_dir: Path, **settings_: Any) -> Any:
     """The app over the PostgreSQL index, sharing the session's model (each thread reopens the URL)."""
     from beleg.kb import KnowledgeBase
     from beleg.server import ServerSettings, create_app
 
-    settings = ServerSettings(rate_per_second=1000, burst=1000, upload_dir=upload_dir)
+    settings = ServerSettings(rate_per_second=1000, burst=1000, upload_dir=upload_dir, **settings_)
     kb = KnowledgeBase(url, create=False, embedder=embedder)
     try:
         return create_app(kb, auth_config, settings)
@@ -142,3 +143,98 @@ def test_uploads_default_to_a_folder_named_after_the_schema() -> None:
     assert default_upload_dir("postgresql://u@/db?host=/run/pg&schema=kb_eu") == Path("beleg-uploads") / "kb_eu"
     assert default_upload_dir("postgresql://u@db.example/beleg") == Path("beleg-uploads") / "beleg"
     assert default_upload_dir(Path("/srv/kb")) == Path("/srv/kb-uploads")
+
+
+def _idle_snapshots(postgres_url: str, application: str) -> int:  # noqa: F811
+    """Sessions of ``application`` that hold a snapshot (an open transaction) right now."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s "
+                                "AND backend_xmin IS NOT NULL", (application,)).fetchone()[0])
+
+
+def _wait_for_no_snapshot(postgres_url: str, application: str, within_s: float = 20.0) -> None:  # noqa: F811
+    deadline = time.monotonic() + within_s
+    while _idle_snapshots(postgres_url, application):
+        assert time.monotonic() < deadline, f"the server still holds a snapshot {within_s:g} s after its last request"
+        time.sleep(0.1)
+
+
+def test_an_idle_server_holds_no_snapshot(postgres_url, embedder, auth_config, api_keys,  # noqa: F811
+                                                       tmp_path) -> None:
+    """An idle reader or writer must not keep a transaction open: it would hold back VACUUM for the
+    whole database (an erasure's dead rows would stay) for as long as the server is idle. A busy
+    one keeps its view (ending it after every call doubled a search's time)."""
+    import psycopg
+
+    import beleg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    application = f"beleg-test-{schema}"
+    url = f"{schema_url(postgres_url, schema)}&application_name={application}"
+    beleg.open(url, embedder=embedder).close()
+    try:
+        with run_server(_app(url, embedder, auth_config, tmp_path / "uploads", release_idle_s=0.5)) as server:
+            assert _sources(server, api_keys["acme"], "anything at all") == []
+            _wait_for_no_snapshot(postgres_url, application)
+            note = b"---\ntitle: First note\nlanguage: en\n---\n# First\n\nThe first upload is called kestrel-51.\n"
+            r = httpx.post(f"{server}/v1/ingest", files={"files": ("first.md", note)},
+                           headers=bearer(api_keys["acme_ingest"]), timeout=60)
+            assert r.status_code == 200, r.text
+            assert any(s.endswith("first.md") for s in _sources(server, api_keys["acme"], "kestrel-51"))
+            _wait_for_no_snapshot(postgres_url, application)
+            # The next request opens a new view and still finds the document.
+            assert any(s.endswith("first.md") for s in _sources(server, api_keys["acme"], "kestrel-51"))
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+class _FakeStore:
+    def __init__(self) -> None:
+        self.released = 0
+
+    def forget_view(self) -> None:
+        self.released += 1
+
+
+class _FakeKB:
+    root = "postgresql://nobody@/nowhere"
+
+    def __init__(self) -> None:
+        self.store = _FakeStore()
+
+    def close(self) -> None:
+        pass
+
+
+class _FakeService:
+    def __init__(self) -> None:
+        self.kb = _FakeKB()
+
+
+def test_a_busy_thread_keeps_its_view_and_an_idle_one_ends_it() -> None:
+    from beleg.server.worker import IndexThread
+
+    busy = IndexThread("t", _FakeService, release_idle_s=30)  # type: ignore[arg-type]
+    try:
+        stores = {busy.call_sync(lambda svc: id(svc.kb.store)) for _ in range(20)}
+        assert len(stores) == 1 and busy.call_sync(lambda svc: svc.kb.store.released) == 0
+    finally:
+        busy.close()
+
+    idle = IndexThread("t", _FakeService, release_idle_s=0.3)  # type: ignore[arg-type]
+    try:
+        def slow(svc: Any) -> int:  # a call longer than the idle time is never cut short
+            before = svc.kb.store.released
+            time.sleep(1.0)
+            return svc.kb.store.released - before
+
+        assert idle.call_sync(slow) == 0
+        deadline = time.monotonic() + 20
+        while idle.call_sync(lambda svc: svc.kb.store.released) == 0:
+            assert time.monotonic() < deadline, "the idle thread's view was never ended"
+            time.sleep(0.5)
+    finally:
+        idle.close()

@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from beleg.errors import BelegError, ConfigError, LLMError, NeedsLLMError
+from beleg.index.postgres.config import is_postgres_url
 from beleg.index.versions import IndexBusyError
 from beleg.server import openapi
 from beleg.server.auth import AuthConfig, AuthError, Identity, ScopeError
@@ -55,6 +56,9 @@ class ServerSettings:
     #: Threads serving reads, each with its own connection and search view (the model is shared);
     #: on 2 cores, 2 overlap one request's query embedding with another's search.
     read_threads: int = 2
+    #: PostgreSQL: a thread with no request for this many seconds ends its read view (an open
+    #: transaction holds back VACUUM, erasures included); a busy thread keeps reusing it.
+    release_idle_s: float = 2.0
     #: Defaults of every answer (governance policy, min_confidence, ...); None: AnswerOptions().
     answer_options: Any = None
     static_dir: Path | None = field(default=STATIC)
@@ -97,8 +101,10 @@ class Api:
 
     def __init__(self, source: Any, auth: AuthConfig, settings: ServerSettings) -> None:
         opener, root = service_opener(source)
-        self.reader = IndexThread("read", opener, settings.read_threads)
-        self.writer = IndexThread("write", opener)
+        # A PostgreSQL view is an open transaction: end it when a thread falls idle (see release_snapshot).
+        idle = settings.release_idle_s if is_postgres_url(str(root)) else None
+        self.reader = IndexThread("read", opener, settings.read_threads, release_idle_s=idle)
+        self.writer = IndexThread("write", opener, release_idle_s=idle)
         self.auth = auth
         self.settings = settings
         self.limiter = RateLimiter(settings.rate_per_second, settings.burst)

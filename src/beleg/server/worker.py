@@ -13,7 +13,9 @@ query.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,29 +25,74 @@ from beleg.index.postgres.config import is_postgres_url
 from beleg.service import Service
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class _Slot:
+    """One thread's :class:`Service`, with the lock its calls and an idle release take."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.lock = threading.Lock()
+        self.last_used = time.monotonic()
+        #: Whether a read view may be open (set by a call, cleared by a release).
+        self.holding = False
 
 
 class IndexThread:
-    """Runs calls on ``threads`` threads, each owning one :class:`Service` (opened there on first use)."""
+    """Runs calls on ``threads`` threads, each owning one :class:`Service` (opened there on first use).
 
-    def __init__(self, name: str, open_service: Callable[[], Service], threads: int = 1) -> None:
+    With ``release_idle_s``, a thread's read view is ended once the thread has had no call for
+    that long (:func:`release_snapshot`): a busy thread keeps reusing its view, an idle one
+    holds no open transaction.
+    """
+
+    def __init__(self, name: str, open_service: Callable[[], Service], threads: int = 1,
+                 release_idle_s: float | None = None) -> None:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"beleg-{name}")
         self._open = open_service
         self._local = threading.local()
-        self._opened: list[Service] = []
+        self._slots: list[_Slot] = []
         self._lock = threading.Lock()
         self.threads = threads
+        self.release_idle_s = release_idle_s
+        self._stop = threading.Event()
+        self._janitor: threading.Thread | None = None
+        if release_idle_s is not None:
+            self._janitor = threading.Thread(target=self._release_idle, name=f"beleg-{name}-idle", daemon=True)
+            self._janitor.start()
 
-    def _service(self) -> Service:
-        service: Service | None = getattr(self._local, "service", None)
-        if service is None:
-            service = self._local.service = self._open()
+    def _slot(self) -> _Slot:
+        slot: _Slot | None = getattr(self._local, "slot", None)
+        if slot is None:
+            slot = self._local.slot = _Slot(self._open())
             with self._lock:
-                self._opened.append(service)
-        return service
+                self._slots.append(slot)
+        return slot
 
     def _run(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-        return fn(self._service(), *args, **kwargs)
+        slot = self._slot()
+        with slot.lock:
+            try:
+                return fn(slot.service, *args, **kwargs)
+            finally:
+                slot.last_used, slot.holding = time.monotonic(), True
+
+    def _release_idle(self) -> None:
+        assert self.release_idle_s is not None
+        while not self._stop.wait(self.release_idle_s / 4):
+            with self._lock:
+                slots = list(self._slots)
+            for slot in slots:
+                idle = time.monotonic() - slot.last_used >= self.release_idle_s
+                if slot.holding and idle and slot.lock.acquire(blocking=False):  # never during a call
+                    try:
+                        release_snapshot(slot.service.kb)
+                        slot.holding = False
+                    except Exception:  # a failed release is retried at the next round, and logged
+                        log.exception("could not end an idle read view")
+                    finally:
+                        slot.lock.release()
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(service, *args, **kwargs)`` on an index thread, awaited without blocking the event loop."""
@@ -57,18 +104,32 @@ class IndexThread:
     def close(self) -> None:
         # Each connection is closed on the thread that opened it: submit one closer per thread
         # and keep them all busy at once, so every thread runs exactly one.
+        self._stop.set()
+        if self._janitor is not None:
+            self._janitor.join(timeout=30)
         barrier = threading.Barrier(self.threads)
 
         def close_own() -> None:
-            service: Service | None = getattr(self._local, "service", None)
-            if service is not None:
-                service.kb.close()
-                self._local.service = None
+            slot: _Slot | None = getattr(self._local, "slot", None)
+            if slot is not None:
+                slot.service.kb.close()
+                self._local.slot = None
             barrier.wait(timeout=30)
 
         for future in [self._pool.submit(close_own) for _ in range(self.threads)]:
             future.result()
         self._pool.shutdown(wait=True)
+
+
+def release_snapshot(kb: Any) -> None:
+    """End a PostgreSQL index's read view, so an idle thread holds no open transaction: one
+    would hold back VACUUM for the whole database (an erasure's dead rows would stay, every
+    table would bloat) for as long as the server waits for requests. The next call opens a new
+    view (a connection and a snapshot: ending it after every call made a bm25 search over HTTP
+    take ~2x as long, hence only after an idle spell). An index folder's view is memory, not
+    a transaction: nothing to end."""
+    if is_postgres_url(str(kb.root)):
+        kb.store.forget_view()
 
 
 def service_opener(source: Any) -> tuple[Callable[[], Service], str | Path]:
