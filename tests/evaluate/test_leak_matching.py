@@ -29,8 +29,8 @@ class _FakeKB:
     def __init__(self, answer: Any) -> None:
         self.answer = answer
 
-    def snapshot(self) -> Any:
-        return SimpleNamespace(vocab={})
+    # The runner asks the store which terms exist (to tell a leaked term from an echoed one); none do here.
+    store = SimpleNamespace(stored_terms=lambda terms: set())
 
     def ask(self, *args: Any, **kwargs: Any) -> Any:
         return self.answer
