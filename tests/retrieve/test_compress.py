@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
+from beleg.errors import ConfigError
 from beleg.retrieve.compress import CompressOptions
-from beleg.retrieve.techniques import Techniques
+from beleg.retrieve.techniques import Techniques, from_specs
 
 Q = "How long does Ferrolink retry failed webhook deliveries?"
 
@@ -54,3 +57,10 @@ def test_the_question_is_embedded_once_per_compression() -> None:
     assert calls == ["retries"]
     assert out[0].text == "Deliveries are retried for 72 hours." and all("sky" not in h.text for h in out)
     assert {h.chunk_id for h in out} == {"c0", "c0#2", "c1", "c1#2", "c2", "c2#2", "c3", "c3#2"}
+
+
+def test_compress_from_the_command_line_spelling_without_a_budget_uses_the_default() -> None:
+    assert from_specs(compress=True).compress == CompressOptions()
+    assert from_specs(compress=True, compress_budget=120).compress == CompressOptions(budget_tokens=120)
+    with pytest.raises(ConfigError, match="budget_tokens >= 1"):
+        from_specs(compress=True, compress_budget=0)

@@ -131,8 +131,9 @@ def from_specs(*, expand: str | None = None, compress: bool = False, compress_bu
     if candidates is not None and rerank is None:
         raise ConfigError("--candidates sets how many candidates --rerank reorders; give --rerank SPEC too")
     options = None
-    if compress:
-        options = CompressOptions(budget_tokens=compress_budget or CompressOptions.budget_tokens, llm=llm)
+    if compress:  # no budget given: the dataclass default (a slots class has no readable class attribute)
+        options = (CompressOptions(llm=llm) if compress_budget is None
+                   else CompressOptions(budget_tokens=compress_budget, llm=llm))
     return Techniques(expand=parse_expand(expand), compress=options,
                       ensemble=parse_ensemble(ensemble) if ensemble else None,
                       reranker=load_rerank(rerank, embedder, llm) if rerank else None, candidates=candidates)
