@@ -238,3 +238,54 @@ def test_a_busy_thread_keeps_its_view_and_an_idle_one_ends_it() -> None:
             time.sleep(0.5)
     finally:
         idle.close()
+
+
+def test_the_startup_line_and_status_do_not_show_a_database_password() -> None:
+    from beleg.server.worker import shown_location
+
+    shown = shown_location("postgresql://beleg:s3cr%40t-pw@db.example:5432/kb?sslmode=require&schema=eu")
+    assert "s3cr" not in shown and shown == "postgresql://beleg:***@db.example:5432/kb?sslmode=require&schema=eu"
+    assert shown_location("postgresql://postgres@/beleg?host=/run/pg") == "postgresql://postgres@/beleg?host=/run/pg"
+    assert shown_location("/srv/kb") == "/srv/kb"
+
+
+def _with_password(url: str, password: str) -> tuple[str, str]:
+    """``url`` with a password (kept when it has one: a trust server ignores it); the password."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password:
+        return url, parts.password
+    user, _, host = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=f"{user or 'postgres'}:{password}@{host}")), password
+
+
+def test_status_over_http_does_not_show_the_database_password(pg_index, embedder, auth_config, api_keys,
+                                                              tmp_path) -> None:
+    url, password = _with_password(pg_index, "hunter2-not-shown")
+    with run_server(_app(url, embedder, auth_config, tmp_path / "uploads")) as server:
+        r = httpx.get(f"{server}/v1/status", headers=bearer(api_keys["public"]), timeout=60)
+    assert r.status_code == 200 and r.json()["backend"] == "postgresql"
+    assert password not in r.text and ":***@" in r.json()["index"]
+
+
+def test_an_error_that_quotes_the_database_url_does_not_show_its_password(pg_index, embedder, auth_config,
+                                                                          api_keys, tmp_path, monkeypatch) -> None:
+    from beleg.errors import ConfigError
+    from beleg.service import Service
+
+    url, password = _with_password(pg_index, "hunter2%40encoded")
+
+    def unreachable(self: Any, *args: Any, **kwargs: Any) -> Any:  # what connect() says when the server is down
+        raise ConfigError(f"cannot connect to PostgreSQL at {url}: connection refused; is the server running?")
+
+    with run_server(_app(url, embedder, auth_config, tmp_path / "uploads")) as server:
+        monkeypatch.setattr(Service, "search", unreachable)
+        monkeypatch.setattr(Service, "ask", unreachable)
+        r = httpx.post(f"{server}/v1/search", json={"query": "x"}, headers=bearer(api_keys["acme"]), timeout=60)
+        streamed = httpx.post(f"{server}/v1/ask", json={"question": "x?", "stream": True},
+                              headers=bearer(api_keys["acme"]), timeout=60)
+    assert r.status_code == 400 and "cannot connect" in r.text
+    assert "event: error" in streamed.text and "cannot connect" in streamed.text
+    for text in (r.text, streamed.text):
+        assert password not in text and "hunter2@encoded" not in text and "***" in text

@@ -72,7 +72,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 "upload_dir": str(args.upload_dir) if args.upload_dir else None,
                 "llm": {"spec": args.llm, "base_url": args.llm_base_url, "timeout_s": args.llm_timeout,
                         "config": str(args.config) if args.config else None}}
-    print(f"beleg: serving {settings['index']} on http://{args.host}:{args.port} "
+    from beleg.server.worker import shown_location
+
+    print(f"beleg: serving {shown_location(settings['index'])} on http://{args.host}:{args.port} "
           f"({'keys from ' + str(args.auth) if args.auth else 'no --auth: anonymous, loopback only'})", file=sys.stderr)
     if args.workers == 1:
         uvicorn.run(app_from_settings(settings), host=args.host, port=args.port, log_level="warning")

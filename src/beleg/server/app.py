@@ -115,6 +115,8 @@ class Api:
         #: The catalog generation each reader thread last served (a change rebuilds its search view).
         self._seen = threading.local()
         self._audit = _AuditLog(settings.audit_log) if settings.audit_log else None
+        #: A database URL's password, never to appear in an answer (errors may quote the URL).
+        self._secrets = url_passwords(str(root))
 
     async def warm_up(self) -> None:
         """Open the index and load the model before the first request (then /readyz says ready)."""
@@ -145,13 +147,21 @@ class Api:
                     await self._read_limited(request)
                 response = await handler(request, identity)
             except Exception as exc:  # every failure becomes one JSON error, never a traceback
-                err = _classify(exc)
+                err = self.classify(exc)
                 self.metrics.error(template, err.kind)
                 response = error_response(err.status, err.kind, err.message, err.headers)
             self.metrics.observe(request.method, template, response.status_code, time.perf_counter() - t0)
             return response
 
         return endpoint
+
+    def classify(self, exc: BaseException) -> ApiError:
+        """:func:`_classify`, with the database password taken out of the message."""
+        err = _classify(exc)
+        message = err.message
+        for secret in self._secrets:
+            message = message.replace(secret, "***")
+        return ApiError(err.status, err.kind, message, err.headers) if message != err.message else err
 
     async def _read_limited(self, request: Request) -> None:
         """Read the body (cached on the request) up to the size limit; 413 beyond it."""
@@ -268,6 +278,16 @@ def _as_context(fn: Callable[[Starlette], AsyncIterator[None]]) -> Any:
     from contextlib import asynccontextmanager
 
     return asynccontextmanager(fn)
+
+
+def url_passwords(index: str) -> tuple[str, ...]:
+    """The password of a database URL as it is written and decoded (none for a folder)."""
+    from urllib.parse import unquote, urlsplit
+
+    if not is_postgres_url(index):
+        return ()
+    password = urlsplit(index).password
+    return tuple(dict.fromkeys([password, unquote(password)])) if password else ()
 
 
 QUOTE_RANGE = re.compile(r"^(\d{1,9}):(\d{1,9})$")

@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 
 from beleg.errors import ConfigError
 from beleg.server import openapi
-from beleg.server.app import QUOTE_RANGE, ApiError, _classify, search_request
+from beleg.server.app import QUOTE_RANGE, ApiError, search_request
 from beleg.server.auth import Identity
 from beleg.server.conversations import UnknownConversation
 from beleg.service import Service, refuse_other_tenant
@@ -115,7 +115,7 @@ async def _stream(api: Api, who: Identity, body: dict[str, Any], context: list[s
     try:
         out = task.result()
     except Exception as exc:  # the stream has started: the error travels as an event
-        err = _classify(exc)
+        err = api.classify(exc)
         yield _event("error", {"error": {"type": err.kind, "message": err.message}})
         return
     out.update(extra)
@@ -231,7 +231,12 @@ def _safe_name(name: str) -> str:
 
 # ---------------------------------------------------------------------- service
 async def status(request: Request, identity: Identity | None) -> Response:
+    from beleg.server.worker import shown_location
+
     out = await _api(request).index_call(lambda svc: svc.status())
+    for key in ("index", "version_path"):  # a database URL may carry the password: no read key gets it
+        if isinstance(out.get(key), str):
+            out[key] = shown_location(out[key])
     return JSONResponse(out)
 
 

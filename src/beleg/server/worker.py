@@ -156,6 +156,17 @@ def service_opener(source: Any) -> tuple[Callable[[], Service], str | Path]:
                     f"got {type(source).__name__}")
 
 
+def shown_location(index: str) -> str:
+    """An index as the server shows it (startup line, ``/v1/status``): a URL's password as ***."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(index)
+    if "://" not in index or parts.password is None:
+        return index
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
 def default_upload_dir(root: str | Path) -> Path:
     """Where uploads are kept without ``--upload-dir``: ``INDEX-uploads`` beside an index
     folder; for a PostgreSQL index (no folder) ``beleg-uploads/SCHEMA`` in the working directory."""
