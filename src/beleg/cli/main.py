@@ -277,6 +277,11 @@ def build_parser() -> argparse.ArgumentParser:
     from beleg.cli.llm import add_parser as add_llm_parser
 
     add_llm_parser(sub)
+    from beleg.cli.keys import add_parser as add_keys_parser
+    from beleg.cli.serve import add_parser as add_serve_parser
+
+    add_serve_parser(sub)
+    add_keys_parser(sub)
     return parser
 
 
@@ -665,6 +670,22 @@ def cmd_llm(args: argparse.Namespace) -> int:
 
 COMMANDS["llm"] = cmd_llm
 COMMANDS["migrate"] = cmd_migrate
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from beleg.cli.serve import cmd_serve as run
+
+    return run(args)
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from beleg.cli.keys import cmd_keys as run
+
+    return run(args)
+
+
+COMMANDS["serve"] = cmd_serve
+COMMANDS["keys"] = cmd_keys
 
 
 def main(argv: Sequence[str] | None = None) -> int:
