@@ -7,7 +7,7 @@ import httpx
 
 from beleg.testing.scripted import ScriptedLLM
 from tests.server.conftest import bearer
-from tests.server.test_isolation import parse_sse
+from tests.server.test_tenant_isolation import parse_sse
 
 RETRY = "How long does Ferrolink retry failed webhook deliveries?"
 
