@@ -289,3 +289,33 @@ def test_an_error_that_quotes_the_database_url_does_not_show_its_password(pg_ind
     assert "event: error" in streamed.text and "cannot connect" in streamed.text
     for text in (r.text, streamed.text):
         assert password not in text and "hunter2@encoded" not in text and "***" in text
+
+
+def test_a_lost_database_connection_is_replaced(postgres_url, pg_index, embedder, auth_config, api_keys,  # noqa: F811
+                                                 tmp_path) -> None:
+    """Sessions ended under the server (a database restart, an administrator): reads carry on
+    over new connections instead of failing until the server is restarted."""
+    import psycopg
+
+    application = f"beleg-lost-{uuid.uuid4().hex[:8]}"
+    url = f"{pg_index}&application_name={application}"
+    with run_server(_app(url, embedder, auth_config, tmp_path / "uploads", read_threads=1)) as server:
+        assert any(s.endswith("acme/runbook.md") for s in _sources(server, api_keys["acme"], ZANZIBAR))
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            ended = conn.execute("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                 "WHERE application_name = %s", (application,)).fetchone()[0]
+        assert ended >= 1  # the reader thread's connections
+        for _ in range(2):
+            assert any(s.endswith("acme/runbook.md") for s in _sources(server, api_keys["acme"], ZANZIBAR))
+        r = httpx.get(f"{server}/v1/status", headers=bearer(api_keys["acme"]), timeout=60)
+        assert r.status_code == 200 and r.json()["documents"] == len(DOCS)
+
+
+def test_a_database_that_does_not_answer_is_a_503_not_an_internal_error() -> None:
+    import psycopg
+
+    from beleg.server.app import _classify
+
+    err = _classify(psycopg.OperationalError("server closed the connection unexpectedly (host db.internal)"))
+    assert (err.status, err.kind, err.headers.get("Retry-After")) == (503, "unavailable", "1")
+    assert "db.internal" not in err.message

@@ -31,7 +31,12 @@ from beleg.server.auth import AuthConfig, AuthError, Identity, ScopeError
 from beleg.server.conversations import Conversations
 from beleg.server.limits import RateLimiter
 from beleg.server.metrics import Metrics
-from beleg.server.worker import IndexThread, default_upload_dir, service_opener
+from beleg.server.worker import (
+    IndexThread,
+    connection_lost,
+    default_upload_dir,
+    service_opener,
+)
 from beleg.service import AccessDenied, SearchRequest, Service
 
 log = logging.getLogger(__name__)
@@ -92,6 +97,10 @@ def _classify(exc: BaseException) -> ApiError:
         return ApiError(502, "llm_error", str(exc))
     if isinstance(exc, BelegError):
         return ApiError(400, "invalid_request", str(exc))
+    if connection_lost(exc):
+        log.warning("the database connection was lost while serving a request: %s", exc)
+        return ApiError(503, "unavailable", "the index database did not answer (connection lost); retry shortly",
+                        {"Retry-After": "1"})
     log.exception("internal error while serving a request", exc_info=exc)
     return ApiError(500, "internal", "internal server error; the server log has the details")
 
@@ -193,7 +202,7 @@ class Api:
             self._seen.generation = generation
             return fn(svc, *args, **kwargs)
 
-        return await self.reader.call(counted)
+        return await self.reader.read(counted)
 
     def audit(self, identity: Identity | None, endpoint: str, query: str | None, doc_ids: list[str]) -> None:
         if self._audit is not None and identity is not None:

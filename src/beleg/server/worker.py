@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -70,13 +71,31 @@ class IndexThread:
                 self._slots.append(slot)
         return slot
 
-    def _run(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    def _run(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any], retry: bool = False) -> T:
         slot = self._slot()
         with slot.lock:
             try:
                 return fn(slot.service, *args, **kwargs)
+            except Exception as exc:
+                if not connection_lost(exc):
+                    raise
+                self._drop(slot)  # a dead connection is never reused: the next call opens new ones
+                if not retry:
+                    raise
+                log.warning("the database connection was lost during a read; retrying once on a new one")
             finally:
                 slot.last_used, slot.holding = time.monotonic(), True
+        return self._run(fn, args, kwargs)
+
+    def _drop(self, slot: _Slot) -> None:
+        with self._lock:
+            if slot in self._slots:
+                self._slots.remove(slot)
+        self._local.slot = None
+        try:
+            slot.service.kb.close()
+        except Exception:  # closing a connection the server already ended may fail: it is gone either way
+            log.warning("closing a lost database connection failed", exc_info=True)
 
     def _release_idle(self) -> None:
         assert self.release_idle_s is not None
@@ -97,6 +116,11 @@ class IndexThread:
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(service, *args, **kwargs)`` on an index thread, awaited without blocking the event loop."""
         return await asyncio.wrap_future(self._pool.submit(self._run, fn, args, kwargs))
+
+    async def read(self, fn: Callable[[Service], T]) -> T:
+        """:meth:`call` for a read, which is run once more on a new connection when the database
+        connection was lost under it (a restarted server, a terminated session); a write is not."""
+        return await asyncio.wrap_future(self._pool.submit(self._run, fn, (), {}, True))
 
     def call_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self._pool.submit(self._run, fn, args, kwargs).result()
@@ -119,6 +143,12 @@ class IndexThread:
         for future in [self._pool.submit(close_own) for _ in range(self.threads)]:
             future.result()
         self._pool.shutdown(wait=True)
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` is PostgreSQL's connection (or session) going away under a call."""
+    psycopg = sys.modules.get("psycopg")  # not imported: no PostgreSQL index, so not its error
+    return psycopg is not None and isinstance(exc, psycopg.OperationalError)
 
 
 def release_snapshot(kb: Any) -> None:
