@@ -21,9 +21,10 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +69,7 @@ def summarize_ms(seconds: Sequence[float]) -> dict[str, float | int]:
 class Stopwatch:
     """``with Stopwatch() as sw: ...`` then ``sw.s`` (seconds)."""
 
-    def __enter__(self) -> "Stopwatch":
+    def __enter__(self) -> Stopwatch:
         self._t = time.perf_counter()
         self.s = 0.0
         return self

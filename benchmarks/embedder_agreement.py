@@ -20,9 +20,8 @@ import argparse
 import time
 from typing import Any
 
-import numpy as np
-
 import _common as C
+import numpy as np
 
 
 def retrieval(q: np.ndarray, p: np.ndarray, gold: np.ndarray) -> dict[str, float]:

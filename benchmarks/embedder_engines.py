@@ -31,11 +31,11 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any, Callable
-
-import numpy as np
+from collections.abc import Callable
+from typing import Any
 
 import _common as C
+import numpy as np
 
 
 # ----------------------------------------------------------------------------- engines
@@ -109,7 +109,8 @@ def query_latency(engine: Any, questions: list[str]) -> dict[str, Any]:
 def kernels(rows: int = 1024, repeats: int = 5) -> dict[str, Any]:
     """GFLOPS of the two dense shapes of e5-small's FFN (rows x 384 @ 384 x 1536 and back)."""
     import onnx
-    from onnx import helper as h, numpy_helper as nph
+    from onnx import helper as h
+    from onnx import numpy_helper as nph
 
     from beleg.backends.embedders import e5_int8 as Q
 

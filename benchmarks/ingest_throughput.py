@@ -21,12 +21,12 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
-
-import numpy as np
+from typing import Any
 
 import _common as C
+import numpy as np
 
 
 class Timers:

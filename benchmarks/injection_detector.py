@@ -27,7 +27,6 @@ import json
 import statistics
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import _common as C

@@ -33,12 +33,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
-
-import numpy as np
+from typing import Any
 
 import _common as C
+import numpy as np
 
 FILTER_BROAD = C.FILTER_BROAD
 FILTER_SELECTIVE = C.FILTER_SELECTIVE

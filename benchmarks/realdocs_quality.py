@@ -26,10 +26,12 @@ import argparse
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import _common
+
 from beleg.evaluate.answers import AnswerEvalReport, AnswerQueryResult
 from beleg.evaluate.runner import EvalReport
 from beleg.evaluate.session import EvalRequest, evaluate, evaluate_answers

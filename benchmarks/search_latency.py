@@ -24,12 +24,12 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
-
-import numpy as np
+from typing import Any
 
 import _common as C
+import numpy as np
 
 
 class CachedQueryEmbedder:

@@ -29,9 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 import _common as C
+import httpx
 
 KEY_READ = "bench-read-key"
 KEY_INGEST = "bench-ingest-key"

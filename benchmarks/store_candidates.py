@@ -27,12 +27,12 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
-
-import numpy as np
+from typing import Any
 
 import _common as C
+import numpy as np
 
 # lance's Rust logger warns about every new table; keep stderr for progress
 os.environ.setdefault("LANCE_LOG", "error")
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     # the mask alone, to see what the filter costs
     candidates["beleg_exact"]["mask_only_ms"] = {
-        name: C.summarize_ms([_timeit(lambda: snap.chunk_mask(e)) for _ in range(len(qvecs))])
+        name: C.summarize_ms([_timeit(lambda e=e: snap.chunk_mask(e)) for _ in range(len(qvecs))])
         for name, e in exprs.items() if e is not None}
     _log_latency("beleg_exact", candidates["beleg_exact"]["latency_ms"])
     try:
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import lancedb
             import pyarrow as pa
-            from lancedb.index import BTree, Bitmap, HnswSq, IvfPq
+            from lancedb.index import Bitmap, BTree, HnswSq, IvfPq
         except ImportError as exc:
             candidates["lancedb"] = {"error": f"lancedb is not installed ({exc}); pip install lancedb"}
             raise _Skip() from None

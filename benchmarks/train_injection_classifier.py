@@ -332,7 +332,7 @@ class _NumpyLogistic:
     def __init__(self, l2: float) -> None:
         self.l2 = l2
 
-    def fit(self, x: np.ndarray, y: np.ndarray) -> "_NumpyLogistic":
+    def fit(self, x: np.ndarray, y: np.ndarray) -> _NumpyLogistic:
         self.w, self.b = fit(x, y.astype(float), self.l2)
         return self
 

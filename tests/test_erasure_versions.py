@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_erasure import NAME, PUBLIC, SECRET, _file_bytes, _traces  # the same byte scan as plain erasure
 
 import beleg
 from beleg.cli.main import main
@@ -18,8 +19,6 @@ from beleg.index.catalog import Catalog
 from beleg.index.config import IndexConfig
 from beleg.index.versions import IndexBusyError
 from beleg.ingest.chunking import ChunkingConfig
-
-from test_erasure import NAME, PUBLIC, SECRET, _file_bytes, _traces  # the same byte scan as plain erasure
 
 PRIVATE = (f"---\ntitle: Incident with {NAME}\ntenant: alpha\nacl: [ops-alpha]\n---\n# Incident\n\n"
            f"Escalations go to {NAME}; the vault phrase is {SECRET}.\n\n## Aftermath\n\n"

@@ -6,10 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from test_threads import HashEmbedder
+
 import beleg
 from beleg.ingest.pipeline import TextSource
-
-from test_threads import HashEmbedder
 
 CHILD = r"""
 import sys

@@ -13,14 +13,14 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from beleg.backends.embedders import Embedder, load_embedder
-from beleg.ingest.claims import Claims
 from beleg.backends.rerankers.base import Reranker
 from beleg.errors import BelegError, ConfigError, IndexStateError, IndexVersionError
 from beleg.index import persisted_view, versions
@@ -29,13 +29,14 @@ from beleg.index.config import IndexConfig
 from beleg.index.embedded import EmbeddedSearchIndex, EmbeddedStore
 from beleg.index.filters import FilterLike, combine
 from beleg.index.postgres.config import is_postgres_url
+from beleg.ingest.claims import Claims
 from beleg.ingest.metadata import MetadataRule, normalize
 from beleg.retrieve.retriever import SearchOptions, StaleSnapshot
 from beleg.retrieve.techniques import Techniques, finish, search_k, searcher_for
 from beleg.types import ANONYMOUS, Chunk, Document, Hit, Principal
 
 if TYPE_CHECKING:  # the ingest pipeline (readers, progress bars) is imported by the first ingest, not by a search
-    from beleg.ingest.pipeline import IngestReport, Ingestor, TextSource
+    from beleg.ingest.pipeline import Ingestor, IngestReport, TextSource
     from beleg.query.self_query import Inferred
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ def default_index_dir() -> Path:
 class KnowledgeBase:
     """An index directory opened for ingesting and searching."""
 
-    def __new__(cls, path: str | Path | None = None, *args: Any, **kwargs: Any) -> "KnowledgeBase":
+    def __new__(cls, path: str | Path | None = None, *args: Any, **kwargs: Any) -> KnowledgeBase:
         # A postgresql:// URL opens the PostgreSQL backend (beleg.index.postgres) wherever a
         # KnowledgeBase is made: the CLI, beleg.open, the service.
         if cls is KnowledgeBase and is_postgres_url(str(path)):
@@ -138,7 +139,7 @@ class KnowledgeBase:
     def close(self) -> None:
         self.catalog.close()
 
-    def __enter__(self) -> "KnowledgeBase":
+    def __enter__(self) -> KnowledgeBase:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -190,7 +191,7 @@ class KnowledgeBase:
     # ------------------------------------------------------------------ ingest
     def ingest(self, paths: str | Path | Sequence[str | Path], *, rules: Sequence[MetadataRule] = (),
                metadata: dict[str, Any] | None = None, encoding: str | None = None,
-               max_file_mb: float | None = None, progress: bool | None = None,
+               max_file_mb: float | None = None, progress: bool | str | None = None,
                sync: bool = False, allow_widen: bool = False, follow_symlinks: bool = False,
                statuses: dict[str, str] | None = None) -> IngestReport:
         """Ingest files, folders and globs. Returns a per-file report; bad files are reported, not raised.
@@ -241,7 +242,7 @@ class KnowledgeBase:
             self.catalog.checkpoint()
         persisted_view.refresh(self.catalog, self.path)
 
-    def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | None = None,
+    def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | str | None = None,
                      allow_widen: bool = False) -> IngestReport:
         """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``)."""
         self._refuse_while_building()
@@ -280,7 +281,7 @@ class KnowledgeBase:
         return contextual.LLMContexts(load_llm(config), self.catalog.cached_contexts, self.catalog.put_contexts)
 
     # ------------------------------------------------------------------ versions
-    def reindex(self, config: IndexConfig, *, progress: bool | None = None,
+    def reindex(self, config: IndexConfig, *, progress: bool | str | None = None,
                 embedder: Embedder | None = None) -> dict[str, Any]:
         """Build ``config`` as a new version beside this one from the stored documents (blue/green).
 
@@ -307,7 +308,7 @@ class KnowledgeBase:
         self.catalog.db.execute("BEGIN IMMEDIATE")
         self.catalog.db.execute("ROLLBACK")
 
-    def _build_version(self, config: IndexConfig, *, progress: bool | None,
+    def _build_version(self, config: IndexConfig, *, progress: bool | str | None,
                        embedder: Embedder | None) -> dict[str, Any]:
         version = config.index_version
         folder = versions.new_version_dir(self.root, version)

@@ -19,7 +19,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterable, Iterator, Literal, TextIO, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Literal, TextIO, TypeVar
 
 from beleg.errors import ConfigError
 
@@ -156,7 +157,7 @@ class Progress:
         except (OSError, ValueError):  # stderr closed: progress must never end the work
             pass
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:

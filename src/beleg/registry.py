@@ -36,7 +36,7 @@ class Entry(NamedTuple):
     description: str = ""
 
     @classmethod
-    def parse(cls, target: str, description: str = "") -> "Entry":
+    def parse(cls, target: str, description: str = "") -> Entry:
         """``"package.module:Attribute"`` (an entry point's value) → an entry."""
         module, sep, attr = target.partition(":")
         if not sep or not module.strip() or not attr.strip():

@@ -9,7 +9,6 @@ and a page whose title, heading and metadata carry injections.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest

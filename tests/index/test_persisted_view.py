@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from beleg.index import persisted_view, snapshot as snapshot_module
+from beleg.index import persisted_view
+from beleg.index import snapshot as snapshot_module
 from beleg.index.catalog import Catalog
 from beleg.index.filters import parse
 from beleg.index.snapshot import Snapshot

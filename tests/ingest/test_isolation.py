@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import beleg
 from beleg.errors import FilterError
 from beleg.ingest import discover as discover_module
 from beleg.ingest import pipeline

@@ -20,7 +20,6 @@ from beleg.ingest.claims import Claims
 from beleg.testing.embeddings_server import FakeEmbeddingsServer
 
 
-
 class RecordingEmbedder:
     """Deterministic vectors; records every text it embeds."""
 

@@ -8,11 +8,10 @@ import pytest
 
 import beleg
 from beleg.errors import ConfigError
-from beleg.ingest.pipeline import TextSource
-from beleg.types import ANONYMOUS
 from beleg.index.config import IndexConfig
 from beleg.ingest.chunking import ChunkingConfig, chunk_document, parents_of_children
-from beleg.types import Heading, ParsedDocument
+from beleg.ingest.pipeline import TextSource
+from beleg.types import ANONYMOUS, Heading, ParsedDocument
 
 SECTION_A = " ".join(f"Retry rule {i}: a failed delivery is retried after {i} minutes of waiting." for i in range(1, 13))
 SECTION_B = " ".join(f"Quota note {i}: each tenant may keep {i} thousand queued messages." for i in range(1, 13))

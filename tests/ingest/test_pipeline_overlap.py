@@ -110,7 +110,7 @@ def test_a_failing_background_batch_commits_nothing_of_its_documents(tmp_path: P
         # Batches 1 and 2 (docs 0-5) are committed whole; batch 3 (docs 6-8) not at all, and
         # nothing after it either.
         assert stored == {f"doc{i}" for i in range(6)}, stored
-        for doc_id, source in kb.catalog.sources().items():
+        for doc_id in kb.catalog.sources():
             assert kb.document(doc_id) is not None
 
 

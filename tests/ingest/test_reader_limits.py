@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 import beleg
-
 from beleg.errors import ConfigError, IngestError
 from beleg.ingest.metadata import load_rules
 from beleg.ingest.readers import DocxReader, HtmlReader, MarkdownReader, PdfReader

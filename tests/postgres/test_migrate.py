@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-
 import beleg
 from beleg.cli.main import main
 from beleg.types import Principal

@@ -271,5 +271,5 @@ def test_self_query_is_a_no_op_on_xquad() -> None:
             for key, value in doc.metadata.items():
                 table.setdefault(key, set()).add(str(value))
         for q in data.queries:
-            got = infer_constraints(q.text, lambda key: table.get(key, set()))
+            got = infer_constraints(q.text, lambda key, table=table: table.get(key, set()))
             assert got.applied() == () and got.unknown_versions == (), q.text

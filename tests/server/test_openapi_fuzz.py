@@ -10,7 +10,6 @@ import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, settings  # noqa: E402
-
 from schemathesis.checks import positive_data_acceptance  # noqa: E402
 
 from tests.server.conftest import bearer  # noqa: E402

@@ -341,7 +341,10 @@ def test_german_by_default_from_the_browser_language_and_switchable(new_page: An
 
 def test_keyboard_alone_signs_in_asks_opens_and_closes_a_citation(new_page: Any, server: Server) -> None:
     page = new_page()
-    focused = lambda: page.evaluate("() => document.activeElement.id || document.activeElement.className")
+
+    def focused() -> Any:
+        return page.evaluate("() => document.activeElement.id || document.activeElement.className")
+
     assert focused() == "api-key"
     page.keyboard.type(server.keys["acme"])
     page.keyboard.press("Enter")

@@ -30,8 +30,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from beleg.answer.attributes import (Attribute, attribute_name, attribute_of, focus_match, overlap, question_focus,
-                                      same_attribute)
+from beleg.answer.attributes import (
+    Attribute,
+    attribute_name,
+    attribute_of,
+    focus_match,
+    overlap,
+    question_focus,
+    same_attribute,
+)
 from beleg.answer.scoring import Sentence
 from beleg.answer.types import Conflict, ConflictValue, Source
 from beleg.answer.values import Value, expected_kind, same_value

@@ -25,6 +25,7 @@ from beleg.answer.quarantine import Quarantine, quarantine_hit
 from beleg.answer.types import Source
 from beleg.errors import ConfigError
 from beleg.index.filters import And, Cmp, Expr
+
 # One version rule for search (self-query), answering and strategies; re-exported here for
 # the modules that import it from this one.
 from beleg.query.versions import asked_versions, version_mentions  # noqa: F401

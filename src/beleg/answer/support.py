@@ -280,7 +280,7 @@ def _features(checks: Sequence[Check], chosen: Any, scored: Sequence[Any], posit
         "focus": float(focus.value) if focus is not None and focus.value is not None else 1.0,
         # 1 when the asked-for kind is there, 0.5 when no kind was asked, 0 when it is missing
         "type": 0.5 if type_check is None or type_check.passed is None else float(type_check.passed),
-        "complete": float(by["complete"].passed) if "complete" in by else 1.0,
+        "complete": float(bool(by["complete"].passed)) if "complete" in by else 1.0,
         "rank": 1.0 / (1 + positions.get(src.hit.chunk_id, len(positions))),
     }
     eligible = [s for s in scored if s.source.eligible]

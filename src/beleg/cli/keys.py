@@ -37,13 +37,13 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
     if args.keys_command == "list":
         config = load_auth(args.auth)
-        rows = [{"sha256": k.sha256[:12], "user": k.user, "tenant": k.tenant, "groups": list(k.groups),
+        rows: list[dict[str, Any]] = [{"sha256": k.sha256[:12], "user": k.user, "tenant": k.tenant, "groups": list(k.groups),
                  "scopes": sorted(k.scopes)} for k in config.keys]
         if args.json:
             print(json.dumps(rows, indent=2))
         for row in rows if not args.json else []:
             print(f"{row['sha256']}…  user={row['user']} tenant={row['tenant'] or '-'} "
-                  f"groups={','.join(row['groups']) or '-'} scopes={','.join(row['scopes'])}")
+                  f"groups={','.join(row['groups'] or []) or '-'} scopes={','.join(row['scopes'] or [])}")
         return 0
     return _add(args)
 

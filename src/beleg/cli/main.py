@@ -12,8 +12,9 @@ import json
 import os
 import sqlite3
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from beleg.errors import BelegError
 from beleg.kb import default_index_dir
@@ -325,8 +326,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from beleg.cli.render import Style, render_ingest
     from beleg.backends.llms.config import read_config_table
+    from beleg.cli.render import Style, render_ingest
     from beleg.ingest.metadata import load_rule_statuses, load_rules, parse_assignments, status_vocabulary
 
     rules = load_rules(args.rules) if args.rules else []
@@ -438,7 +439,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
         from beleg.index.postgres import versions as pg_versions
         from beleg.index.postgres.config import PostgresLocation
 
-        removed = pg_versions.gc(PostgresLocation.parse(root))
+        removed: list[Any] = pg_versions.gc(PostgresLocation.parse(root))
     else:
         removed = gc(root)
     if args.json:

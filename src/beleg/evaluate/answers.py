@@ -590,7 +590,7 @@ class AnswerEvalReport:
 
 
 def run_answer_eval(dataset: Dataset, answer_fn: AnswerFn, *, judge: LLM | None = None,
-                    progress: bool | None = None, limit: int | None = None, doc_key: DocKey | None = None,
+                    progress: bool | str | None = None, limit: int | None = None, doc_key: DocKey | None = None,
                     may_read: MayRead | None = None) -> AnswerEvalReport:
     """Answer every query of ``dataset`` (the first ``limit``) with ``answer_fn`` and score the answers.
 

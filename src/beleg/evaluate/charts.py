@@ -10,8 +10,8 @@ told apart even in a black-and-white print.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Mapping, Sequence
 
 #: Okabe–Ito, reordered so the first colours have the best contrast on white; yellow last.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
@@ -277,8 +277,8 @@ def risk_coverage_chart(points: Sequence[Mapping[str, float | None]], label: str
     out.append(_text(left + plot_w / 2, height - 6, "coverage (share of questions answered)", "middle", "axis-label"))
     out.append(_text(14, top + plot_h / 2, "accuracy of answered", "middle", "axis-label",
                      f' transform="rotate(-90 14 {_n(top + plot_h / 2)})"'))
-    pts = [(float(p["coverage"]), float(p["accuracy"]), float(p["threshold"] or 0.0)) for p in points
-           if p.get("coverage") is not None and p.get("accuracy") is not None]
+    pts = [(float(p["coverage"] or 0.0), float(p["accuracy"] or 0.0), float(p.get("threshold") or 0.0))
+           for p in points if p.get("coverage") is not None and p.get("accuracy") is not None]
     if len(pts) > 1:
         path = " ".join(f"{_n(sx(c))},{_n(sy(a))}" for c, a, _ in pts)
         out.append(f'<polyline points="{path}" fill="none" stroke="{PALETTE[0]}" stroke-width="2"/>')

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from beleg.errors import ConfigError
-from beleg.yamlfile import read_yaml
 from beleg.ingest.pipeline import TextSource
+from beleg.yamlfile import read_yaml
 
 
 @dataclass(frozen=True, slots=True)

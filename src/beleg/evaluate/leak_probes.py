@@ -7,7 +7,6 @@ distinctive identifiers, the principals that must not see them and the insider w
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence

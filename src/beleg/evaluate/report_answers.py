@@ -7,8 +7,8 @@ from typing import Any
 
 from beleg.evaluate.answers import AnswerEvalReport, AnswerQueryResult, outcomes, tally
 from beleg.evaluate.charts import risk_coverage_chart
-from beleg.evaluate.selective import risk_coverage
 from beleg.evaluate.report_text import plain
+from beleg.evaluate.selective import risk_coverage
 
 # --------------------------------------------------------------------------- rendering
 
@@ -119,7 +119,7 @@ def render_answers_text(report: AnswerEvalReport) -> str:
     widths = [max(len(label), *(len(c[i]) for c in cells.values())) for i, (_, label) in enumerate(cols)]
     header = "  ".join([f"{'type':<{tw}}", *(f"{label:>{w}}" for (_, label), w in zip(cols, widths))])
     lines += ["", header, "-" * len(header)]
-    for (k, row), shown in zip(cells.items(), names):
+    for row, shown in zip(cells.values(), names):
         lines.append("  ".join([f"{shown:<{tw}}", *(f"{c:>{w}}" for c, w in zip(row, widths))]))
 
     for note in report.notes:

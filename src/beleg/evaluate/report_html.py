@@ -15,17 +15,25 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime
 from html import escape
-from typing import Any, Iterable
+from typing import Any
 
 from beleg import __version__
 from beleg.errors import ConfigError
 from beleg.evaluate.charts import diverging_bars, grouped_hbar, line_chart, series_colors
 from beleg.evaluate.datasets import Query
 from beleg.evaluate.report_text import (
-    LOWER_IS_BETTER, answerable_queries, best_per_column, column_values, cutoff, failing_everywhere,
-    format_value, headline_columns, unanswerable_queries,
+    LOWER_IS_BETTER,
+    answerable_queries,
+    best_per_column,
+    column_values,
+    cutoff,
+    failing_everywhere,
+    format_value,
+    headline_columns,
+    unanswerable_queries,
 )
 from beleg.evaluate.runner import EvalConfig, EvalReport
 

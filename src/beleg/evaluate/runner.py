@@ -11,9 +11,10 @@ from __future__ import annotations
 import difflib
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,8 +25,8 @@ from beleg.evaluate.datasets import Dataset, Query
 from beleg.evaluate.metrics import evaluate_run, has_relevant, mean_metrics
 from beleg.index.config import IndexConfig
 from beleg.kb import KnowledgeBase
-from beleg.types import Hit, Principal
 from beleg.progress import track
+from beleg.types import Hit, Principal
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +130,7 @@ def cache_root() -> Path:
     return Path(os.environ.get("BELEG_CACHE_DIR") or Path.home() / ".cache" / "beleg") / "eval"
 
 
-def prepare_index(dataset: Dataset, cache_dir: Path | None = None, progress: bool | None = None,
+def prepare_index(dataset: Dataset, cache_dir: Path | None = None, progress: bool | str | None = None,
                   kb_factory: Callable[[Path], KnowledgeBase] | None = None) -> KnowledgeBase:
     """Open the cached index of ``dataset`` and bring it up to date (unchanged docs embed nothing)."""
     root = cache_dir or cache_root()
@@ -165,7 +166,7 @@ def _principal(q: Query) -> Principal:
 
 
 def run_eval(kb: KnowledgeBase, dataset: Dataset, configs: Sequence[EvalConfig], k: int = 10,
-             limit: int | None = None, progress: bool | None = None) -> EvalReport:
+             limit: int | None = None, progress: bool | str | None = None) -> EvalReport:
     """Evaluate ``configs`` on ``dataset`` over an index that holds its corpus."""
     ks = tuple(range(1, k + 1))
     queries = dataset.queries[:limit] if limit else dataset.queries

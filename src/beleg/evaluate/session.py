@@ -30,7 +30,7 @@ class EvalRequest:
     limit: int | None = None
     reranker: str | None = None
     cache_dir: Path | None = None
-    progress: bool | None = None
+    progress: bool | str | None = None  # True/False, or a mode: auto, bar, lines, none
     #: Answer evaluation (``eval --answers``): the answering LLM (None: extractive) and an optional judge.
     llm: Any = None
     judge: Any = None

@@ -36,8 +36,8 @@ from beleg.evaluate.runner import (
     _principal,
 )
 from beleg.kb import KnowledgeBase
-from beleg.strategies import STRATEGIES, Strategy, load_strategy, run_strategy
 from beleg.progress import track
+from beleg.strategies import STRATEGIES, Strategy, load_strategy, run_strategy
 
 
 @dataclass(slots=True)
@@ -91,7 +91,7 @@ def parse_strategies(names: str | Sequence[str]) -> list[str]:
 
 def run_strategy_eval(kb: KnowledgeBase, dataset: Dataset, names: str | Sequence[str], k: int = 10,
                       limit: int | None = None, llm: LLM | None = None,
-                      progress: bool | None = None) -> StrategyEvalReport:
+                      progress: bool | str | None = None) -> StrategyEvalReport:
     """Evaluate the named strategies on ``dataset`` over an index that holds its corpus."""
     ks = tuple(range(1, k + 1))
     queries = dataset.queries[:limit] if limit else dataset.queries
@@ -127,7 +127,7 @@ def run_strategy_eval(kb: KnowledgeBase, dataset: Dataset, names: str | Sequence
 
 
 def _run_one(kb: KnowledgeBase, dataset: Dataset, name: str, queries: Sequence[Any], qrels: dict[str, dict[str, int]],
-             ks: tuple[int, ...], depth: int, llm: LLM | None, progress: bool | None) -> StrategyRunResult:
+             ks: tuple[int, ...], depth: int, llm: LLM | None, progress: bool | str | None) -> StrategyRunResult:
     run: dict[str, dict[str, float]] = {}
     latencies: dict[str, float] = {}
     tops: dict[str, list[dict[str, Any]]] = {}

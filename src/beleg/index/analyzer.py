@@ -11,7 +11,7 @@ with the Snowball stemmer of the text's language and umlauts are folded, so "GrÃ
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 import Stemmer
 
@@ -46,7 +46,7 @@ _STEMMER_NAMES = {"en": "english", "de": "german"}
 SUPPORTED_LANGUAGES = tuple(_STEMMER_NAMES)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _stemmer(language: str) -> Stemmer.Stemmer:
     return Stemmer.Stemmer(_STEMMER_NAMES[language])
 

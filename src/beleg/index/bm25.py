@@ -12,7 +12,7 @@ terms' postings. Filters arrive as a boolean mask and are applied before top-k.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

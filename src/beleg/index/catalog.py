@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -310,7 +311,7 @@ class Catalog:
             self.db.executemany("INSERT OR REPLACE INTO chunk_contexts(key, doc_id, context) VALUES(?,?,?)",
                                 [(k, doc_id, c) for k, c in items])
 
-    def copy_vectors_from(self, other: "Catalog") -> None:
+    def copy_vectors_from(self, other: Catalog) -> None:
         """Copy every vector (and the model fingerprint) of another catalog built with the same
         embedder, so re-chunking only embeds texts that are new."""
         self.db.execute("ATTACH DATABASE ? AS other", (str(other.path),))

@@ -39,7 +39,7 @@ class IndexConfig:
         return {"format": FORMAT_VERSION, **self.versioned(), "index_version": self.index_version}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "IndexConfig":
+    def from_json(cls, data: dict[str, Any]) -> IndexConfig:
         if data.get("format") != FORMAT_VERSION:
             raise ConfigError(f"index format {data.get('format')!r} is not supported by this Beleg (expects {FORMAT_VERSION})")
         try:

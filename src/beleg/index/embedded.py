@@ -37,7 +37,7 @@ class EmbeddedEligibility:
 
     __slots__ = ("mask", "_index")
 
-    def __init__(self, mask: np.ndarray | None, index: "EmbeddedSearchIndex") -> None:
+    def __init__(self, mask: np.ndarray | None, index: EmbeddedSearchIndex) -> None:
         self.mask = mask
         self._index = index
 
@@ -68,7 +68,7 @@ class EmbeddedSearchIndex:
                          zip(snapshot.doc_ids, snapshot.doc_sources, snapshot.doc_metadata)]
 
     @classmethod
-    def load(cls, catalog: Catalog, dim: int = DEFAULT_DIM) -> "EmbeddedSearchIndex":
+    def load(cls, catalog: Catalog, dim: int = DEFAULT_DIM) -> EmbeddedSearchIndex:
         """Build the view of the catalog's last commit (snapshot and chunk ids in one read)."""
         own = not catalog.db.in_transaction
         if own:
@@ -140,7 +140,7 @@ class EmbeddedSearchIndex:
         missing = [c for c, p in zip(chunk_ids, positions) if p is None]
         if missing:
             raise KeyError(f"chunk {missing[0]!r} is not in this view (generation {self.generation})")
-        return self.snapshot.vectors[positions]
+        return self.snapshot.vectors[[p for p in positions if p is not None]]
 
     # ------------------------------------------------------------------ records
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRecord]:

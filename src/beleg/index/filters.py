@@ -22,8 +22,9 @@ linear numpy work even at 100k chunks, applied before any top-k is taken.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence, Union
+from typing import Any
 
 import numpy as np
 
@@ -44,21 +45,21 @@ class Cmp:
 
 @dataclass(frozen=True, slots=True)
 class And:
-    items: tuple["Expr", ...]
+    items: tuple[Expr, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Or:
-    items: tuple["Expr", ...]
+    items: tuple[Expr, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Not:
-    item: "Expr"
+    item: Expr
 
 
-Expr = Union[Cmp, And, Or, Not]
-FilterLike = Union[Expr, str, Mapping[str, Any], None]
+Expr = Cmp | And | Or | Not
+FilterLike = Expr | str | Mapping[str, Any] | None
 
 # ---------------------------------------------------------------- building filters
 

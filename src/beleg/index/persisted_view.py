@@ -40,10 +40,11 @@ import logging
 import os
 import secrets
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -243,7 +244,6 @@ def _previous(root: Path) -> Snapshot | None:
 
 def _merge(catalog: Catalog, base: Snapshot | None, live: list[tuple[int, str, str]], dim: int) -> _Parts:
     """Chunks of the catalog now: those the base view holds come from its files, the rest from SQLite."""
-    live_rows = np.array([r for r, _, _ in live], dtype=np.int64)
     live_docs = [d for _, _, d in live]
     kept = None if base is None else _reusable(base, live)
     if base is None or kept is None:
@@ -259,6 +259,8 @@ def _merge(catalog: Catalog, base: Snapshot | None, live: list[tuple[int, str, s
     contiguous = len(kept) == 0 or int(kept[-1]) - int(kept[0]) + 1 == len(kept)
     which: np.ndarray | slice = slice(int(kept[0]), int(kept[-1]) + 1) if contiguous and len(kept) else kept
     lengths = np.concatenate([kept_lengths, np.diff(fresh.row_indptr)])
+    assert isinstance(fresh.vectors, np.ndarray) and isinstance(fresh.codes, np.ndarray)  # rows read just now
+    assert isinstance(base.vectors, np.ndarray)
     return _Parts(
         rows=np.concatenate([base.rows[kept], fresh.rows]),
         chunk_ids=[base.chunk_ids[i] for i in kept.tolist()] + fresh.chunk_ids,  # type: ignore[index]

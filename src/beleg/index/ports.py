@@ -62,7 +62,7 @@ class ChunkRecord:
                      self.flags)
 
     @classmethod
-    def from_chunk(cls, chunk: Chunk) -> "ChunkRecord":
+    def from_chunk(cls, chunk: Chunk) -> ChunkRecord:
         return cls(chunk.chunk_id, chunk.doc_id, chunk.ordinal, chunk.start, chunk.end, tuple(chunk.heading_path),
                    chunk.text, tuple(chunk.flags))
 

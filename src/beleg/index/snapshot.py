@@ -61,7 +61,7 @@ class Snapshot:
 
     @classmethod
     def load(cls, catalog: Catalog, dim: int, k1: float = 1.5, b: float = 0.75,
-             persist: bool = True) -> "Snapshot":
+             persist: bool = True) -> Snapshot:
         """The search view of the catalog's last commit.
 
         With ``persist`` (and a catalog in a file) it is opened from the memory-mapped view
@@ -75,7 +75,7 @@ class Snapshot:
         return cls.build(catalog, dim, k1=k1, b=b)
 
     @classmethod
-    def build(cls, catalog: Catalog, dim: int, k1: float = 1.5, b: float = 0.75) -> "Snapshot":
+    def build(cls, catalog: Catalog, dim: int, k1: float = 1.5, b: float = 0.75) -> Snapshot:
         """Build the view in memory from the catalog (every vector and posting read from SQLite)."""
         # One read transaction for every read: in autocommit mode each SELECT may see a
         # later commit (WAL), pairing chunks with documents or terms of another generation.
@@ -170,7 +170,7 @@ class Snapshot:
         assert self.codes is not None and self.code_scales is not None
         query = np.asarray(query, dtype=np.float32)
         eligible = None if mask is None else np.flatnonzero(mask)
-        if eligible is not None and len(eligible) >= _GATHER_BELOW * len(mask):
+        if mask is not None and eligible is not None and len(eligible) >= _GATHER_BELOW * len(mask):
             eligible = None  # scanning every row in order beats gathering most of them
         n = len(self.rows) if eligible is None else len(eligible)
         if n == 0 or k <= 0 or (mask is not None and not mask.any()):

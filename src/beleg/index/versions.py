@@ -23,10 +23,11 @@ import socket
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from beleg.errors import ConfigError, IndexStateError
 

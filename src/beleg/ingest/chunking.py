@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Literal, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from beleg.errors import ConfigError
 from beleg.types import Chunk, Heading, ParsedDocument

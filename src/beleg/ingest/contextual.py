@@ -19,7 +19,7 @@ stay untouched, so citations still verify against the document.
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from beleg.backends.llms.base import LLM, Message
 from beleg.types import Chunk, Document

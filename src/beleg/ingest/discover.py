@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 _GLOB_CHARS = set("*?[")
 

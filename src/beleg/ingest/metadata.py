@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 

@@ -24,10 +24,11 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class FileResult:
     previous_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: v for k, v in (("source", self.source), ("status", self.status), ("doc_id", self.doc_id),
+        out: dict[str, Any] = {k: v for k, v in (("source", self.source), ("status", self.status), ("doc_id", self.doc_id),
                                  ("chunks", self.chunks), ("reason", self.reason),
                                  ("previous_id", self.previous_id)) if v is not None}
         if self.flagged:

@@ -15,7 +15,8 @@ sentence longer than ``max_tokens`` is cut at word boundaries like ``structure``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
 GROUP_RADIUS = 1
 
 
-def semantic_spans(text: str, sections: Sequence["_Section"], config: "ChunkingConfig",
-                   embed: "EmbedFn") -> list[tuple[int, int, tuple[str, ...]]]:
+def semantic_spans(text: str, sections: Sequence[_Section], config: ChunkingConfig,
+                   embed: EmbedFn) -> list[tuple[int, int, tuple[str, ...]]]:
     """(start, end, heading path) of every semantic chunk of ``text``, in document order."""
     from beleg.ingest.chunking import _body_is_empty
 
@@ -60,7 +61,7 @@ def _sentences(text: str, start: int, end: int, max_tokens: int) -> list[tuple[i
     return spans
 
 
-def _break_candidates(text: str, sentences: list[tuple[int, int]], percentile: float, embed: "EmbedFn") -> set[int]:
+def _break_candidates(text: str, sentences: list[tuple[int, int]], percentile: float, embed: EmbedFn) -> set[int]:
     """Indices ``i`` such that a break between sentence ``i - 1`` and ``i`` is a topic shift."""
     if len(sentences) < 3:
         return set()  # one gap or none: nothing to compare a drop against
@@ -72,7 +73,7 @@ def _break_candidates(text: str, sentences: list[tuple[int, int]], percentile: f
     if vectors.shape[0] != len(groups):
         raise ModelError(f"the embedder returned {vectors.shape[0]} vectors for {len(groups)} sentence groups")
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors = vectors / np.where(norms > 0, norms, 1.0)
+    vectors = (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
     similarity = np.sum(vectors[1:] * vectors[:-1], axis=1)  # gap j lies before sentence j + 1
     threshold = float(np.percentile(similarity, percentile))
     return {j + 1 for j, sim in enumerate(similarity.tolist()) if sim <= threshold}

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from beleg.errors import ConfigError
 from beleg.index.ports import ChunkRecord, SearchIndex

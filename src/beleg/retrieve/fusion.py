@@ -11,7 +11,8 @@ input lists, then by first appearance, so fusion is deterministic.
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence, TypeVar
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
 
 from beleg.errors import ConfigError
 

@@ -79,7 +79,6 @@ async def _answer(request: Request, who: Identity, body: dict[str, Any], context
                   extra: dict[str, Any], endpoint: str) -> Response:
     """Answer ``body`` as JSON, or as server-sent events with ``"stream": true``."""
     from beleg.answer.answerer import AnswerOptions
-
     from beleg.index.filters import combine
 
     api = _api(request)

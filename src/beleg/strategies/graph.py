@@ -54,12 +54,12 @@ from typing import Any
 
 import numpy as np
 
+from beleg.answer.quarantine import quarantine_hit
 from beleg.backends.llms.base import Message
 from beleg.errors import LLMError
 from beleg.index.analyzer import analyze_query
 from beleg.index.filters import matches
 from beleg.index.ports import DocumentRecord
-from beleg.answer.quarantine import quarantine_hit
 from beleg.strategies.base import Step, StrategyContext, StrategyResult, fuse
 from beleg.strategies.entity_graph import (
     HUB_KINDS,
@@ -253,7 +253,7 @@ class GraphStrategy:
                     candidates.append((score, key, nb, relation, support, len(support)))
             per_source: Counter[str] = Counter()
             nxt: list[str] = []
-            for score, key, nb, relation, support, weight in sorted(candidates, key=lambda c: (-c[0], c[2])):
+            for _score, key, nb, relation, support, weight in sorted(candidates, key=lambda c: (-c[0], c[2])):
                 if per_source[key] >= self.max_breadth or nb in visited:
                     continue
                 per_source[key] += 1

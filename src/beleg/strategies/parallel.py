@@ -11,9 +11,9 @@ trace and a fused result never depend on which thread finished first.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Sequence
 
 from beleg.index.filters import combine
 from beleg.strategies.base import BudgetExhausted, Step, StrategyContext

@@ -7,7 +7,8 @@ different prefixes for queries and passages, so the protocol keeps the two apart
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Literal, Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 

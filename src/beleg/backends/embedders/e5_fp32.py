@@ -31,7 +31,7 @@ import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -209,7 +209,7 @@ def _model_parts(model: _Model) -> tuple[dict[str, np.ndarray], dict[str, object
     return arrays, state
 
 
-def _model_from_parts(arrays: dict[str, np.ndarray], state: dict[str, object]) -> _Model:
+def _model_from_parts(arrays: dict[str, np.ndarray], state: dict[str, Any]) -> _Model:
     t = state["tokenizer"]
     assert isinstance(t, dict)
     # The tokenizer's tables as its constructor left them (building them is most of a parse).
@@ -222,9 +222,9 @@ def _model_from_parts(arrays: dict[str, np.ndarray], state: dict[str, object]) -
     tok._table = {int(cp): out for cp, out in t["table"]}  # noqa: SLF001
     tok._cache = {}  # noqa: SLF001
     layers = tuple(_Layer(**{name: arrays[f"l{i}.{name}"] for name in _Layer._fields})
-                   for i in range(int(state["layers"])))  # type: ignore[call-overload]
-    return _Model(int(state["hidden"]), int(state["heads"]), int(state["ffn"]),  # type: ignore[call-overload]
-                  int(state["max_pos"]), float(state["eps"]), arrays["word_q4"],  # type: ignore[arg-type]
+                   for i in range(int(state["layers"])))
+    return _Model(int(state["hidden"]), int(state["heads"]), int(state["ffn"]),
+                  int(state["max_pos"]), float(state["eps"]), arrays["word_q4"],
                   arrays["pos"], arrays["ln_w"], arrays["ln_b"], layers, tok)
 
 

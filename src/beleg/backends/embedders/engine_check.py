@@ -88,7 +88,7 @@ def conditions(measured: dict[str, Any]) -> dict[str, bool]:
 
 def write_record(measured: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
     """Store ``measured`` for this machine (atomically) and return the record written."""
-    record = {"machine": machine_key(), "measured": measured, "conditions": conditions(measured)}
+    record: dict[str, Any] = {"machine": machine_key(), "measured": measured, "conditions": conditions(measured)}
     record["qualified"] = all(record["conditions"].values())
     path = path or record_path()
     path.parent.mkdir(parents=True, exist_ok=True)

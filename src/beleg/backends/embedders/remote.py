@@ -25,8 +25,9 @@ No query/passage prefixes are added: OpenAI's models use none.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np

@@ -25,7 +25,7 @@ disagree on an exact tie, which the tests and the XQuAD check never hit.)
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 #: SentencePiece's metaspace marker.
 META = "\u2581"

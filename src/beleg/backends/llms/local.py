@@ -201,9 +201,10 @@ class LocalLLM:
     # ------------------------------------------------------------------ internals
     _turn = 0
 
-    def _body(self, messages: Sequence[Message], max_tokens: int | None, temperature: float | None, *,
-              prepared: bool = False) -> dict[str, Any]:
-        wire = list(messages) if prepared else [_wire(m) for m in messages]
+    def _body(self, messages: Sequence[Message] | Sequence[dict[str, Any]], max_tokens: int | None,
+              temperature: float | None, *, prepared: bool = False) -> dict[str, Any]:
+        # prepared: already in wire form (dicts), e.g. with the emulated tool instructions added
+        wire = list(messages) if prepared else [_wire(m) for m in messages]  # type: ignore[arg-type]
         return {"messages": wire, "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
                 "temperature": self.temperature if temperature is None else temperature,
                 "cache_prompt": True, "stream": True, "stream_options": {"include_usage": True}}

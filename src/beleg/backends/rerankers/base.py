@@ -7,7 +7,8 @@ per candidate. It therefore reorders only the top-N fused candidates.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 
 @runtime_checkable

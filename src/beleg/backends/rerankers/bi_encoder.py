@@ -8,7 +8,7 @@ cross-encoder: one passage embedding per candidate.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from beleg.backends.embedders.base import Embedder
 

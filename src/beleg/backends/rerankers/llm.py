@@ -8,7 +8,8 @@ never a silent fall back to the fused order.
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from beleg.errors import ConfigError, ModelError
 

@@ -8,8 +8,9 @@ megabytes, torch is hundreds. Scores equal the PyTorch model's logits up to floa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

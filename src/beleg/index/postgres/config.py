@@ -45,7 +45,7 @@ class PostgresLocation:
     statistics: str | None = None
 
     @classmethod
-    def parse(cls, url: str) -> "PostgresLocation":
+    def parse(cls, url: str) -> PostgresLocation:
         if not is_postgres_url(url):
             raise ConfigError(f"expected a postgresql:// URL, got {url!r}")
         parts = urlsplit(url)
@@ -64,7 +64,7 @@ class PostgresLocation:
         conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(kept, safe="/"), parts.fragment))
         return cls(conninfo, check_schema_name(schema), statistics)
 
-    def with_schema(self, schema: str) -> "PostgresLocation":
+    def with_schema(self, schema: str) -> PostgresLocation:
         return PostgresLocation(self.conninfo, check_schema_name(schema), self.statistics)
 
     @property

@@ -15,7 +15,8 @@ shape alone. The CASE never yields NULL, so ``NOT`` is safe.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from psycopg import sql
 

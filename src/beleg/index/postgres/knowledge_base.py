@@ -174,7 +174,10 @@ class PostgresCatalog:
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
         rows = self._rows('SELECT chunk_id, doc_id, ordinal, start, "end", heading_path, text, flags FROM {s}.chunks '
                           "WHERE chunk_id = %s", (chunk_id,))
-        return Chunk(*rows[0][:5], tuple(rows[0][5]), rows[0][6], tuple(rows[0][7])) if rows else None
+        if not rows:
+            return None
+        cid, doc_id, ordinal, start, end, heading_path, text, flags = rows[0]
+        return Chunk(cid, doc_id, ordinal, start, end, tuple(heading_path), text, tuple(flags))
 
     def counts(self) -> dict[str, int]:
         one = lambda text: int(self._rows(text)[0][0])  # noqa: E731
@@ -185,19 +188,23 @@ class PostgresCatalog:
 class PostgresKnowledgeBase(KnowledgeBase):
     """A knowledge base whose index is one schema of a PostgreSQL database."""
 
+    # The same roles as the embedded knowledge base's, played by the PostgreSQL classes.
+    store: PostgresStore  # type: ignore[assignment]
+    catalog: PostgresCatalog  # type: ignore[assignment]
+
     def __init__(self, path: str | Path, config: IndexConfig | None = None, *, create: bool = True,
                  embedder: Embedder | None = None, version: str | None = None) -> None:
         self.root_location = PostgresLocation.parse(str(path))
         self.location = self.root_location.with_schema(self._schema_for(version))
         self.root = self.root_location.url  # type: ignore[assignment]  # a URL, not a folder
         self.path = self.location.url  # type: ignore[assignment]
-        self.store = PostgresStore(self.location, create=create)  # type: ignore[assignment]
+        self.store = PostgresStore(self.location, create=create)
         try:
             self.config = self._load_config(config, create)
         except BaseException:
             self.store.close()
             raise
-        self.catalog = PostgresCatalog(self.store)  # type: ignore[assignment]
+        self.catalog = PostgresCatalog(self.store)
         self._thread = threading.local()
         self._refresh_flags()
         self._embedder = embedder
@@ -261,7 +268,7 @@ class PostgresKnowledgeBase(KnowledgeBase):
         return None
 
     # ------------------------------------------------------------------ versions
-    def reindex(self, config: IndexConfig, *, progress: bool | None = None,
+    def reindex(self, config: IndexConfig, *, progress: bool | str | None = None,
                 embedder: Embedder | None = None) -> dict[str, Any]:
         """Build ``config`` into its own schema from the stored documents (blue/green); nothing
         changes for readers until ``beleg switch``. With the same embedder, vectors of unchanged
@@ -298,7 +305,7 @@ class PostgresKnowledgeBase(KnowledgeBase):
                 "documents": status["documents"], "chunks": status["chunks"], "embedded": report.embedded,
                 "copied_vectors_unused": 0, "failed": report.to_json()["failures"]}
 
-    def _version_stores(self) -> list[tuple[pg_versions.PostgresVersion | None, PostgresStore]]:
+    def _version_stores(self) -> list[tuple[pg_versions.PostgresVersion | None, PostgresStore]]:  # type: ignore[override]
         """This version's store first, then a new one for every other version schema."""
         out: list[tuple[pg_versions.PostgresVersion | None, PostgresStore]] = [(None, self.store)]
         for v in pg_versions.list_versions(self.store.conn, self.root_location.schema):

@@ -20,7 +20,8 @@ hostile client; give untrusted code no database connection at all.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from psycopg import sql
 

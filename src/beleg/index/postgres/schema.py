@@ -9,7 +9,8 @@ are a few index lookups. The statistics tables are never granted to the reader r
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from psycopg import errors, sql
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Iterator, Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from psycopg import sql
@@ -39,7 +39,7 @@ class PostgresEligibility:
     """The chunks one search may consider, as a SQL condition over ``chunks c`` and
     ``documents d`` for one principal, bound to the view that compiled it."""
 
-    def __init__(self, index: "PostgresSearchIndex", principal: Principal, where: sql.Composable,
+    def __init__(self, index: PostgresSearchIndex, principal: Principal, where: sql.Composable,
                  params: dict[str, Any]) -> None:
         self.index = index
         self.principal = principal
