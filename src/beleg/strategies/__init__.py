@@ -74,6 +74,8 @@ def run_strategy(kb: KnowledgeBase, name: str, question: str, **context: Any) ->
         result = strategy.run(question, ctx)
     except BudgetExhausted as exc:
         ctx.note(f"stopped: {exc}")
+        if not any(ctx.fetched):
+            ctx.fallback_search(str(exc))
         result = StrategyResult(fuse(ctx.fetched, ctx.k), ctx.trace)
     result.trace.latency_ms = 1000 * ctx.elapsed()
     return result

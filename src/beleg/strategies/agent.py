@@ -170,6 +170,8 @@ class AgentStrategy:
                 stop = f"stopped: tool-call limit of {self.max_tool_calls} reached"
         if stop is not None:
             ctx.note(f"agent {stop} after {calls_made} tool calls")
+            if not any(found):
+                found.append(ctx.fallback_search(stop))
         ctx.trace.steps.append(Step("agent:final", None, [], 0.0, final.strip()[:2000] or "(no final text)"))
         return StrategyResult(fuse([hits for hits in found if hits], ctx.k), ctx.trace)
 

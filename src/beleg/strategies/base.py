@@ -117,6 +117,7 @@ class StrategyContext:
                  question: str | None = None, self_query: bool | Inferred = True,
                  search_options: Mapping[str, Any] | None = None) -> None:
         self.kb = kb
+        self.question = question
         #: The caller's retrieval options (fusion, rrf_k, weights, mmr_lambda, reranker, ...):
         #: every search of the strategy uses them, as a plain search would.
         self.search_options = dict(search_options or {})
@@ -171,6 +172,9 @@ class StrategyContext:
         self._check_time()
         if self.trace.rounds >= self.budget.max_rounds:
             raise BudgetExhausted(f"retrieval budget of {self.budget.max_rounds} rounds spent")
+        return self._search(query, step=step, k=k, extra=extra, mode=mode)
+
+    def _search(self, query: str, *, step: str, k: int | None, extra: FilterLike, mode: str | None) -> list[Hit]:
         t0 = time.perf_counter()
         hits = self.kb.search(query, mode=mode or self.mode, k=k or self.k, filters=combine(self.filter, extra),
                               principal=self.principal,
@@ -181,6 +185,15 @@ class StrategyContext:
         self.trace.steps.append(Step(step, query, [h.chunk_id for h in hits], 1000 * (time.perf_counter() - t0)))
         self.fetched.append(hits)
         return hits
+
+    def fallback_search(self, reason: str) -> list[Hit]:
+        """The plain search of the question, outside the budget: when a budget ran out before any
+        search (one slow LLM call can spend the whole time budget), the run still returns the
+        hits a plain search would, and the trace says so, instead of returning nothing."""
+        if not self.question:
+            return []
+        self.note(f"{reason} before any search; fell back to a plain {self.mode} search of the question")
+        return self._search(self.question, step="fallback", k=None, extra=None, mode=None)
 
     def complete(self, messages: Sequence[Message], *, step: str, max_tokens: int = 400) -> str:
         """One LLM call, counted against the budget and recorded in the trace."""
