@@ -22,17 +22,22 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
 import time
-from collections import deque
 from collections.abc import Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 
-from beleg.testing.servers import Failure, RecordedRequest, delay, disconnect, garbage, status
+from beleg.testing.servers import (
+    Failure,
+    LoopbackFake,
+    _Handler,
+    _KeepAliveHandler,
+    delay,
+    disconnect,
+    garbage,
+    status,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -46,24 +51,7 @@ def fake_vector(text: str, dim: int) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False  # closing must not wait for a handler sleeping in delay()
-    fake: FakeEmbeddingsServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"  # keep-alive, as real servers do: the client reuses connections
-
-    def do_POST(self) -> None:
-        self.server.fake._handle(self)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s: " + format, self.server.fake.base_url, *args)
-
-
-class FakeEmbeddingsServer:
+class FakeEmbeddingsServer(LoopbackFake):
     """Serves ``POST /v1/embeddings``; ``base_url`` ends in ``/v1`` like OpenAI's.
 
     Args:
@@ -74,62 +62,28 @@ class FakeEmbeddingsServer:
         latency_s: Every answer waits this long (to make overlapping requests visible).
     """
 
+    base_path = "/v1"
+    handler = _KeepAliveHandler
+
     def __init__(self, *, dim: int = 16, api_key: str | None = None, failures: Iterable[Failure] = (),
                  max_inputs: int = 2048, latency_s: float = 0.0) -> None:
         self.dim = dim
-        self.api_key = api_key
         self.max_inputs = max_inputs
         self.latency_s = latency_s
-        #: Every request received, in order, including failed and rejected ones.
-        self.requests: list[RecordedRequest] = []
         #: The most requests that were being answered at the same moment.
         self.max_in_flight = 0
         self._in_flight = 0
-        self._failures: deque[Failure] = deque(failures)
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.fake = self
-        self.port = int(self._httpd.server_address[1])
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
-                                        name=f"FakeEmbeddingsServer:{self.port}", daemon=True)
-        self._thread.start()
-
-    def fail(self, *failures: Failure) -> None:
-        """Queue failures; each request takes the next one, if any."""
-        with self._lock:
-            self._failures.extend(failures)
+        super().__init__(failures=failures, api_key=api_key)
 
     def embedded_texts(self) -> list[str]:
         """Every input of every answered-or-not request, in arrival order."""
         return [t for r in self.requests if isinstance(r.json, dict) for t in r.json.get("input") or []]
 
-    def close(self) -> None:
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
     # -- request handling ----------------------------------------------------------------
 
     def _handle(self, handler: _Handler) -> None:
-        raw = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        headers = {key.lower(): value for key, value in handler.headers.items()}
+        headers, body, failure = self._receive(handler, takes_failure=True)
         with self._lock:
-            self.requests.append(RecordedRequest("POST", handler.path, headers, body))
-            failure = self._failures.popleft() if self._failures else None
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:

@@ -92,7 +92,7 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     # Closing must not wait for a handler sleeping in delay(): the test is already done.
     block_on_close = False
-    fake: _FakeChatServer
+    fake: LoopbackFake
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -105,23 +105,25 @@ class _Handler(BaseHTTPRequestHandler):
         logger.debug("%s: " + format, self.server.fake.base_url, *args)
 
 
-class _FakeChatServer(ABC):
-    """What both fakes share; subclasses supply the provider's wire format."""
+class _KeepAliveHandler(_Handler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as real servers do: clients reuse connections
 
-    chat_path: ClassVar[str]
-    base_path: ClassVar[str]
 
-    def __init__(self, replies: Sequence[Reply | Responder] | None = None, responder: Responder | None = None, *,
-                 failures: Iterable[Failure] = (), api_key: str | None = None) -> None:
-        #: Produces the answers; inspect ``llm.calls`` for the messages it was given.
-        self.llm = ScriptedLLM(replies, responder, name="fake")
+class LoopbackFake(ABC):
+    """A fake HTTP service on 127.0.0.1 (a free port, a daemon thread): records every POST,
+    hands queued failures to the requests that take them; subclasses answer (``_handle``)."""
+
+    base_path: ClassVar[str] = ""
+    handler: ClassVar[type[_Handler]] = _Handler
+
+    def __init__(self, *, failures: Iterable[Failure] = (), api_key: str | None = None) -> None:
         #: Every request received, in order, including failed and rejected ones.
         self.requests: list[RecordedRequest] = []
         self.api_key = api_key
         self._failures: deque[Failure] = deque(failures)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = _HTTPServer(("127.0.0.1", 0), self.handler)
         self._httpd.fake = self
         self.port = int(self._httpd.server_address[1])
         self.base_url = f"http://127.0.0.1:{self.port}{self.base_path}"
@@ -130,7 +132,7 @@ class _FakeChatServer(ABC):
         self._thread.start()
 
     def fail(self, *failures: Failure) -> None:
-        """Queue failures; each request to the chat endpoint takes the next one, if any."""
+        """Queue failures; each request to the service's endpoint takes the next one, if any."""
         with self._lock:
             self._failures.extend(failures)
 
@@ -148,9 +150,12 @@ class _FakeChatServer(ABC):
                  tb: TracebackType | None) -> None:
         self.close()
 
-    # -- request handling ----------------------------------------------------------------
+    @abstractmethod
+    def _handle(self, handler: _Handler) -> None: ...
 
-    def _handle(self, handler: _Handler) -> None:
+    def _receive(self, handler: _Handler, *, takes_failure: bool) -> tuple[dict[str, str], Any, Failure | None]:
+        """Read and record one request: its lower-case headers, its JSON body (None when it is not
+        JSON) and the next queued failure when this request takes one."""
         raw = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
         try:
             body = json.loads(raw) if raw else None
@@ -159,7 +164,25 @@ class _FakeChatServer(ABC):
         headers = {key.lower(): value for key, value in handler.headers.items()}
         with self._lock:
             self.requests.append(RecordedRequest("POST", handler.path, headers, body))
-            failure = self._failures.popleft() if handler.path == self.chat_path and self._failures else None
+            failure = self._failures.popleft() if takes_failure and self._failures else None
+        return headers, body, failure
+
+
+class _FakeChatServer(LoopbackFake):
+    """What both chat fakes share; subclasses supply the provider's wire format."""
+
+    chat_path: ClassVar[str]
+
+    def __init__(self, replies: Sequence[Reply | Responder] | None = None, responder: Responder | None = None, *,
+                 failures: Iterable[Failure] = (), api_key: str | None = None) -> None:
+        #: Produces the answers; inspect ``llm.calls`` for the messages it was given.
+        self.llm = ScriptedLLM(replies, responder, name="fake")
+        super().__init__(failures=failures, api_key=api_key)
+
+    # -- request handling ----------------------------------------------------------------
+
+    def _handle(self, handler: _Handler) -> None:
+        headers, body, failure = self._receive(handler, takes_failure=handler.path == self.chat_path)
         try:
             self._answer(handler, headers, body, failure)
         except (BrokenPipeError, ConnectionResetError):
