@@ -57,6 +57,9 @@ def cache_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def int8(cache_dir):
+    # Sessions are shared per process: where int8 is the default engine, the suite's embedder
+    # already holds one built from the user cache; this module's tests need their own.
+    Q._SESSIONS.clear()
     return Q.E5Int8Embedder()
 
 
