@@ -544,13 +544,18 @@ class KnowledgeBase:
             return None
         return record.to_chunk()
 
-    def status(self) -> dict[str, Any]:
-        counts = self.catalog.counts()
+    def _documents_by_facet(self) -> dict[str, dict[str, int]]:
+        """How many documents have each language, status, version and authority ("-": none)."""
         by: dict[str, dict[str, int]] = {}
         for _, _, meta in self.catalog.documents_meta():
             for key in ("language", "status", "version", "authority"):
                 value = str(meta.get(key, "-"))
                 by.setdefault(key, {})[value] = by.setdefault(key, {}).get(value, 0) + 1
+        return by
+
+    def status(self) -> dict[str, Any]:
+        counts = self.catalog.counts()
+        by = self._documents_by_facet()
         return {
             "index": str(self.root),
             "version_path": str(self.path),

@@ -333,11 +333,7 @@ class PostgresKnowledgeBase(KnowledgeBase):
     # ------------------------------------------------------------------ inspection
     def status(self) -> dict[str, Any]:
         counts = self.catalog.counts()
-        by: dict[str, dict[str, int]] = {}
-        for _, _, meta in self.catalog.documents_meta():
-            for key in ("language", "status", "version", "authority"):
-                value = str(meta.get(key, "-"))
-                by.setdefault(key, {})[value] = by.setdefault(key, {}).get(value, 0) + 1
+        by = self._documents_by_facet()
         return {
             "index": self.root,
             "backend": "postgresql",
