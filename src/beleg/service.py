@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from beleg.errors import BelegError, ConfigError
 from beleg.index.filters import FilterLike, combine
+from beleg.retrieve.fusion import check_fusion_options
 from beleg.types import ANONYMOUS, Hit, Principal, add_file_positions
 
 if TYPE_CHECKING:
@@ -50,10 +51,7 @@ class SearchRequest:
     def __post_init__(self) -> None:
         if not self.query or not self.query.strip():
             raise ConfigError("the query is empty; pass the words to search for")
-        if self.mmr is not None and not 0.0 <= self.mmr <= 1.0:
-            raise ConfigError(f"mmr {self.mmr} is outside [0, 1]; give a value such as 0.7")
-        if len(self.weights) != 2:
-            raise ConfigError(f"weights expects two numbers (bm25, dense), got {list(self.weights)}")
+        check_fusion_options(self.weights, self.mmr)
         if self.k < 1:
             raise ConfigError(f"k must be at least 1, got {self.k}")
 

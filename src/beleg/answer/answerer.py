@@ -28,6 +28,7 @@ from beleg.index.analyzer import detect_language
 from beleg.index.filters import FilterLike, combine
 from beleg.query.intent import Intent, no_retrieval_intent
 from beleg.query.self_query import disabled_json
+from beleg.retrieve.fusion import check_fusion_options
 from beleg.types import ANONYMOUS, Hit, Principal
 
 if TYPE_CHECKING:
@@ -75,10 +76,7 @@ class AnswerOptions:
     reranker: Any = None
 
     def __post_init__(self) -> None:
-        if self.mmr is not None and not 0.0 <= self.mmr <= 1.0:
-            raise ConfigError(f"mmr {self.mmr} is outside [0, 1]; give a value such as 0.7")
-        if len(self.weights) != 2:
-            raise ConfigError(f"weights expects two numbers (bm25, dense), got {list(self.weights)}")
+        check_fusion_options(self.weights, self.mmr)
         if self.fusion not in ("rrf", "weighted"):
             raise ConfigError(f"fusion {self.fusion!r} is not known; use rrf or weighted")
 

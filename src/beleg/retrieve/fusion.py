@@ -21,6 +21,15 @@ K = TypeVar("K", bound=Hashable)
 RRF_K = 60
 
 
+def check_fusion_options(weights: Sequence[float], mmr: float | None) -> None:
+    """The checks every holder of retrieval options makes (answer options, service requests):
+    two leg weights (bm25, dense) and an MMR trade-off in [0, 1] or None."""
+    if mmr is not None and not 0.0 <= mmr <= 1.0:
+        raise ConfigError(f"mmr {mmr} is outside [0, 1]; give a value such as 0.7")
+    if len(weights) != 2:
+        raise ConfigError(f"weights expects two numbers (bm25, dense), got {list(weights)}")
+
+
 def rrf(rankings: Sequence[Sequence[K]], k: int = RRF_K, weights: Sequence[float] | None = None) -> list[tuple[K, float]]:
     """Reciprocal rank fusion of ranked id lists, best first.
 
