@@ -26,19 +26,12 @@ from beleg.backends.embedders.e5_fp32 import E5Fp32Embedder  # noqa: E402
 from beleg.errors import IndexVersionError, ModelError  # noqa: E402
 from beleg.index.config import IndexConfig  # noqa: E402
 from beleg.ingest.pipeline import TextSource  # noqa: E402
+from tests.backends.test_e5_fp32 import LONG  # noqa: E402
+from tests.backends.test_e5_fp32 import TEXTS as FP32_TEXTS  # noqa: E402
 
 XQUAD = Path(__file__).resolve().parents[1] / "data" / "xquad"
-TEXTS = [
-    "The Panthers defense gave up just 308 points, ranking sixth in the league.",
-    "Die Verteidigung der Panthers ließ nur 308 Punkte zu und belegte damit Platz sechs.",
-    "Grüße aus Köln: Straße, Äpfel & Öl! Übermäßig große Maße.",
-    "Emoji 😀🎉👍🏽 and symbols ①②③ → ∑ ≠ ∞, full-width Ｆｕｌｌ, ligature ﬁne.",
-    "",
-    "   leading and  double   spaces\tand a tab\nand a newline ",
-    "日本語のテキストです。Ελληνικά. Русский текст.",
-    "E-4012",
-]
-LONG = " ".join(f"Absatz {i}: Die Größe des Speichers wächst mit jeder Änderung um {i} KiB." for i in range(60))
+# The fp32 engine's tricky texts (and its > 512-token one), plus an identifier.
+TEXTS = [*FP32_TEXTS, "E-4012"]
 
 
 @pytest.fixture(scope="module")
