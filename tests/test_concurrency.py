@@ -39,12 +39,21 @@ WORDS = [
 ]
 
 # `beleg ingest` through the CLI's entry point, committing one document per transaction
-# (a batch of SECTIONS chunks), so a reader meets many generations during one run.
+# (a batch of SECTIONS chunks), so a reader meets many generations during one run. Each
+# commit is followed by a pause so that the reader meets many generations however fast
+# this machine embeds (a fast one finished all commits between three snapshot loads).
 DRIVER = textwrap.dedent("""
-    import os, sys
+    import os, sys, time
     import beleg.ingest.pipeline as pipeline
 
     pipeline._FLUSH_CHUNKS = int(os.environ["CONCURRENCY_FLUSH"])
+    commit = pipeline.Ingestor._commit
+
+    def commit_then_pause(self, *args, **kwargs):
+        commit(self, *args, **kwargs)
+        time.sleep(float(os.environ["CONCURRENCY_PAUSE"]))
+
+    pipeline.Ingestor._commit = commit_then_pause
     from beleg.cli.main import main
 
     sys.exit(main(sys.argv[1:]))
@@ -111,6 +120,8 @@ def test_searches_during_ingest_see_whole_revisions(tmp_path: Path, embedder) ->
 
     def documents_meta_then_a_commit():  # type: ignore[no-untyped-def]
         rows = documents_meta()
+        if sum(races) >= 4:  # enough races provoked: let later loads see commits as they come
+            return rows
         before, deadline = generation(), time.monotonic() + 0.5
         while generation() == before and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.002)
@@ -122,7 +133,7 @@ def test_searches_during_ingest_see_whole_revisions(tmp_path: Path, embedder) ->
     schedule = [(everything, "bm25", None), ("harbor lantern granite", "bm25", 1), (everything, "hybrid", None),
                 ("document part meadow", "bm25", 2), (everything, "bm25", None),
                 ("copper falcon willow ember", "hybrid", None), (everything, "bm25", None), (everything, "bm25", 2)]
-    env = dict(os.environ, CONCURRENCY_FLUSH=str(SECTIONS))
+    env = dict(os.environ, CONCURRENCY_FLUSH=str(SECTIONS), CONCURRENCY_PAUSE="0.15")
     proc = subprocess.Popen([sys.executable, "-c", DRIVER, "ingest", str(corpus), "--index", str(idx), "--json",
                              "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     searches, generations, views = 0, set(), set()

@@ -38,7 +38,8 @@ def test_the_local_server_listens_on_a_unix_socket_only_as_an_unprivileged_user(
                                      "('listen_addresses', 'unix_socket_permissions')").fetchall())
         assert settings == {"listen_addresses": "", "unix_socket_permissions": "0700"}
         pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-    uid = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0])
+        # Read while the connection is open: its backend process exits when it closes.
+        uid = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0])
     assert uid != 0
 
 
