@@ -4,8 +4,10 @@ re-embedding.
 Documents, chunks (offsets, heading paths, flags) and vectors are read through the source's
 ports and written through the target's :class:`~beleg.index.ports.Store`; BM25 terms are
 re-derived with the same analyzer and the same chunk text the ingest pipeline analysed
-(:func:`beleg.ingest.pipeline.index_text`), which is cheap and gives identical postings. The
-target is created with the source's configuration (same index version) and embedder
+(:func:`beleg.ingest.pipeline.index_text`), which is cheap and gives identical postings. Into
+an empty PostgreSQL index everything goes in one bulk load (:mod:`beleg.index.postgres.bulk`:
+COPY, statistics and the HNSW index built once at the end); into anything else document by
+document. The target is created with the source's configuration (same index version) and embedder
 fingerprint, so later ingests into it reuse the copied vectors.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,7 @@ from beleg.errors import ConfigError, IndexVersionError
 from beleg.index.analyzer import analyze
 from beleg.index.ports import ChunkWrite
 from beleg.ingest.pipeline import index_text
-from beleg.types import Heading
+from beleg.types import Document, Heading
 
 
 def _headings(source: Any) -> dict[str, tuple[Heading, ...]]:
@@ -58,13 +61,33 @@ def _copy_fingerprint(source: Any, target: Any) -> None:
             target.store.set_meta("embedder_fingerprint", fingerprint)
 
 
-def _copy_documents(source: Any, target: Any) -> dict[str, int]:
+def _copy_documents(source: Any, target: Any) -> dict[str, Any]:
+    """Into an empty PostgreSQL index in one bulk load (COPY, the HNSW index built once at the end);
+    otherwise document by document through the target's store, one transaction each."""
+    from beleg.index.postgres import bulk
+    from beleg.index.postgres.store import PostgresStore
+
+    items = _documents(source)
+    if isinstance(target.store, PostgresStore) and bulk.is_empty(target.store.conn, target.store.schema):
+        loaded = bulk.bulk_load(target.store, items)
+        return {"documents": loaded["documents"], "chunks": loaded["chunks"], "method": "bulk copy",
+                "seconds": loaded["seconds"]}
+    documents = chunks = 0
+    for document, writes, headings in items:
+        with target.store.transaction():
+            target.store.upsert_document(document, writes, headings)
+        documents += 1
+        chunks += len(writes)
+    return {"documents": documents, "chunks": chunks, "method": "per document"}
+
+
+def _documents(source: Any) -> Iterator[tuple[Document, list[ChunkWrite], tuple[Heading, ...]]]:
+    """Every document of the source with its chunk writes (vectors copied, terms re-derived) and headings."""
     view = source.search_index()
     chunk_ids: dict[str, list[str]] = defaultdict(list)
     for chunk_id, doc_id in view.chunk_documents():
         chunk_ids[doc_id].append(chunk_id)
     headings = _headings(source)
-    documents = chunks = 0
     for record in source.store.document_records():
         document = source.store.document(record.doc_id)
         if document is None:
@@ -80,8 +103,4 @@ def _copy_documents(source: Any, target: Any) -> dict[str, int]:
             text = index_text(document.title, chunk)
             writes.append(ChunkWrite(chunk, hashlib.sha256(text.encode()).hexdigest(), vector,
                                      Counter(analyze(text, language))))
-        with target.store.transaction():
-            target.store.upsert_document(document, writes, headings.get(record.doc_id, ()))
-        documents += 1
-        chunks += len(writes)
-    return {"documents": documents, "chunks": chunks}
+        yield document, writes, headings.get(record.doc_id, ())
