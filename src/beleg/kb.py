@@ -29,7 +29,7 @@ from beleg.index.config import IndexConfig
 from beleg.index.embedded import EmbeddedSearchIndex, EmbeddedStore
 from beleg.index.filters import FilterLike, combine
 from beleg.index.postgres.config import is_postgres_url
-from beleg.ingest.claims import Claims
+from beleg.ingest.claims import Claims, IngestClaims
 from beleg.ingest.metadata import MetadataRule, normalize
 from beleg.retrieve.retriever import SearchOptions, StaleSnapshot
 from beleg.retrieve.techniques import Techniques, finish, search_k, searcher_for
@@ -251,10 +251,10 @@ class KnowledgeBase:
         self._flush_replaced_text()
         return report
 
-    def _ingest_claims(self) -> Claims | None:
+    def _ingest_claims(self) -> IngestClaims | None:
         """Per-source claims in the index folder, so that several ingest processes share one
         corpus without embedding a file twice (beleg.ingest.claims). The PostgreSQL backend,
-        whose path is a URL, has none yet."""
+        whose path is a URL, keeps them in a table (it overrides this)."""
         return Claims(self.path / "claims") if isinstance(self.path, Path) else None
 
     def _ingestor(self, **options: Any) -> Ingestor:

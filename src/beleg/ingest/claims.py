@@ -14,8 +14,10 @@ held from before the file is read until the batch holding its document is commit
 whoever claims a file next sees the committed state. Taking over a stale claim renames
 it away first (only one process's rename succeeds), then creates a fresh one.
 
-The PostgreSQL backend has no index folder; there a work-queue table with
-``SELECT … FOR UPDATE SKIP LOCKED`` would take the place of these files (not built yet).
+The PostgreSQL backend has no index folder; there a claims table takes the place of these
+files (:mod:`beleg.index.postgres.claims`, with leases, and the claim is marked done in the
+transaction that commits its document). Both implement :class:`IngestClaims`, the port the
+pipeline calls.
 """
 
 from __future__ import annotations
@@ -25,11 +27,41 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 #: A claim older than this is taken over even if its owner cannot be checked (another host).
 DEFAULT_STALE_AFTER_S = 1800.0
 _HOST = socket.gethostname()
+
+
+def source_key(source: str) -> str:
+    """The name of a source's claim (a hash: claims never hold a path)."""
+    return hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+class IngestClaims(Protocol):
+    """What the ingest pipeline asks of the claims of one run (one owner).
+
+    A claim is taken before a source is read and held until its document is committed or
+    the source is given up; ``commit`` is called inside the transaction that writes the
+    documents of ``sources``, so a backend that can, marks the claims done in it."""
+
+    def try_claim(self, key: str) -> bool:
+        """Claim ``key`` (a source); False when another live ingest holds it."""
+        ...
+
+    def release(self, key: str) -> None: ...
+
+    def release_all(self) -> None: ...
+
+    def held(self, key: str) -> bool: ...
+
+    def commit(self, sources: Sequence[str]) -> set[str]:
+        """Inside the commit transaction: mark these claims done; returns the sources whose
+        claim another ingest took over meanwhile (their documents must not be written)."""
+        ...
 
 
 def _alive(pid: int) -> bool:
@@ -44,6 +76,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def owner_id(token: str) -> str:
+    """Who holds a claim: ``host pid token`` (the token tells two runs of one process apart)."""
+    return f"{_HOST} {os.getpid()} {token}"
+
+
+def died_here(owner: str) -> bool:
+    """Whether ``owner`` (an :func:`owner_id`) was a process on this host that is gone."""
+    parts = owner.split()
+    return len(parts) == 3 and parts[0] == _HOST and parts[1].isdigit() and not _alive(int(parts[1]))
+
+
 class Claims:
     """The claims of one ingest run (one owner) in ``folder``."""
 
@@ -51,11 +94,11 @@ class Claims:
         self.folder = folder
         self.stale_after_s = stale_after_s
         self.token = uuid.uuid4().hex
-        self._owner = f"{_HOST} {os.getpid()} {self.token}\n"
+        self._owner = owner_id(self.token) + "\n"
         self._held: set[str] = set()
 
     def _path(self, key: str) -> Path:
-        return self.folder / f"{hashlib.sha256(key.encode('utf-8', 'surrogateescape')).hexdigest()[:32]}.claim"
+        return self.folder / f"{source_key(key)}.claim"
 
     def try_claim(self, key: str) -> bool:
         """Claim ``key`` (a source); False when another live process holds it."""
@@ -96,6 +139,11 @@ class Claims:
     def held(self, key: str) -> bool:
         return key in self._held
 
+    def commit(self, sources: Sequence[str]) -> set[str]:
+        """A file cannot join the catalog's transaction: the pipeline releases the claims
+        right after the commit instead (a crash in between leaves claims of a dead pid)."""
+        return set()
+
     def _stale(self, path: Path) -> bool:
         try:
             text = path.read_text()
@@ -107,8 +155,7 @@ class Claims:
         parts = text.split()
         if len(parts) != 3:  # half-written by a process that died between create and write
             return age > 5.0
-        host, pid = parts[0], parts[1]
-        if host == _HOST and pid.isdigit() and not _alive(int(pid)):
+        if died_here(text):
             return True
         return age > self.stale_after_s
 

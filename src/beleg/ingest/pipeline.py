@@ -36,7 +36,7 @@ from beleg.errors import BelegError, IngestError, NoContent
 from beleg.index.analyzer import analyze
 from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
-from beleg.ingest.claims import Claims
+from beleg.ingest.claims import IngestClaims
 from beleg.ingest.discover import Candidate, discover, printable
 from beleg.ingest.injection import chunk_flags
 from beleg.ingest.metadata import MetadataRule, resolve, widening
@@ -198,7 +198,7 @@ class Ingestor:
                  max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: ProgressArg = None,
                  contextualize: Callable[[Document, Sequence[Chunk]], list[str]] | None = None,
                  statuses: dict[str, str] | None = None, allow_widen: bool = False,
-                 follow_symlinks: bool = False, claims: Claims | None = None) -> None:
+                 follow_symlinks: bool = False, claims: IngestClaims | None = None) -> None:
         self.catalog = catalog
         #: Per-source claims shared with other ingest processes on the same index (None: alone).
         self.claims = claims
@@ -504,6 +504,12 @@ class Ingestor:
             batch.fresh = dict(zip(batch.todo, batch.future.result()))
         self._commit(batch.pending, batch.hashes, batch.cached, batch.fresh or {})
 
+    @staticmethod
+    def _give_up(result: FileResult) -> None:
+        result.status, result.chunks, result.flagged, result.widened = "skipped", 0, 0, []
+        result.reason = ("another ingest worker took this file over after this worker's claim expired "
+                         "(stalled longer than the lease); that worker ingests it")
+
     def _embedder_thread(self) -> ThreadPoolExecutor:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beleg-ingest-embed")
@@ -531,10 +537,17 @@ class Ingestor:
         part of a document)."""
         analysed = [terms for p in pending for terms in p.terms]
         with self.catalog.transaction():
+            # Claims are marked done in this transaction where the backend can (PostgreSQL);
+            # a file another worker took over meanwhile is its to write, not ours.
+            lost = self.claims.commit([p.result.source for p in pending]) if self.claims is not None else set()
             self.catalog.put_vectors(fresh)
             vocab = self.catalog.term_ids([t for terms in analysed for t in terms], create=True)
             i = 0
             for p in pending:
+                if p.result.source in lost:
+                    self._give_up(p.result)
+                    i += len(p.chunks)
+                    continue
                 postings = []
                 for terms in analysed[i : i + len(p.chunks)]:
                     ids, tfs = np.unique(np.array([vocab[t] for t in terms], dtype=np.int64), return_counts=True)

@@ -13,6 +13,7 @@ PostgreSQL (refused with a clear error): chunk contexts written by an LLM.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from beleg.index.config import IndexConfig
 from beleg.index.filters import FilterLike, combine
 from beleg.index.ports import ChunkWrite
 from beleg.index.postgres import versions as pg_versions
+from beleg.index.postgres.claims import LEASE_ENV, PostgresClaims, lease_from_env
 from beleg.index.postgres.config import PostgresLocation, connect
 from beleg.index.postgres.store import PostgresStore
 from beleg.kb import KnowledgeBase
@@ -260,6 +262,11 @@ class PostgresKnowledgeBase(KnowledgeBase):
     def _flush_replaced_text(self) -> None:
         if self.catalog.pending_erasure:
             self.catalog.checkpoint()
+
+    def _ingest_claims(self) -> PostgresClaims:
+        """Claims in the schema's ``ingest_claims`` table, so several ingest processes (on any
+        machine that reaches the database) share one corpus (beleg.index.postgres.claims)."""
+        return PostgresClaims(self.store.conn, self.location, lease_s=lease_from_env(os.environ.get(LEASE_ENV)))
 
     def _contextualizer(self) -> Any:
         if self.config.chunking.context != "none":

@@ -17,7 +17,7 @@ from psycopg import errors, sql
 from beleg.index.postgres import rls
 from beleg.index.postgres.config import READER_ROLE
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _v1(schema: str) -> list[sql.Composable]:
@@ -80,9 +80,21 @@ def _v1(schema: str) -> list[sql.Composable]:
     return [tables, *rls.policy_statements(schema)]
 
 
+def _v2(schema: str) -> list[sql.Composable]:
+    """Claims of the ingest workers (beleg.index.postgres.claims); never granted to the reader."""
+    return [sql.SQL("""
+    CREATE TABLE {s}.ingest_claims (
+        source_key text PRIMARY KEY,
+        worker text NOT NULL,
+        claimed_at timestamptz NOT NULL,
+        lease_until timestamptz NOT NULL
+    )""").format(s=sql.Identifier(schema))]
+
+
 #: (version, description, statements for a schema). Append; never edit a released one.
 MIGRATIONS: list[tuple[int, str, Callable[[str], list[sql.Composable]]]] = [
     (1, "documents, chunks with vectors, postings, BM25 statistics, row-level security", _v1),
+    (2, "claims of ingest workers (source hash, worker, lease)", _v2),
 ]
 
 
