@@ -1,12 +1,12 @@
-"""Plain text for people: what beleg.answer.markup.plain keeps and what it drops."""
+"""Plain text for people: what beleg.markup.plain keeps and what it drops."""
 
 from __future__ import annotations
 
 import pytest
 
-from beleg.answer.markup import plain, table_cells, table_row
 from beleg.answer.types import Citation
 from beleg.cli.render import Style, render_hits
+from beleg.markup import plain, table_cells, table_row
 from beleg.types import Hit
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from beleg.answer.markup import plain
 from beleg.answer.quarantine import Quarantine, quarantine_hit
+from beleg.markup import plain
 from beleg.types import Hit
 
 REFUSAL = "The sources do not answer this."
@@ -110,7 +110,7 @@ class Citation:
     end: int | None
     verified: bool
     problem: str | None = None
-    #: What a person reads: the quote without markup (:func:`beleg.answer.markup.plain`),
+    #: What a person reads: the quote without markup (:func:`beleg.markup.plain`),
     #: or a rendering such as a table row with its header's names; None means ``plain(quote)``.
     display: str | None = None
 

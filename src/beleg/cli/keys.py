@@ -11,11 +11,13 @@ from typing import Any
 
 from beleg.errors import ConfigError
 
+#: beleg.server.auth.SCOPES, spelt out: building the parser (every beleg command) must not import
+#: the server package; tests/test_startup_imports.py checks that the two agree.
+SCOPES = ("read", "ingest", "admin")
+
 
 def add_parser(sub: Any) -> None:
     """Register ``beleg keys add|list`` on the top-level subparsers."""
-    from beleg.server.auth import SCOPES
-
     p = sub.add_parser("keys", help="API keys of 'beleg serve' (stored as sha256 hashes in auth.toml)")
     keys_sub = p.add_subparsers(dest="keys_command", required=True, metavar="SUBCOMMAND")
     a = keys_sub.add_parser("add", help="create a key, print it once and append its hash to the auth file")

@@ -6,10 +6,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from beleg.answer.conflicts import conflict_lines
-from beleg.answer.markup import plain
-from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.index.analyzer import analyze, analyze_query
+from beleg.markup import plain
 from beleg.types import Hit
 
 _WORD = re.compile(r"\S+")
@@ -108,6 +106,10 @@ def render_ingest(report: Any, style: Style) -> str:
 
 def render_answer(answer: Any, style: Style, *, show_text: bool = True) -> str:
     """The answer, its conflicts, then each source with title, section, version, status and date."""
+    # Imported here, not at the top: a search process prints hits and needs no answering code.
+    from beleg.answer.conflicts import conflict_lines
+    from beleg.answer.quarantine import shown_heading_path, shown_value
+
     lines = [answer.answer] if show_text else []
     if answer.conflicts and answer.backend != "extractive":  # the extractive text already states them
         for c in answer.conflicts:

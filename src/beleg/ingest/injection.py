@@ -24,8 +24,8 @@ a pattern cannot express (negation, descriptive sentences, what follows a role m
 Measured on the project's labelled set (``tests/data/injection``) by
 ``benchmarks/injection_detector.py``; see docs/benchmarks.md.
 
-Bump :data:`DETECTOR_VERSION` whenever the patterns change, so stored flags can be
-recomputed.
+Bump :data:`~beleg.ingest.injection_version.DETECTOR_VERSION` whenever the patterns
+change, so stored flags can be recomputed.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from dataclasses import dataclass
 
 from beleg.ingest.injection_normalize import Normalized, normalize, table_columns
 from beleg.ingest.injection_patterns import FAMILIES, Rule
+from beleg.ingest.injection_version import DETECTOR_VERSION
 
 __all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "detect_instructions",
            "instruction_spans", "is_instruction_like"]
 
-DETECTOR_VERSION = "3"
 #: Chunk flags are ``f"{FLAG_PREFIX}:{kind}"``, e.g. ``"instruction-like:override"``.
 FLAG_PREFIX = "instruction-like"
 _EXCERPT_CHARS = 200

@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from beleg.errors import ConfigError, IngestError
 from beleg.index.analyzer import SUPPORTED_LANGUAGES, detect_language
 from beleg.types import Principal
+
+if TYPE_CHECKING:
+    import yaml
 
 #: Keys with a meaning to Beleg. Other keys are kept and filterable as they are.
 KNOWN_KEYS = ("title", "product", "version", "status", "authority", "language", "date", "tenant", "acl")
@@ -62,17 +64,28 @@ class MetadataRule:
         return fnmatch.fnmatch(posix, self.match) or fnmatch.fnmatch(Path(posix).name, self.match)
 
 
-class _WrittenFloatLoader(yaml.SafeLoader):
-    """YAML loader that keeps decimals as written: ``version: 2.10`` stays ``"2.10"``, not 2.1."""
+@functools.cache
+def _written_float_loader() -> type[yaml.SafeLoader]:
+    """YAML loader that keeps decimals as written: ``version: 2.10`` stays ``"2.10"``, not 2.1.
 
+    Made on first use: yaml is imported only when a rules file is read, not by every
+    process that opens an index (start-up time of a search).
+    """
+    import yaml
 
-_WrittenFloatLoader.add_constructor(
-    "tag:yaml.org,2002:float", lambda loader, node: loader.construct_scalar(node))  # type: ignore[arg-type]
+    class WrittenFloatLoader(yaml.SafeLoader):
+        pass
+
+    WrittenFloatLoader.add_constructor(
+        "tag:yaml.org,2002:float", lambda loader, node: loader.construct_scalar(node))  # type: ignore[arg-type]
+    return WrittenFloatLoader
 
 
 def _read_rules_yaml(path: Path) -> Any:
+    import yaml
+
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=_WrittenFloatLoader)  # noqa: S506 (a SafeLoader)
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_written_float_loader())  # noqa: S506 (a SafeLoader)
     except OSError as exc:
         raise ConfigError(f"cannot read rules file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:

@@ -1,8 +1,8 @@
 """Retrieval strategies, looked up by name (``beleg search --strategy NAME``).
 
-Each row: name → (module, class, description) in one :class:`~beleg.registry.Registry`;
-modules are imported on first use, and a package adds a strategy through the
-``beleg.strategies`` entry-point group or ``STRATEGIES.register``.
+The names live in :data:`beleg.strategy_registry.STRATEGIES` (re-exported here); modules
+are imported on first use, and a package adds a strategy through the ``beleg.strategies``
+entry-point group or ``STRATEGIES.register``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from beleg.errors import NeedsLLMError
-from beleg.registry import Registry
 from beleg.strategies.base import (
     Budget,
     BudgetExhausted,
@@ -21,29 +20,10 @@ from beleg.strategies.base import (
     Trace,
     fuse,
 )
+from beleg.strategy_registry import STRATEGIES
 
 if TYPE_CHECKING:
     from beleg.kb import KnowledgeBase
-
-STRATEGIES = Registry("strategies", {
-    "hybrid": ("beleg.strategies.plain", "PlainSearch", "one hybrid search with the question as asked"),
-    "rewrite": ("beleg.strategies.rewrite", "RewriteStrategy",
-                "rewrite the question into a search query (conversation-aware); keeps constraints"),
-    "multi-query": ("beleg.strategies.multi_query", "MultiQueryStrategy",
-                    "several phrasings (LLM) or pseudo-relevance-feedback expansions (offline), fused with RRF"),
-    "hyde": ("beleg.strategies.hyde", "HydeStrategy", "search with a hypothetical answer written by an LLM"),
-    "decompose": ("beleg.strategies.decompose", "DecomposeStrategy",
-                  "split into independent sub-questions, searched separately and kept apart"),
-    "multi-hop": ("beleg.strategies.multi_hop", "MultiHopStrategy",
-                  "facts found in hop 1 build the query of hop 2, with a version consistency check"),
-    "iterative": ("beleg.strategies.iterative", "IterativeStrategy",
-                  "search for what the evidence does not cover yet, until covered or out of budget"),
-    "auto": ("beleg.strategies.auto", "AutoStrategy", "route: no retrieval / single / decomposed / iterative"),
-    "graph": ("beleg.strategies.graph", "GraphStrategy",
-              "entity graph from metadata and identifiers; bounded breadth-first traversal to evidence"),
-    "agent": ("beleg.strategies.agent", "AgentStrategy",
-              "an LLM agent with semantic_search, keyword_search and read_document tools, call-limited"),
-}, noun="strategy")
 
 
 def load_strategy(name: str) -> Strategy:

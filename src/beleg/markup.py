@@ -1,5 +1,8 @@
 """Plain text for people: Markdown, Hugo/Jinja shortcodes and HTML removed from a quote.
 
+Answers, citations and search snippets all show text through it, so it sits outside
+``beleg.answer``: printing search hits then imports no answering code.
+
 Quotes stay exact spans of the document (``document.text[start:end] == quote``, which is
 what verification checks); what a person reads is :func:`plain` of the quote. It keeps the
 words and drops the markup around them:

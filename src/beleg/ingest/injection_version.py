@@ -1,0 +1,9 @@
+"""The injection detector's version, apart from the detector.
+
+Every index open compares it with the version its stored flags were computed by; keeping
+it here lets that check run without importing (and compiling) the phrase families of
+:mod:`beleg.ingest.injection_patterns`. Bump it whenever the patterns or the checks in
+:mod:`beleg.ingest.injection` change, so stored flags are recomputed.
+"""
+
+DETECTOR_VERSION = "3"
