@@ -422,7 +422,7 @@ class KnowledgeBase:
                weights: tuple[float, float] = (1.0, 1.0), mmr_lambda: float | None = None,
                candidates: int | None = None, reranker: Reranker | None = None,
                rerank_top: int | None = None, coverage_power: float | None = 2.0,
-               principal: Principal | None = None, self_query: bool | Inferred = True,
+               principal: Principal | None = None, self_query: bool | str | Inferred = True,
                techniques: Techniques | None = None) -> list[Hit]:
         """Search the index.
 
@@ -447,8 +447,9 @@ class KnowledgeBase:
             self_query: Apply the constraints the query states in words (product, status,
                 language and date range as filters, the version as a boost; see
                 :mod:`beleg.query.self_query`); False: search the words only; an
-                :class:`~beleg.query.self_query.Inferred` (from :meth:`infer_constraints`)
-                is applied as given. ``filters``/``where`` on a key win over an inferred one.
+                :class:`~beleg.query.self_query.Inferred` (from :meth:`infer_constraints`,
+                which takes an LLM) is applied as given; "rules"/"off" as True/False.
+                ``filters``/``where`` on a key win over an inferred one.
             techniques: Ensemble, reranking depth, neighbours, compression
                 (:class:`~beleg.retrieve.techniques.Techniques`; None: ``self.techniques``).
                 A ``parent-child`` index always returns parents.
@@ -483,26 +484,38 @@ class KnowledgeBase:
                 return search(self.search_index(), query, options, embed, narrowed, reranker,
                               principal or ANONYMOUS)
 
-        if self_query is False:
+        if self_query is False or self_query == "off":
             hits = run(expr)
         else:
             # Imported here: ~0.07 s at start-up that a search with self_query=False never needs.
-            from beleg.query.self_query import Inferred, apply_constraints
+            from beleg.query.self_query import Inferred, apply_constraints, self_query_mode
 
+            if not isinstance(self_query, Inferred):
+                self_query_mode(self_query, has_llm=False)  # "llm" needs infer_constraints(llm=...) first
             inferred = self_query if isinstance(self_query, Inferred) else self.infer_constraints(query, principal)
             hits = apply_constraints(run, expr, inferred, options.k)
         return finish(self, query, hits, final_k, used, principal or ANONYMOUS)
 
     def infer_constraints(self, question: str, principal: Principal | None = None, *, filters: FilterLike = None,
-                          where: str | None = None, context: Sequence[str] = ()) -> Inferred:
+                          where: str | None = None, context: Sequence[str] = (), llm: Any = None) -> Inferred:
         """The constraints ``question`` states (self-query), from values ``principal`` may see.
 
         Constraints on keys that ``filters``/``where`` name are marked overridden. Pass the
         result to :meth:`search` (``self_query=``) to apply it; its ``to_json()`` is the trace.
+        With ``llm``, the model proposes constraints too, offered and accepted only among
+        the values ``principal`` may see, the rules winning where they decided
+        (:mod:`beleg.query.self_query_llm`).
         """
         from beleg.query.self_query import infer_constraints
 
         inferred = infer_constraints(question, lambda key: self.metadata_values(key, principal), context=context)
+        if llm is not None:
+            from beleg.query.self_query_llm import infer_with_llm
+
+            who = principal or ANONYMOUS
+            inferred = infer_with_llm(question, inferred,
+                                      lambda: (d.metadata for d in self.search_index().documents(who)), llm,
+                                      context=context)
         return inferred.overridden_by(combine(filters, where))
 
     def ask(self, question: str, *, principal: Principal | None = None, filters: FilterLike = None,

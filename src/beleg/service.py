@@ -44,7 +44,9 @@ class SearchRequest:
     weights: tuple[float, float] = (1.0, 1.0)
     mmr: float | None = None
     strategy: str = "hybrid"
-    self_query: bool = True
+    #: True/"rules", "llm" (the service's LLM proposes constraints too), "auto" (llm when the
+    #: service has an LLM), False/"off" (see :func:`beleg.query.self_query.self_query_mode`).
+    self_query: bool | str = True
     #: Earlier questions of a conversation (oldest first), for strategies that resolve follow-ups.
     context: tuple[str, ...] = ()
 
@@ -105,18 +107,24 @@ class Service:
         return self._plain_search(request, who)
 
     def _plain_search(self, request: SearchRequest, who: Principal) -> SearchResult:
-        from beleg.query.self_query import disabled_json
+        from beleg.query.self_query import disabled_json, self_query_mode
 
         t0 = time.perf_counter()
-        inferred = self.kb.infer_constraints(request.query, who, filters=request.filters,
-                                             where=request.where) if request.self_query else None
+        mode = self_query_mode(request.self_query, self.llm is not None)
+        inferred = self.kb.infer_constraints(request.query, who, filters=request.filters, where=request.where,
+                                             llm=self.llm if mode == "llm" else None) if mode != "off" else None
         hits = self.kb.search(request.query, mode=request.mode, k=request.k, filters=request.filters,
                               where=request.where, principal=who,
                               self_query=inferred if inferred is not None else False,
                               **self.retrieval_options(request))
-        trace = {"strategy": "hybrid", "mode": request.mode, "queries": [request.query], "steps": [],
-                 "llm": {"calls": 0, "tokens": 0}, "latency_ms": round(1000 * (time.perf_counter() - t0), 1),
-                 "self_query": inferred.to_json() if inferred is not None else disabled_json()}
+        trace: dict[str, Any] = {
+            "strategy": "hybrid", "mode": request.mode, "queries": [request.query], "steps": [],
+            "llm": {"calls": 0, "tokens": 0}, "latency_ms": round(1000 * (time.perf_counter() - t0), 1),
+            "self_query": inferred.to_json() if inferred is not None else disabled_json()}
+        if inferred is not None and inferred.llm is not None:  # the LLM self-query call is counted
+            from beleg.query.self_query_llm import add_usage
+
+            add_usage(trace["llm"], inferred)
         return SearchResult(hits, trace, inferred.notes() if inferred is not None else [])
 
     def search_json(self, result: SearchResult) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from beleg.errors import ConfigError
 from beleg.index.analyzer import detect_language
 from beleg.index.filters import FilterLike, combine
 from beleg.query.intent import Intent, no_retrieval_intent
-from beleg.query.self_query import disabled_json
+from beleg.query.self_query import disabled_json, self_query_mode
 from beleg.retrieve.fusion import check_fusion_options
 from beleg.types import ANONYMOUS, Hit, Principal
 
@@ -51,8 +51,10 @@ class AnswerOptions:
     order: Order = "rank"
     max_tokens: int = 700
     regenerate: bool = True
-    #: Apply the question's self-query constraints to retrieval (:mod:`beleg.query.self_query`).
-    self_query: bool = True
+    #: Apply the question's self-query constraints to retrieval (:mod:`beleg.query.self_query`):
+    #: True/"rules" by rule, "llm" also asks the answering LLM (checked against visible values),
+    #: "auto" is "llm" when an LLM answers, False/"off" none.
+    self_query: bool | str = True
     #: Refuse an answer whose confidence (:mod:`beleg.answer.support`) is below this. The default
     #: 0 answers whenever the older rules do; :data:`~beleg.answer.support.FITTED_MIN_CONFIDENCE`
     #: is >= 90 % right on development data but answers far fewer questions (docs/benchmarks.md).
@@ -134,7 +136,9 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         return _no_retrieval(question, intent, t0)
     expr = combine(filters, where)
     # Self-query reads the user's question (and conversation) once; every search applies it.
-    inferred = kb.infer_constraints(question, principal, filters=expr, context=context) if opts.self_query else None
+    sq_mode = self_query_mode(opts.self_query, llm is not None)
+    inferred = kb.infer_constraints(question, principal, filters=expr, context=context,
+                                    llm=llm if sq_mode == "llm" else None) if sq_mode != "off" else None
     self_query = inferred if inferred is not None else False
     versions = kb.metadata_values("version", principal)
     products = kb.metadata_values("product", principal)
@@ -202,6 +206,10 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
                            positions)
     result = _selective(result, opts.min_confidence)
     t_end = time.perf_counter()
+    if strategy_trace is None and inferred is not None and inferred.llm is not None:  # (a strategy counts it)
+        from beleg.query.self_query_llm import add_usage
+
+        add_usage(trace.setdefault("llm", {}), inferred)
     if strategy_trace is not None:
         trace["strategy"] = strategy_trace
         llm_trace = trace.setdefault("llm", {})

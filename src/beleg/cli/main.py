@@ -74,9 +74,17 @@ def _strategy_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _self_query_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--no-self-query", action="store_true",
-                   help="do not read constraints from the question's words (product, version, status, language, "
-                        "date range; see docs/strategies.md)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--self-query", choices=("rules", "llm", "off"), default=None,
+                   help="read constraints (product, version, status, language, date range) from the question: "
+                        "by rule, also by the LLM (its proposals kept only if they are values you may see), or "
+                        "not at all (default: llm when an LLM is configured, else rules; see docs/strategies.md)")
+    g.add_argument("--no-self-query", action="store_true", help="the same as --self-query off")
+
+
+def _self_query_choice(args: argparse.Namespace) -> str:
+    """--self-query/--no-self-query as a self_query= value; "auto" picks llm when an LLM is configured."""
+    return "off" if args.no_self_query else (args.self_query or "auto")
 
 
 def _llm_args(p: argparse.ArgumentParser, title: str) -> None:
@@ -387,9 +395,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     STRATEGIES.entry(args.strategy)  # an unknown name fails before any work
     request = SearchRequest(args.query, mode=args.mode, k=args.k, filters=from_assignments(args.filter),
                             where=args.where, fusion=args.fusion, rrf_k=args.rrf_k, weights=weights,  # type: ignore[arg-type]
-                            mmr=args.mmr, strategy=args.strategy, self_query=not args.no_self_query)
+                            mmr=args.mmr, strategy=args.strategy, self_query=_self_query_choice(args))
+    # A plain search needs an LLM only for the LLM self-query: --self-query llm, or --llm given.
+    wants_llm = args.strategy != "hybrid" or args.self_query == "llm" or (args.llm and not args.no_self_query
+                                                                          and args.self_query != "rules")
     with _open(args) as kb:
-        service = Service(kb, llm=_resolve_llm(args) if args.strategy != "hybrid" else None)
+        service = Service(kb, llm=_resolve_llm(args) if wants_llm else None)
         result = service.search(request, _principal(args))
         hits, notes = result.hits, result.notes
         out = service.search_json(result) if args.json else None
@@ -580,7 +591,7 @@ def _answer_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     llm = _resolve_llm(args)
     policy = GovernancePolicy.from_json(read_config_table("governance", args.config))
     options = AnswerOptions(k=args.k, mode=args.mode, strategy=args.strategy, policy=policy,
-                            budget_tokens=args.budget, order=args.order, self_query=not args.no_self_query,
+                            budget_tokens=args.budget, order=args.order, self_query=_self_query_choice(args),
                             fusion=args.fusion, rrf_k=args.rrf_k, weights=_weights(args.weights), mmr=args.mmr)
     if args.min_confidence is not None:
         if not 0.0 <= args.min_confidence <= 1.0:

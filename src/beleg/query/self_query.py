@@ -28,6 +28,10 @@ language no visible document has is never inferred, and a version no visible doc
 is reported as unknown exactly as a version that does not exist at all, so a question
 cannot probe what is hidden. A caller's filter on a key (``--filter version=2.4``,
 ``--where "status = draft"``) disables the inferred constraint on that key.
+
+With an LLM (``self_query="llm"``), :mod:`beleg.query.self_query_llm` asks the model for
+constraints as well, offers it only these visible values, accepts only them, and merges
+its proposals with the rules' (the rules win where they decided a key).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from beleg.errors import ConfigError
 from beleg.index.filters import And, Cmp, Expr, Not, Or, combine
 from beleg.query.dates import date_ranges
 from beleg.query.versions import asked_versions, version_spans
@@ -48,6 +53,11 @@ if TYPE_CHECKING:
 
 FILTER = "filter"
 BOOST = "boost"
+#: Why a status word yields to a version (the rules' reason, and the LLM merge's).
+VERSION_DECIDES = "the question names a version; the version boost decides which documents lead"
+#: ``self_query=`` values: "auto" is "llm" when an LLM is configured and "rules" otherwise;
+#: True (the Python API's default) means "rules", False means "off".
+MODES = ("auto", "rules", "llm", "off")
 
 # ---------------------------------------------------------------------- status words
 _CURRENT = re.compile(r"\b(?:current(?:ly)?|latest|newest|up-to-date|aktuell\w*|neueste[nrs]?|derzeit\w*|"
@@ -102,7 +112,9 @@ class Constraint:
 
     ``words`` are the question's words that produced it; ``applied_as`` is ``"filter"``
     (hard) or ``"boost"`` (reorders only); ``status`` is ``"applied"``, ``"overridden"``
-    (a caller's filter names the key) or ``"skipped"`` (``reason`` says why).
+    (a caller's filter names the key) or ``"skipped"`` (``reason`` says why). ``origin``
+    is ``"rules"`` or ``"llm"`` (proposed by the model, checked against visible values;
+    ``words`` is empty then: the model does not say which words it read).
     """
 
     key: str
@@ -112,6 +124,7 @@ class Constraint:
     applied_as: str
     status: str = "applied"
     reason: str = ""
+    origin: str = "rules"
 
     def expr(self) -> Cmp:
         return Cmp(self.key, self.op, self.value)
@@ -119,7 +132,8 @@ class Constraint:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"key": self.key, "op": self.op,
                                "value": list(self.value) if isinstance(self.value, tuple) else self.value,
-                               "words": self.words, "applied_as": self.applied_as, "status": self.status}
+                               "words": self.words, "applied_as": self.applied_as, "status": self.status,
+                               "origin": self.origin}
         if self.reason:
             out["reason"] = self.reason
         return out
@@ -135,6 +149,8 @@ class Inferred:
     #: Where the version came from: "question", "conversation" or "none".
     version_origin: str = "none"
     method: str = "rules"
+    #: The LLM pass (:class:`beleg.query.self_query_llm.LLMPass`) when ``method`` is "llm".
+    llm: Any = None
 
     def applied(self, how: str | None = None) -> tuple[Constraint, ...]:
         return tuple(c for c in self.constraints if c.status == "applied" and how in (None, c.applied_as))
@@ -161,17 +177,43 @@ class Inferred:
         out = []
         for c in self.constraints:
             value = ", ".join(c.value) if isinstance(c.value, tuple) else c.value
-            line = f"self-query: {c.key} {c.op} {value} from {c.words!r} ({c.applied_as}, {c.status})"
+            source = "proposed by the LLM" if c.origin == "llm" else f"from {c.words!r}"
+            line = f"self-query: {c.key} {c.op} {value} {source} ({c.applied_as}, {c.status})"
             out.append(line + (f": {c.reason}" if c.reason else ""))
         if self.unknown_versions:
             out.append(f"self-query: no visible document has version {', '.join(self.unknown_versions)}")
+        if self.llm is not None:
+            out.extend(self.llm.notes())
         return out
 
     def to_json(self) -> dict[str, Any]:
         f, b = self.filter_expr(), self.boost_expr()
-        return {"enabled": True, "method": self.method, "constraints": [c.to_json() for c in self.constraints],
-                "unknown": {"version": list(self.unknown_versions)}, "version_origin": self.version_origin,
-                "filter": None if f is None else repr(f), "boost": None if b is None else repr(b)}
+        out = {"enabled": True, "method": self.method, "constraints": [c.to_json() for c in self.constraints],
+               "unknown": {"version": list(self.unknown_versions)}, "version_origin": self.version_origin,
+               "filter": None if f is None else repr(f), "boost": None if b is None else repr(b)}
+        if self.llm is not None:
+            out["llm"] = self.llm.to_json()
+        return out
+
+
+def self_query_mode(value: bool | str | None, has_llm: bool) -> str:
+    """``"rules"``, ``"llm"`` or ``"off"`` for a ``self_query=`` value (see :data:`MODES`).
+
+    ``"llm"`` without an LLM is an error, not a quiet fall back to the rules.
+    """
+    if value is None or value is True:
+        return "rules"
+    if value is False:
+        return "off"
+    mode = str(value).strip().casefold()
+    if mode not in MODES:
+        raise ConfigError(f"self-query mode {value!r} is not known; use one of {', '.join(MODES)}")
+    if mode == "auto":
+        return "llm" if has_llm else "rules"
+    if mode == "llm" and not has_llm:
+        raise ConfigError("self-query 'llm' needs an LLM, and none is configured; pass --llm PROVIDER:MODEL "
+                          "or use --self-query rules")
+    return mode
 
 
 def disabled_json() -> dict[str, Any]:
@@ -266,8 +308,7 @@ def _status(question: str, visible: Callable[[], set[str]], *, versioned: bool) 
                            "no document you may see has this status")]
     found = _one_or_in("status", chosen, word, FILTER)
     if versioned:
-        return [replace(found, status="skipped",
-                        reason="the question names a version; the version boost decides which documents lead")]
+        return [replace(found, status="skipped", reason=VERSION_DECIDES)]
     return [found]
 
 
@@ -339,5 +380,5 @@ def _fuse_boost(hits: list[Hit], pinned: list[Hit], k: int) -> list[Hit]:
             for cid, score in fused]
 
 
-__all__ = ["BOOST", "FILTER", "Constraint", "Inferred", "apply_constraints", "disabled_json", "filter_keys",
-           "infer_constraints"]
+__all__ = ["BOOST", "FILTER", "MODES", "VERSION_DECIDES", "Constraint", "Inferred", "apply_constraints",
+           "disabled_json", "filter_keys", "infer_constraints", "self_query_mode"]

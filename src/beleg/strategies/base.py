@@ -24,10 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from beleg.backends.llms.base import LLM, Message
+from beleg.backends.llms.base import LLM, Completion, Message
 from beleg.errors import BelegError, NeedsLLMError
 from beleg.index.filters import Expr, FilterLike, combine
-from beleg.query.self_query import Inferred, disabled_json
+from beleg.query.self_query import Inferred, disabled_json, self_query_mode
 from beleg.retrieve.coverage import TermCoverage
 from beleg.retrieve.fusion import rrf
 from beleg.types import ANONYMOUS, Hit, Principal
@@ -114,7 +114,7 @@ class StrategyContext:
     def __init__(self, kb: KnowledgeBase, *, principal: Principal | None = None, filters: FilterLike = None,
                  where: str | None = None, k: int = 10, mode: str = "hybrid", llm: LLM | None = None,
                  budget: Budget | None = None, context: Sequence[str] = (), strategy: str = "hybrid",
-                 question: str | None = None, self_query: bool | Inferred = True,
+                 question: str | None = None, self_query: bool | str | Inferred = True,
                  search_options: Mapping[str, Any] | None = None) -> None:
         self.kb = kb
         self.question = question
@@ -135,19 +135,36 @@ class StrategyContext:
         #: The question's self-query constraints, applied to every search (None: off).
         self.inferred: Inferred | None = self._infer(question, self_query)
 
-    def _infer(self, question: str | None, self_query: bool | Inferred) -> Inferred | None:
-        """Read the constraints from the user's question once; generated queries add none."""
+    def _infer(self, question: str | None, self_query: bool | str | Inferred) -> Inferred | None:
+        """Read the constraints from the user's question once; generated queries add none.
+
+        With ``self_query="llm"`` (or "auto" and an LLM) the model's self-query call is one
+        of this run's LLM calls: budgeted, counted and traced like the others. A pass made
+        before the run (``ask`` infers once for the whole answer) is counted here too.
+        """
         if isinstance(self_query, Inferred):
             inferred: Inferred | None = self_query.overridden_by(self.filter)
-        elif self_query and question:
+            self._count_earlier_pass(self_query)
+        elif (mode := self_query_mode(self_query, self.llm is not None)) != "off" and question:
             inferred = self.kb.infer_constraints(question, self.principal, filters=self.filter,
-                                                 context=self.context)
+                                                 context=self.context,
+                                                 llm=_BudgetedLLM(self) if mode == "llm" else None)
         else:
             inferred = None
         self.trace.self_query = disabled_json() if inferred is None else inferred.to_json()
         for line in inferred.notes() if inferred is not None else ():
             self.note(line)
         return inferred
+
+    def _count_earlier_pass(self, inferred: Inferred) -> None:
+        used = inferred.llm
+        if used is None or not used.calls:
+            return
+        self.trace.llm_calls += used.calls
+        self.trace.prompt_tokens += used.prompt_tokens
+        self.trace.completion_tokens += used.completion_tokens
+        self.trace.steps.append(Step("self-query", None, [], 0.0,
+                                     f"LLM call ({used.tokens} tokens), made before the strategy ran"))
 
     # ------------------------------------------------------------------ budget
     def elapsed(self) -> float:
@@ -227,6 +244,18 @@ class StrategyContext:
 
     def note(self, text: str) -> None:
         self.trace.notes.append(text)
+
+
+class _BudgetedLLM:
+    """The context's LLM for the self-query pass: each call goes through :meth:`StrategyContext.charge_llm`
+    (a spent budget raises :class:`BudgetExhausted`, which the pass reports as "rules used")."""
+
+    def __init__(self, ctx: StrategyContext) -> None:
+        assert ctx.llm is not None
+        self.ctx, self.llm, self.name = ctx, ctx.llm, ctx.llm.name
+
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        return self.ctx.charge_llm(lambda: self.llm.complete(messages, **kwargs), step="self-query")
 
 
 def fuse(lists: Sequence[Sequence[Hit]], k: int) -> list[Hit]:
