@@ -31,7 +31,16 @@ def _traces(kb, doc_id: str) -> list[bytes]:
             "SELECT e.vector FROM chunks c JOIN embeddings e ON e.embed_hash = c.embed_hash WHERE c.doc_id = ?",
             (doc_id,)):
         patterns.append(bytes(vector[:32]))
+    for (vector,) in kb.catalog.db.execute("SELECT vector FROM sentence_vectors WHERE doc_id = ?", (doc_id,)):
+        patterns.append(bytes(vector[:32]))  # the answerer's stored sentence vectors (beleg.answer.sentence_vectors)
     return patterns
+
+
+def store_sentence_vectors(kb, doc_id: str) -> None:
+    """Answer a question about the document, so its sentence vectors are stored (lazily) for the scan."""
+    kb.ask("Who do escalations go to?", principal=beleg.Principal("u", "alpha", ("ops-alpha",)))
+    stored = kb.catalog.db.execute("SELECT COUNT(*) FROM sentence_vectors WHERE doc_id = ?", (doc_id,)).fetchone()[0]
+    assert stored > 0, "the answer must have stored the document's sentence vectors"
 
 
 @pytest.fixture()
@@ -54,6 +63,7 @@ def test_delete_by_id_erases_every_trace(corpus: Path, tmp_path: Path, embedder,
     with beleg.open(index, embedder=embedder) as kb:
         kb.ingest([str(corpus)], progress=False)
         doc_id = _secret_doc(kb)
+        store_sentence_vectors(kb, doc_id)
         patterns = _traces(kb, doc_id)
     before = _file_bytes(index)
     assert all(p in before for p in patterns[:3]), "the scan must see the document before deletion"
@@ -82,8 +92,10 @@ def test_delete_by_filter_and_unknown_ids(corpus: Path, tmp_path: Path, embedder
 def test_sync_removes_vanished_files_and_their_traces(corpus: Path, tmp_path: Path, embedder) -> None:
     index = tmp_path / "kb"
     with beleg.open(index, embedder=embedder) as kb:
-        kb.ingest([str(corpus)], progress=False)
+        kb.ingest([str(corpus)], progress=False, sentence_vectors=True)  # stored at ingest this time
         patterns = _traces(kb, _secret_doc(kb))
+        assert len(patterns) > 7 + kb.catalog.db.execute(
+            "SELECT COUNT(DISTINCT embed_hash) FROM chunks WHERE doc_id = ?", (_secret_doc(kb),)).fetchone()[0]
         (corpus / "incident.md").unlink()
         plain = kb.ingest([str(corpus)], progress=False)
         assert plain.deleted == 0 and kb.status()["documents"] == 2  # without --sync nothing is removed

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_erasure import NAME, PUBLIC, SECRET, _file_bytes, _traces  # the same byte scan as plain erasure
+from test_erasure import (  # the same byte scan as plain erasure
+    NAME,
+    PUBLIC,
+    SECRET,
+    _file_bytes,
+    _traces,
+    store_sentence_vectors,
+)
 
 import beleg
 from beleg.cli.main import main
@@ -47,11 +54,13 @@ def _reindexed(index: Path, corpus: Path, embedder: Any) -> tuple[str, str, str,
     with beleg.open(index, embedder=embedder) as kb:
         kb.ingest([str(corpus)], progress=False)
         doc_id = _secret_doc(kb)
+        store_sentence_vectors(kb, doc_id)
         patterns = _traces(kb, doc_id)
         old = kb.config.index_version
         new = kb.reindex(WINDOW, progress=False)["version"]
     with beleg.open(index, embedder=embedder, version=new) as kb:
         assert kb.search(SECRET, mode="bm25", k=5, principal=INSIDER), "the new version must hold the document"
+        store_sentence_vectors(kb, doc_id)  # the new version's store fills lazily too
         patterns += _traces(kb, doc_id)[7:]  # its vectors differ: other chunks
     return doc_id, old, new, list(dict.fromkeys(patterns))
 

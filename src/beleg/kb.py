@@ -173,11 +173,13 @@ class KnowledgeBase:
 
     @property
     def sentence_vectors(self) -> Any:
-        """In-memory sentence vectors for answering (see :class:`beleg.answer.scoring.VectorCache`)."""
+        """Sentence vectors for answering: in memory, then stored in the catalog (an index
+        folder; PostgreSQL keeps them in memory only), see :mod:`beleg.answer.sentence_vectors`."""
         if self._sentence_vectors is None:
-            from beleg.answer.scoring import VectorCache
+            from beleg.answer.sentence_vectors import SentenceVectors
 
-            self._sentence_vectors = VectorCache()
+            catalog = self.catalog if isinstance(self.catalog, Catalog) else None
+            self._sentence_vectors = SentenceVectors(catalog, lambda: self.embedder.fingerprint)
         return self._sentence_vectors
 
     def search_index(self) -> EmbeddedSearchIndex:
@@ -197,7 +199,7 @@ class KnowledgeBase:
                metadata: dict[str, Any] | None = None, encoding: str | None = None,
                max_file_mb: float | None = None, progress: bool | str | None = None,
                sync: bool = False, allow_widen: bool = False, follow_symlinks: bool = False,
-               statuses: dict[str, str] | None = None) -> IngestReport:
+               statuses: dict[str, str] | None = None, sentence_vectors: bool = False) -> IngestReport:
         """Ingest files, folders and globs. Returns a per-file report; bad files are reported, not raised.
 
         Args:
@@ -216,6 +218,9 @@ class KnowledgeBase:
                 (otherwise they are reported ``skipped``).
             statuses: Written status → ``current``/``historical``/``draft``
                 (see :func:`beleg.ingest.metadata.status_vocabulary`; None: the defaults).
+            sentence_vectors: Also embed every sentence the offline answerer may score and store
+                it with the document (about twice the embedding time; without it the first
+                answer that needs a sentence embeds and stores it), see beleg.answer.sentence_vectors.
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
@@ -226,7 +231,7 @@ class KnowledgeBase:
         max_file_mb = DEFAULT_MAX_FILE_MB if max_file_mb is None else max_file_mb
         ingestor = self._ingestor(rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress,
                                   allow_widen=allow_widen, follow_symlinks=follow_symlinks, statuses=statuses,
-                                  claims=self._ingest_claims())
+                                  claims=self._ingest_claims(), **self._sentence_option(sentence_vectors))
         report = ingestor.run([str(p) for p in paths], sync=sync)
         if sync:  # an erasure covers every version, as kb.delete does
             self._erase_elsewhere([f.doc_id for f in report.files if f.status == "deleted" and f.doc_id])
@@ -247,11 +252,11 @@ class KnowledgeBase:
         persisted_view.refresh(self.catalog, self.path)
 
     def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | str | None = None,
-                     allow_widen: bool = False) -> IngestReport:
+                     allow_widen: bool = False, sentence_vectors: bool = False) -> IngestReport:
         """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``)."""
         self._refuse_while_building()
-        report = self._ingestor(progress=progress, allow_widen=allow_widen,
-                                claims=self._ingest_claims()).run_texts(list(items))
+        report = self._ingestor(progress=progress, allow_widen=allow_widen, claims=self._ingest_claims(),
+                                **self._sentence_option(sentence_vectors)).run_texts(list(items))
         self._flush_replaced_text()
         return report
 
@@ -260,6 +265,15 @@ class KnowledgeBase:
         corpus without embedding a file twice (beleg.ingest.claims). The PostgreSQL backend,
         whose path is a URL, keeps them in a table (it overrides this)."""
         return Claims(self.path / "claims") if isinstance(self.path, Path) else None
+
+    def _sentence_option(self, on: bool) -> dict[str, Any]:
+        """The Ingestor option that embeds sentence vectors at ingest (only an index folder stores them)."""
+        if not on:
+            return {}
+        if not isinstance(self.catalog, Catalog):
+            raise ConfigError("sentence vectors at ingest need an index folder; over PostgreSQL the answerer "
+                              "computes them at the first answer that needs them (drop --sentence-vectors)")
+        return {"sentence_fingerprint": lambda: self.embedder.fingerprint}
 
     def _ingestor(self, **options: Any) -> Ingestor:
         from beleg.ingest.pipeline import Ingestor

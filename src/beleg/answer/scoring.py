@@ -183,7 +183,10 @@ class VectorCache:
         self.generation = -1
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
-    def get(self, generation: int, texts: Sequence[str], embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    def get(self, generation: int, texts: Sequence[str], embed: Callable[[list[str]], np.ndarray],
+            owners: Sequence[tuple[str, str]] | None = None) -> np.ndarray:
+        # ``owners`` (each text's doc and chunk id) is for the stored cache that wraps this one
+        # (beleg.answer.sentence_vectors.SentenceVectors); memory alone needs none.
         if generation != self.generation:
             self._vectors.clear()
             self.generation = generation
@@ -276,7 +279,8 @@ class SentenceScorer:
         q = self.embed_queries([question])[0]
         texts = [_passage(s) for s in sentences]
         if self.cache is not None:
-            m = self.cache.get(self.index.generation, texts, self.embed_passages)
+            m = self.cache.get(self.index.generation, texts, self.embed_passages,
+                               owners=[(s.source.hit.doc_id, s.source.hit.chunk_id) for s in sentences])
         else:
             m = self.embed_passages(texts)
         cos = m @ q

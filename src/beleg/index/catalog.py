@@ -55,6 +55,9 @@ CREATE TABLE IF NOT EXISTS terms (term_id INTEGER PRIMARY KEY, term TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS embeddings (embed_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS chunk_contexts (key TEXT PRIMARY KEY, doc_id TEXT NOT NULL, context TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS chunk_contexts_doc ON chunk_contexts(doc_id);
+CREATE TABLE IF NOT EXISTS sentence_vectors (
+    key TEXT NOT NULL, doc_id TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (key, doc_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sentence_vectors_doc ON sentence_vectors(doc_id);
 """
 
 
@@ -216,6 +219,8 @@ class Catalog:
         old_hashes = self._embed_hashes(doc.doc_id)
         old_terms = self._term_ids_of(doc.doc_id)
         removed = self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc.doc_id,)).rowcount
+        # The old text's sentence vectors go with it (the new text's come with this commit or lazily).
+        removed += self.db.execute("DELETE FROM sentence_vectors WHERE doc_id = ?", (doc.doc_id,)).rowcount
         new_terms = {int(t) for _, (ids, _) in zip(chunks, postings) for t in np.asarray(ids).tolist()}
         self._orphan_term_candidates.update(old_terms - new_terms)
         self.pending_erasure = self.pending_erasure or removed > 0
@@ -274,6 +279,7 @@ class Catalog:
         chunks = self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,)).rowcount
         documents = self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,)).rowcount
         self.db.execute("DELETE FROM chunk_contexts WHERE doc_id = ?", (doc_id,))
+        self.db.execute("DELETE FROM sentence_vectors WHERE doc_id = ?", (doc_id,))
         before = self.db.total_changes
         self._drop_orphan_vectors(old_hashes)
         vectors = self.db.total_changes - before
@@ -373,6 +379,59 @@ class Catalog:
             "INSERT OR IGNORE INTO embeddings(embed_hash, vector) VALUES(?, ?)",
             [(h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
         )
+
+    # ------------------------------------------------------------------ sentence vectors
+    def sentence_vectors(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored sentence vectors by key (see beleg.answer.sentence_vectors); keys not stored are left out."""
+        out: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(keys))
+        for i in range(0, len(unique), 500):
+            part = unique[i : i + 500]
+            q = f"SELECT key, vector FROM sentence_vectors WHERE key IN ({','.join('?' * len(part))})"
+            for key, blob in self.db.execute(q, part):
+                out[key] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put_sentence_vectors(self, doc_id: str, vectors: Mapping[str, np.ndarray]) -> None:
+        """Store a document's sentence vectors by key (call inside :meth:`transaction`, after its upsert)."""
+        self.db.executemany("INSERT OR IGNORE INTO sentence_vectors(key, doc_id, vector) VALUES(?, ?, ?)",
+                            [(k, doc_id, np.asarray(v, dtype=np.float32).tobytes()) for k, v in vectors.items()])
+
+    def add_sentence_vectors_lazily(self, rows: Sequence[tuple[str, str, str, np.ndarray]],
+                                    wait_s: float = 0.05) -> int | None:
+        """Store ``(doc_id, chunk_id, key, vector)`` rows computed by an answer, each only while its
+        chunk still exists (a document deleted since the answer read it gets nothing back).
+
+        Not a :meth:`transaction`: it changes no search result, so it must not bump the
+        generation (every reader would rebuild its view). Waits at most ``wait_s`` for the
+        write lock; returns the rows written, or None when the lock was busy or the index
+        cannot be written (the caller keeps the vectors and tries again later)."""
+        conn = self.db
+        conn.execute(f"PRAGMA busy_timeout = {max(0, int(wait_s * 1000))}")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:  # busy (an ingest is committing) or read-only
+            return None
+        finally:
+            conn.execute("PRAGMA busy_timeout = 30000")
+        try:
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT OR IGNORE INTO sentence_vectors(key, doc_id, vector) SELECT ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id = ? AND doc_id = ?)",
+                [(key, doc_id, np.asarray(v, dtype=np.float32).tobytes(), chunk_id, doc_id)
+                 for doc_id, chunk_id, key, v in rows])
+            written = conn.total_changes - before
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError:  # read-only file, full disk: nothing stored, nothing lost
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            return None
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return written
 
     # ------------------------------------------------------------------ chunks
     def chunk_rows(self) -> sqlite3.Cursor:

@@ -36,11 +36,11 @@ from beleg.errors import BelegError, IngestError, NoContent
 from beleg.index.analyzer import analyze
 from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
-from beleg.ingest.claims import IngestClaims
+from beleg.ingest.claims import IngestClaims, await_vectors
 from beleg.ingest.discover import Candidate, discover, printable
 from beleg.ingest.injection import chunk_flags
 from beleg.ingest.metadata import MetadataRule, resolve, widening
-from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
+from beleg.ingest.readers import reader_for, supported_suffixes
 from beleg.ingest.readers.base import normalize_newlines
 from beleg.progress import Progress, ProgressArg
 from beleg.types import Chunk, Document, Heading, ParsedDocument, stored_file_position, with_file_position
@@ -85,6 +85,8 @@ class IngestReport:
     files: list[FileResult] = field(default_factory=list)
     embedded: int = 0
     deleted: int = 0
+    #: Sentence vectors embedded for the answerer (``sentence_vectors=True``; beleg.answer.sentence_vectors).
+    sentence_vectors: int = 0
 
     def count(self, status: str) -> int:
         return sum(f.status == status for f in self.files)
@@ -102,6 +104,7 @@ class IngestReport:
             "skipped": self.count("skipped"),
             "failed": self.count("failed"),
             "embedded": self.embedded,
+            "sentence_vectors": self.sentence_vectors,
             "failures": [{"source": f.source, "reason": f.reason} for f in self.failures],
             "skips": [{"source": f.source, "reason": f.reason} for f in self.files if f.status == "skipped"],
             "widened": [{"source": f.source, "widened": f.widened} for f in self.files if f.widened],
@@ -157,6 +160,8 @@ class _Pending:
     terms: list[list[str]]
     #: A stored document this one takes over (same file, id from before ids were relative).
     replaces: str | None = None
+    #: Sentence vector key → passage, for the answerer (empty unless sentence vectors are on).
+    sentences: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -170,6 +175,10 @@ class _Batch:
     todo: list[str]
     future: Future[np.ndarray] | None = None
     fresh: dict[str, np.ndarray] | None = None
+    #: Texts another ingest worker claimed: their vectors are waited for, not embedded (beleg.ingest.claims).
+    awaited: list[str] = field(default_factory=list)
+    #: Sentence vectors already stored (a replaced document's unchanged sentences), put back after the upsert.
+    stored_sentences: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -198,8 +207,13 @@ class Ingestor:
                  max_file_mb: float = DEFAULT_MAX_FILE_MB, progress: ProgressArg = None,
                  contextualize: Callable[[Document, Sequence[Chunk]], list[str]] | None = None,
                  statuses: dict[str, str] | None = None, allow_widen: bool = False,
-                 follow_symlinks: bool = False, claims: IngestClaims | None = None) -> None:
+                 follow_symlinks: bool = False, claims: IngestClaims | None = None,
+                 sentence_fingerprint: Callable[[], str] | None = None) -> None:
         self.catalog = catalog
+        #: The embedder fingerprint, when each document's sentence vectors are embedded at ingest
+        #: and committed with its chunks (None: the answerer embeds them lazily; see
+        #: beleg.answer.sentence_vectors).
+        self.sentence_fingerprint = sentence_fingerprint
         #: Per-source claims shared with other ingest processes on the same index (None: alone).
         self.claims = claims
         #: Written status → current/historical/draft (None: the defaults of beleg.ingest.metadata).
@@ -241,7 +255,8 @@ class Ingestor:
             self._one(cand.path, cand.source, cand.key or cand.source, result)
 
         self._stage = "discover"
-        candidates = discover([str(p) for p in paths], SUPPORTED_SUFFIXES, follow_symlinks=self.follow_symlinks)
+        # Asked now, not at import: a reader registered since (a plugin, a test) counts too.
+        candidates = discover([str(p) for p in paths], supported_suffixes(), follow_symlinks=self.follow_symlinks)
         self._drive(candidates, [c.source for c in candidates], handle, "file")
         if sync:
             self._remove_vanished(paths, candidates)
@@ -429,7 +444,18 @@ class Ingestor:
         result.status = "updated" if stored else "added"
         result.chunks = len(chunks)
         result.previous_id = replaces
-        self._pending.append(_Pending(doc, chunks, result, parsed.headings, texts, hashes, terms, replaces))
+        self._pending.append(_Pending(doc, chunks, result, parsed.headings, texts, hashes, terms, replaces,
+                                      self._sentence_passages(doc, chunks)))
+
+    def _sentence_passages(self, doc: Document, chunks: list[Chunk]) -> dict[str, str]:
+        """Key → passage of every sentence the answerer may score, when sentence vectors are on."""
+        if self.sentence_fingerprint is None:
+            return {}
+        from beleg.answer.sentence_vectors import chunk_passages, passage_key
+
+        fingerprint = self.sentence_fingerprint()
+        return {passage_key(fingerprint, t): t for c in chunks for t in chunk_passages(c.text, c.heading_path,
+                                                                                       doc.title)}
 
     def _stored(self, doc_id: str, source: str, path: Path | None) -> tuple[Any, str | None]:
         """The stored state this document replaces, and the older id it is stored under (if any).
@@ -482,16 +508,22 @@ class Ingestor:
         hashes = [h for p in pending for h in p.hashes]
         cached = self.catalog.cached_vectors(hashes)
         todo = {h: t for p in pending for h, t in zip(p.hashes, p.texts) if h not in cached}
-        batch = _Batch(pending, hashes, cached, list(todo))
+        awaited = self._claim_texts(todo)
+        # Sentence vectors (when on) are embedded in the same model calls; stored ones are reused.
+        sentences = {k: t for p in pending for k, t in p.sentences.items()}
+        stored_sentences = self.catalog.sentence_vectors(list(sentences)) if sentences else {}
+        todo.update((k, t) for k, t in sentences.items() if k not in stored_sentences)
+        batch = _Batch(pending, hashes, cached, list(todo), stored_sentences=stored_sentences)
+        batch.awaited = awaited
         texts = list(todo.values())
         if not texts:
             batch.fresh = {}
         elif self._embedded_once:
-            batch.future = self._embedder_thread().submit(self._embed_sorted, texts)
+            batch.future = self._embedder_thread().submit(self._embed_published, batch.todo, texts, set(hashes))
         else:
             # The first batch is embedded here: it loads the model and records its fingerprint
             # in the index, which must happen on the thread that owns the catalog.
-            batch.fresh = dict(zip(batch.todo, self._embed_sorted(texts)))
+            batch.fresh = dict(zip(batch.todo, self._embed_published(batch.todo, texts, set(hashes))))
             self._embedded_once = True
         self._inflight = batch
 
@@ -502,13 +534,48 @@ class Ingestor:
             return
         if batch.future is not None:
             batch.fresh = dict(zip(batch.todo, batch.future.result()))
-        self._commit(batch.pending, batch.hashes, batch.cached, batch.fresh or {})
+        if batch.awaited:
+            self._await_vectors(batch)
+        fresh = batch.fresh or {}
+        sentence_keys = {k for p in batch.pending for k in p.sentences}
+        fresh_sentences = {k: fresh.pop(k) for k in list(fresh) if k in sentence_keys}
+        self._commit(batch.pending, batch.hashes, batch.cached, fresh, {**batch.stored_sentences, **fresh_sentences})
+        self.report.sentence_vectors += len(fresh_sentences)
 
     @staticmethod
     def _give_up(result: FileResult) -> None:
         result.status, result.chunks, result.flagged, result.widened = "skipped", 0, 0, []
         result.reason = ("another ingest worker took this file over after this worker's claim expired "
                          "(stalled longer than the lease); that worker ingests it")
+
+    def _claim_texts(self, todo: dict[str, str]) -> list[str]:
+        """Leave in ``todo`` the texts this run claims to embed; returns the hashes of those
+        another ingest worker is embedding now, to be waited for instead."""
+        if self.claims is None or not todo:
+            return []
+        mine = self.claims.claim_texts(list(todo))
+        awaited = [h for h in todo if h not in mine]
+        for h in awaited:
+            del todo[h]
+        return awaited
+
+    def _await_vectors(self, batch: _Batch) -> None:
+        assert self.claims is not None
+        wanted = set(batch.awaited)
+        texts = {h: t for p in batch.pending for h, t in zip(p.hashes, p.texts) if h in wanted}
+        borrowed, embedded = await_vectors(self.claims, self.catalog.cached_vectors, texts, self._embed_sorted,
+                                           _CLAIM_POLL_S)
+        batch.cached.update(borrowed)
+        batch.fresh = {**(batch.fresh or {}), **embedded}
+        # Held for this batch's upserts: the other worker's commit may move them out of its table first.
+        self.catalog.put_vectors(borrowed)
+
+    def _embed_published(self, keys: list[str], texts: list[str], chunk_hashes: set[str]) -> np.ndarray:
+        """Embed, then hand the chunk vectors at once to ingest workers waiting for them."""
+        vectors = self._embed_sorted(texts)
+        if self.claims is not None:
+            self.claims.publish({k: v for k, v in zip(keys, vectors) if k in chunk_hashes})
+        return vectors
 
     def _embedder_thread(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -532,14 +599,15 @@ class Ingestor:
             return self.embed(texts)
 
     def _commit(self, pending: list[_Pending], hashes: list[str], cached: dict[str, np.ndarray],
-                fresh: dict[str, np.ndarray]) -> None:
+                fresh: dict[str, np.ndarray], sentence_vectors: dict[str, np.ndarray] | None = None) -> None:
         """Write whole documents of one batch in one transaction (a crash loses the batch, never
-        part of a document)."""
+        part of a document); a document's sentence vectors, when on, are written with its chunks."""
         analysed = [terms for p in pending for terms in p.terms]
         with self.catalog.transaction():
             # Claims are marked done in this transaction where the backend can (PostgreSQL);
             # a file another worker took over meanwhile is its to write, not ours.
-            lost = self.claims.commit([p.result.source for p in pending]) if self.claims is not None else set()
+            lost = (self.claims.commit([p.result.source for p in pending], list(fresh)) if self.claims is not None
+                    else set())
             self.catalog.put_vectors(fresh)
             vocab = self.catalog.term_ids([t for terms in analysed for t in terms], create=True)
             i = 0
@@ -553,6 +621,9 @@ class Ingestor:
                     ids, tfs = np.unique(np.array([vocab[t] for t in terms], dtype=np.int64), return_counts=True)
                     postings.append((ids, tfs))
                 self.catalog.upsert_document(p.doc, p.chunks, hashes[i : i + len(p.chunks)], postings, p.headings)
+                if p.sentences and sentence_vectors:
+                    self.catalog.put_sentence_vectors(p.doc.doc_id, {k: sentence_vectors[k] for k in p.sentences
+                                                                     if k in sentence_vectors})
                 if p.replaces is not None:  # re-keyed: the old id's rows go, its vectors stay in use
                     self.catalog.move_contexts(p.replaces, p.doc.doc_id)
                     self.catalog.delete_document(p.replaces)
