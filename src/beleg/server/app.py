@@ -308,4 +308,4 @@ def search_request(body: dict[str, Any]) -> SearchRequest:
                          filters=body.get("filters"), where=body.get("where"), fusion=body.get("fusion", "rrf"),
                          rrf_k=body.get("rrf_k", 60), weights=tuple(body.get("weights", (1.0, 1.0))),  # type: ignore[arg-type]
                          mmr=body.get("mmr"), strategy=body.get("strategy", "hybrid"),
-                         self_query=body.get("self_query", True), context=tuple(body.get("context", ())))
+                         self_query=body.get("self_query", "auto"), context=tuple(body.get("context", ())))

@@ -59,7 +59,7 @@ def _answer_options(body: dict[str, Any], base: Any) -> Any:
     load_strategy(strategy)  # an unknown name is a 400 before any work
     return replace(base, k=body.get("k", base.k), mode=body.get("mode", base.mode), strategy=strategy,
                    budget_tokens=body.get("budget", base.budget_tokens), order=body.get("order", base.order),
-                   self_query=body.get("self_query", base.self_query),
+                   self_query=body.get("self_query", "auto"),  # llm when the server has an LLM
                    min_confidence=body.get("min_confidence", base.min_confidence),
                    fusion=body.get("fusion", base.fusion), rrf_k=body.get("rrf_k", base.rrf_k),
                    weights=tuple(body.get("weights", base.weights)), mmr=body.get("mmr", base.mmr))

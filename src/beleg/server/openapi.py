@@ -23,7 +23,9 @@ _RETRIEVAL = {
     "filters": _FILTERS,
     "where": {"type": "string", "maxLength": 2000, "description": "filter expression, e.g. \"version >= 2.4\""},
     "strategy": {"enum": list(STRATEGIES), "default": "hybrid", "description": "see docs/strategies.md"},
-    "self_query": {"type": "boolean", "default": True},
+    "self_query": {"enum": [True, False, "auto", "rules", "llm", "off"], "default": "auto",
+                   "description": "constraints read from the question: auto (llm when the server has an LLM, "
+                                  "else rules), rules, llm, off; true = rules, false = off (docs/strategies.md)"},
 }
 _QUESTION = {"type": "string", "minLength": 1, "maxLength": 4000, "pattern": "\\S"}
 
