@@ -140,3 +140,15 @@ def test_sentence_vectors_at_ingest_over_postgresql_is_a_clear_error(monkeypatch
         with pytest.raises(ConfigError, match="PostgreSQL"):
             kb.ingest([str(tmp_path)], progress=False, sentence_vectors=True)
         assert kb.sentence_vectors.catalog is None  # memory only there
+
+
+def test_cli_ingest_sentence_vectors(corpus: Path, tmp_path: Path, capsys) -> None:
+    import json
+
+    from beleg.cli.main import main
+
+    assert main(["ingest", str(corpus), "--index", str(tmp_path / "kb"), "--sentence-vectors", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["sentence_vectors"] > 0
+    with beleg.open(tmp_path / "kb") as kb:
+        assert _rows(kb) == report["sentence_vectors"]

@@ -187,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept re-ingests that remove or widen a document's tenant or acl (refused otherwise)")
     p.add_argument("--follow-symlinks", action="store_true",
                    help="ingest symlinked files that point outside the folder or glob (skipped otherwise)")
+    p.add_argument("--sentence-vectors", action="store_true",
+                   help="also embed every sentence the offline answerer scores (about 2x the embedding time; "
+                        "without it the first answer that needs a sentence embeds and stores it)")
     p.add_argument("--config", help="beleg.toml whose [governance] status_synonyms extend the status vocabulary "
                                     "(default $BELEG_CONFIG, else ./beleg.toml)")
     p.add_argument("--json", action="store_true", help="print counts and failures as JSON")
@@ -363,7 +366,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = kb.ingest(args.paths, rules=rules, metadata=meta, encoding=args.encoding,
                            max_file_mb=args.max_file_mb, progress=_progress(args),
                            sync=args.sync, allow_widen=args.allow_widen, follow_symlinks=args.follow_symlinks,
-                           statuses=statuses)
+                           statuses=statuses, sentence_vectors=args.sentence_vectors)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
