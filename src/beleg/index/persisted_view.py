@@ -17,6 +17,7 @@ process pays for page reads only, and only for the pages a search touches::
         post_*.npy idf.npy doc_lengths.npy          BM25 postings, weights precomputed
         docs.json terms.json     documents (id, source, metadata) and the vocabulary
         chunk_ids.json           chunk id of each chunk
+        ivf_*.npy                from 50k chunks: the IVF lists of :mod:`beleg.index.ann`
 
 Rules that keep it honest:
 
@@ -48,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from beleg.index import ann
 from beleg.index.bm25 import BM25Index
 from beleg.index.catalog import Catalog
 from beleg.index.filters import MetadataColumns
@@ -93,6 +95,8 @@ class _Parts:
     row_indptr: np.ndarray  # int64 (n + 1,)
     row_terms: np.ndarray  # int32
     row_tfs: np.ndarray  # int32
+    #: For an incremental rebuild: the base view's position of each kept chunk (new chunks follow).
+    kept: np.ndarray | None = None
 
 
 # ----------------------------------------------------------------------------- compact codes
@@ -229,7 +233,7 @@ def _rebuild(catalog: Catalog, root: Path, dim: int, k1: float, b: float, genera
         live = catalog.db.execute("SELECT row, chunk_id, doc_id FROM chunks ORDER BY row").fetchall()
         parts = _merge(catalog, base, live, dim)
         vocab = catalog.all_terms()
-        name = _write(root, parts, docs, vocab, generation, max_row, k1, b)
+        name = _write(root, parts, docs, vocab, generation, max_row, k1, b, base.ann if base is not None else None)
         _swap(root, name)
         return _load(root / name, generation, max_row)
 
@@ -271,6 +275,7 @@ def _merge(catalog: Catalog, base: Snapshot | None, live: list[tuple[int, str, s
         row_indptr=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
         row_terms=np.concatenate([arrays["row_terms"][take], fresh.row_terms]).astype(np.int32),
         row_tfs=np.concatenate([arrays["row_tfs"][take], fresh.row_tfs]).astype(np.int32),
+        kept=kept,
     )
 
 
@@ -351,7 +356,7 @@ def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
 
 
 def _write(root: Path, parts: _Parts, docs: list[tuple[str, str, dict[str, Any]]], vocab: dict[str, int],
-           generation: int, max_row: int, k1: float, b: float) -> str:
+           generation: int, max_row: int, k1: float, b: float, base_ivf: ann.IVF | None = None) -> str:
     """Write a complete view into a new folder (fsynced) and return its name."""
     name = f"g{generation:08d}-{secrets.token_hex(4)}"
     tmp = root / f".tmp-{name}"
@@ -371,6 +376,7 @@ def _write(root: Path, parts: _Parts, docs: list[tuple[str, str, dict[str, Any]]
         path = tmp / f"{key}.npy"
         _save_rows(path, array)
         sizes[path.name] = path.stat().st_size
+    ivf = _write_ivf(tmp, parts.kept, base_ivf, sizes)
     for key, obj in (("docs", [list(d) for d in docs]), ("terms", vocab), ("chunk_ids", parts.chunk_ids)):
         path = tmp / f"{key}.json"
         path.write_text(json.dumps(obj, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
@@ -378,12 +384,42 @@ def _write(root: Path, parts: _Parts, docs: list[tuple[str, str, dict[str, Any]]
     manifest = {"format": FORMAT, "generation": generation, "max_row": max_row, "chunks": n,
                 "dim": parts.vectors.width if isinstance(parts.vectors, _Rows) else int(parts.vectors.shape[1]),
                 "k1": k1, "b": b, "n_terms": n_terms, "files": sizes}
+    if ivf is not None:
+        manifest["ivf"] = ivf.meta()
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     for path in tmp.iterdir():
         _fsync(path)
     _fsync(tmp)
     os.rename(tmp, root / name)
     return name
+
+
+def _write_ivf(tmp: Path, kept: np.ndarray | None, base_ivf: ann.IVF | None, sizes: dict[str, int]) -> ann.IVF | None:
+    """The IVF of the view just written to ``tmp`` (read back memory-mapped), saved beside it.
+
+    The base view's IVF is remapped when only a few rows were added since it was built
+    (:func:`ann.updated`); rows of erased chunks are left out of every file either way.
+    """
+    vectors, codes, scales = (np.load(tmp / f"{key}.npy", mmap_mode="r") for key in ("vectors", "codes", "code_scales"))
+    ivf = ann.updated(base_ivf, kept, vectors, codes, scales)
+    if ivf is not None and ivf.usable:
+        for key, array in ivf.arrays().items():
+            path = tmp / f"ivf_{key}.npy"
+            ann.save_array(path, array)
+            sizes[path.name] = path.stat().st_size
+    del vectors, codes, scales
+    return ivf
+
+
+def _load_ivf(folder: Path, manifest: dict[str, Any]) -> ann.IVF | None:
+    meta = manifest.get("ivf")
+    if not meta:
+        return None
+    if not meta["usable"]:
+        return ann.IVF.unusable(int(manifest["dim"]), int(meta["built_rows"]), float(meta["probe_share"]),
+                                {k: v for k, v in meta.items() if k not in ("probe_share", "built_rows", "usable", "lists")})
+    arrays = {key: np.asarray(np.load(folder / f"ivf_{key}.npy", mmap_mode="r")) for key in ann.FILES}
+    return ann.IVF.from_arrays(arrays, meta)
 
 
 def _swap(root: Path, name: str) -> None:
@@ -430,7 +466,8 @@ def _load(folder: Path, generation: int | None, max_row: int | None) -> Snapshot
         docs = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
         vocab = json.loads((folder / "terms.json").read_text(encoding="utf-8"))
         chunk_ids = json.loads((folder / "chunk_ids.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        ivf = _load_ivf(folder, manifest)
+    except (OSError, ValueError, KeyError) as exc:
         raise ViewError(f"cannot read the view in {folder}: {exc}") from None
     metadata = [d[2] for d in docs]
     snapshot = Snapshot(
@@ -439,7 +476,7 @@ def _load(folder: Path, generation: int | None, max_row: int | None) -> Snapshot
         doc_ids=[d[0] for d in docs], doc_sources=[d[1] for d in docs], doc_metadata=metadata,
         columns=MetadataColumns(metadata), vectors=arrays["vectors"],
         bm25=_bm25_from_arrays(arrays, float(manifest["k1"]), float(manifest["b"])), vocab=vocab,
-        codes=arrays["codes"], code_scales=arrays["code_scales"], chunk_ids=chunk_ids, _arrays=arrays,
+        codes=arrays["codes"], code_scales=arrays["code_scales"], chunk_ids=chunk_ids, ann=ivf, _arrays=arrays,
     )
     return snapshot
 

@@ -54,6 +54,8 @@ class Snapshot:
     code_scales: np.ndarray | None = None
     #: Chunk id of each position, when the view recorded them (a persisted view does), else None.
     chunk_ids: list[str] | None = None
+    #: The IVF lists of a persisted view from ``ann.ANN_FROM`` chunks on (:mod:`beleg.index.ann`), or None.
+    ann: Any = None
     #: Visible-document masks per principal access key (see :class:`Principal`).
     _access: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict)
     #: The memory-mapped arrays of a persisted view (the base of its next incremental rebuild).
@@ -147,6 +149,10 @@ class Snapshot:
         """Exact cosine top-k among eligible chunks (vectors are L2-normalised)."""
         if len(self.rows) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if self.ann is not None and self.codes is not None and self.code_scales is not None:
+            found = self.ann.search(query, k, mask, len(self.rows), self.vectors, self.codes, self.code_scales)
+            if found is not None:  # None: the exact scan is cheaper (small eligible set, unusable IVF)
+                return found  # type: ignore[no-any-return]
         if self.codes is not None and len(self.rows) >= COMPACT_FROM:
             return self._compact_search(query, k, mask)
         with one_blas_thread():
