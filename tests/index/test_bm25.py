@@ -70,3 +70,36 @@ def test_top_k_breaks_ties_by_index() -> None:
     rows, vals = top_k(np.array([1.0, 3.0, 3.0, 2.0, 3.0]), 2)
     assert rows.tolist() == [1, 2]
     assert vals.tolist() == [3.0, 3.0]
+
+
+def _reference_search(index: BM25Index, ids: list[int], k: int, mask: np.ndarray | None):
+    """The search as it was: every row scored, the mask applied, then top-k of the positive scores."""
+    scores = index.scores(ids)
+    if mask is not None:
+        scores = np.where(mask, scores, 0.0)
+    return top_k(scores, k, positive_only=True)
+
+
+def test_search_over_only_the_named_rows_equals_scoring_every_row_bit_for_bit(monkeypatch) -> None:
+    rng = np.random.default_rng(3)
+    zipf = 1.0 / np.arange(1, 2001) ** 1.1
+    docs = [[f"t{int(w)}" for w in rng.choice(2000, size=int(rng.integers(5, 40)), p=zipf / zipf.sum())]
+            for _ in range(4000)]
+    index, vocab = _build(docs)
+    masks = [None, rng.random(4000) < 0.3, rng.random(4000) < 0.01]
+    rare = [[vocab[f"t{r}"] for r in rng.choice(range(500, 2000), size=3) if f"t{r}" in vocab] for _ in range(30)]
+    common = [[vocab["t0"], vocab["t1"]], [vocab["t0"], vocab["t7"], vocab["t1500"]] if "t1500" in vocab else [vocab["t0"]]]
+    real = BM25Index.scores
+    calls = []
+    monkeypatch.setattr(BM25Index, "scores", lambda self, ids: calls.append(1) or real(self, ids))
+    for query in rare + common:
+        for mask in masks:
+            for k in (1, 10, 50):
+                calls.clear()
+                got = index.search(query, k, mask)
+                rows_named = sum(int(index._indptr[t + 1] - index._indptr[t]) for t in set(query))
+                assert bool(calls) == (rows_named * 8 >= index.n_rows), "rare terms must not score every row"
+                want = _reference_search(index, query, k, mask)
+                assert got[0].tolist() == want[0].tolist()
+                assert got[1].tobytes() == want[1].tobytes(), "scores must be identical, not just close"
+    assert index.search([], 10)[0].tolist() == []
