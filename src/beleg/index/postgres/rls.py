@@ -74,17 +74,27 @@ def access_predicate(alias: str, principal: Principal) -> tuple[sql.Composable, 
     return clause, {"p_tenant": tenant, "p_acl": acl}
 
 
-def policy_statements(schema: str) -> list[sql.Composable]:
-    """The function and policies of one schema (run by its owner, in a migration)."""
-    s = sql.Identifier(schema)
-    out: list[sql.Composable] = [sql.SQL("""
+def may_read_function(schema: str) -> sql.Composable:
+    """``{schema}.may_read(tenant, acl)``: whether the transaction's principal reads a row.
+
+    One expression without a sub-select (``jsonb ?| text[]``: does the principal's JSON list
+    hold any of the row's ACL entries, the same test as ``&&``), so PostgreSQL inlines it into
+    every policy check; the earlier form, ``acl && ARRAY(SELECT jsonb_array_elements_text(...))``,
+    was called once per row read (about a third of a BM25 query's time at 5k chunks)."""
+    return sql.SQL("""
         CREATE OR REPLACE FUNCTION {s}.may_read(tenant text, acl text[]) RETURNS boolean
         LANGUAGE sql STABLE AS $$
           SELECT coalesce(
             (tenant IS NULL OR tenant = (NULLIF(current_setting({tenant_setting}, true), '')::jsonb #>> '{{}}'))
-            AND (acl IS NULL OR acl && ARRAY(SELECT jsonb_array_elements_text(
-                   NULLIF(current_setting({acl_setting}, true), '')::jsonb))), false)
-        $$""").format(s=s, tenant_setting=sql.Literal(TENANT_SETTING), acl_setting=sql.Literal(ACL_SETTING))]
+            AND (acl IS NULL OR NULLIF(current_setting({acl_setting}, true), '')::jsonb ?| acl), false)
+        $$""").format(s=sql.Identifier(schema), tenant_setting=sql.Literal(TENANT_SETTING),
+                      acl_setting=sql.Literal(ACL_SETTING))
+
+
+def policy_statements(schema: str) -> list[sql.Composable]:
+    """The function and policies of one schema (run by its owner, in a migration)."""
+    s = sql.Identifier(schema)
+    out: list[sql.Composable] = [may_read_function(schema)]
     for table in PROTECTED_TABLES:
         t = sql.SQL("{}.{}").format(s, sql.Identifier(table))
         out += [

@@ -49,6 +49,10 @@ class SchemaWriter:
             return
         self.conn.execute(sql.SQL("ALTER TABLE {s}.chunks ALTER COLUMN embedding TYPE vector({d})").format(
             s=self.s, d=sql.Literal(dim)))
+        # Keep vectors in the chunk rows (changing the type resets the column to pgvector's
+        # EXTERNAL storage, which moves a 384-float vector into TOAST as soon as the chunk
+        # text makes the row exceed 2 kB; an exact scan then fetches every vector from there).
+        self.conn.execute(self.q("ALTER TABLE {s}.chunks ALTER COLUMN embedding SET STORAGE MAIN"))
         # Inner product: Beleg's vectors are L2-normalised, so it is the cosine.
         self.conn.execute(self.q("CREATE INDEX chunks_hnsw ON {s}.chunks USING hnsw (embedding vector_ip_ops)"))
         self.conn.execute(self.q("INSERT INTO {s}.meta (key, value) VALUES ('dim', %s)"), (str(dim),))

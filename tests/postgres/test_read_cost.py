@@ -1,0 +1,73 @@
+"""What a read costs PostgreSQL: the row-level security test is inlined into the plan (not a
+function call per row read), and vectors stay in the chunk rows (not in TOAST, which an exact
+scan would fetch row by row)."""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+import beleg
+from beleg.index.postgres import rls
+from beleg.index.postgres.store import PostgresStore
+from beleg.types import Principal
+from tests.postgres.test_bulk_load import synthetic_items
+
+
+def reader_plan(store: PostgresStore, principal: Principal, query: str) -> str:
+    with store.conn.transaction(), store.conn.cursor() as cur:
+        rls.bind_principal(cur, principal)
+        rows = cur.execute(sql.SQL("EXPLAIN (VERBOSE) " + query).format(s=sql.Identifier(store.schema))).fetchall()
+    return "\n".join(r[0] for r in rows)
+
+
+def embedding_storage(store: PostgresStore) -> str:
+    return store.conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = %s::regclass "
+                              "AND attname = 'embedding'", (f"{store.schema}.chunks",)).fetchone()[0]
+
+
+def test_the_access_policy_is_inlined_for_every_protected_table(pg_location: str) -> None:
+    store = PostgresStore(pg_location)
+    try:
+        for table in rls.PROTECTED_TABLES:
+            plan = reader_plan(store, Principal("ann", "acme", ("ops",)), f"SELECT count(*) FROM {{s}}.{table}")
+            assert "may_read" not in plan, plan  # a function call per row before
+            assert "current_setting" in plan  # the policy is there, as an expression
+    finally:
+        store.drop()
+        store.close()
+
+
+def test_the_inlined_policy_reads_what_the_principal_may_read(pg_location: str) -> None:
+    """Every combination of row tenant/ACL and principal, against Principal.may_read."""
+    store = PostgresStore(pg_location)
+    rows = [(None, None), ("acme", None), ("nordwind", None), (None, []), (None, ["ops"]),
+            (None, ["user:ann", "hr"]), ("acme", ["ops"]), ("acme", ["user:bob"])]
+    principals = [beleg.ANONYMOUS, Principal("ann", "acme", ()), Principal("bob", None, ("ops",)),
+                  Principal("eve", "nordwind", ("hr", "ops")), Principal(None, None, ("ops",))]
+    try:
+        for principal in principals:
+            with store.conn.transaction(), store.conn.cursor() as cur:
+                rls.bind_principal(cur, principal)
+                for tenant, acl in rows:
+                    keys = None if acl is None else rls.document_access({"acl": acl})[1]
+                    got = cur.execute(sql.SQL("SELECT {}.may_read(%s, %s)").format(sql.Identifier(store.schema)),
+                                      (tenant, keys)).fetchone()[0]
+                    meta = {**({"tenant": tenant} if tenant else {}), **({"acl": acl} if acl is not None else {})}
+                    assert got == principal.may_read(meta), (principal, tenant, acl)
+    finally:
+        store.drop()
+        store.close()
+
+
+def test_vectors_are_stored_in_the_chunk_rows(pg_location: str) -> None:
+    store = PostgresStore(pg_location)
+    try:
+        for item in synthetic_items(3):
+            store.upsert_document(*item)
+        assert embedding_storage(store) == "m"  # MAIN: inline unless the row cannot fit a page
+        toast = store.conn.execute("SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = %s::regclass",
+                                   (f"{store.schema}.chunks",)).fetchone()[0]
+        assert store.conn.execute(f"SELECT count(*) FROM {toast}").fetchone()[0] == 0
+    finally:
+        store.drop()
+        store.close()
