@@ -10,6 +10,14 @@ the previous one is answered), for ``--seconds`` per phase after a short warm-up
 
     python benchmarks/serve_load.py                    # ~10k chunks, 1/8/32 clients, 8 s phases
     python benchmarks/serve_load.py --quick            # ~700 chunks, 8 clients, 3 s phases
+    python benchmarks/serve_load.py --sentence-vectors lazy   # the answerer's store empty at the start
+
+Every request takes the next question of one pool of distinct questions (shared by all
+clients and phases), so no query embedding, sentence or answer is met twice until the pool
+is used up; the result reports how many requests repeated a question. The index is built
+with the answerer's sentence vectors stored (``--sentence-vectors ingest``, as ``beleg ingest
+--sentence-vectors`` leaves it; derived like the chunk vectors), or without
+(``lazy``: each answer embeds and stores the sentences it meets first).
 
 Writes benchmarks/results/serve_load.json (``serve_load_quick.json`` with --quick).
 """
@@ -36,7 +44,7 @@ KEY_READ = "bench-read-key"
 KEY_INGEST = "bench-ingest-key"
 
 
-def build_index(root: Path, sections: int, quick: bool, seed: int) -> dict[str, Any]:
+def build_index(root: Path, sections: int, quick: bool, seed: int, sentence_vectors: bool) -> dict[str, Any]:
     cache = C.VectorCache()
     bases = C.base_texts()
     if quick:
@@ -53,26 +61,43 @@ def build_index(root: Path, sections: int, quick: bool, seed: int) -> dict[str, 
     # of whole sections (joining short ones), and a chunk gets the derived vector of its last
     # section, looked up instead of computed (no model time for 10k chunks).
     embedder = DerivedEmbedder(cache.embedder, {text: corpus.vectors[doc.first + i] for doc in corpus.docs
-                                                for i, text in enumerate(doc.chunk_texts)})
+                                                for i, text in enumerate(doc.chunk_texts)},
+                               derived_sentence_vectors(corpus, bases, base_vecs) if sentence_vectors else {})
     items = [TextSource(doc.source, f"# {doc.metadata['title']}\n\n" + "".join(
                  f"## {head}\n\n{text}\n\n" for head, text in zip(doc.headings, doc.chunk_texts)),
                  dict(doc.metadata), str(doc.metadata["title"]), doc.doc_id) for doc in corpus.docs]
     with beleg.open(root / "kb", embedder=embedder) as kb:
-        report = kb.ingest_texts(items, progress=False)
+        report = kb.ingest_texts(items, progress=False, sentence_vectors=sentence_vectors)
         status = kb.status()
     if report.failures:
         raise RuntimeError(f"{len(report.failures)} synthetic documents failed: {report.failures[:2]}")
     return {"build_s": C.rnd(time.perf_counter() - t0, 2), "documents": status["documents"],
             "chunks": status["chunks"], "derived_vectors": embedder.derived, "embedded_for_real": embedder.real_calls,
-            "base_texts": len(bases)}
+            "base_texts": len(bases), "sentence_vectors_stored": report.sentence_vectors}
+
+
+def derived_sentence_vectors(corpus: Any, bases: Any, base_vecs: Any) -> dict[str, Any]:
+    """A derived vector for every sentence the answerer may score: the real vector of the base
+    text the sentence was borrowed from, else that of the synthetic section holding it."""
+    from beleg.answer.sentences import split_sentences
+
+    borrowed = {sp.text: base_vecs[b] for b, base in enumerate(bases) for part in base.sentences
+                for sp in split_sentences(part)}
+    out: dict[str, Any] = {}
+    for doc in corpus.docs:
+        for i, text in enumerate(doc.chunk_texts):
+            for sp in split_sentences(text):
+                out.setdefault(sp.text, borrowed.get(sp.text, corpus.vectors[doc.first + i]))
+    return out
 
 
 class DerivedEmbedder:
     """The real embedder for queries; for chunk texts, the derived vector of the synthetic
-    chunk the text contains (the real model for anything else, counted)."""
+    chunk the text contains; for the answerer's sentence passages ("heading: sentence"), the
+    derived vector of the sentence (the real model for anything else, counted)."""
 
-    def __init__(self, real: Any, vectors: dict[str, Any]) -> None:
-        self.real, self.vectors = real, vectors
+    def __init__(self, real: Any, vectors: dict[str, Any], sentences: dict[str, Any]) -> None:
+        self.real, self.vectors, self.sentences = real, vectors, sentences
         self.spec, self.dim, self.fingerprint = real.spec, real.dim, real.fingerprint
         self.derived = self.real_calls = 0
 
@@ -85,6 +110,9 @@ class DerivedEmbedder:
         out = []
         for text in texts:
             found = next((self.vectors[p.strip()] for p in reversed(text.split("\n")) if p.strip() in self.vectors), None)
+            if found is None and "\n" not in text:  # a sentence passage: the heading ends at one of the ": "
+                found = next((self.sentences[text[i + 2:]] for i in range(len(text)) if text.startswith(": ", i)
+                              and text[i + 2:] in self.sentences), None)
             if found is None:
                 self.real_calls += 1
                 found = self.real.embed_documents([text])[0]
@@ -152,8 +180,27 @@ class Ingester(threading.Thread):
                 self.stop.wait(self.interval)
 
 
+class Questions:
+    """The next question of one pool, for every client of every phase (thread-safe); counts
+    the requests that had to repeat a question because the pool was used up."""
+
+    def __init__(self, pool: list[str]) -> None:
+        self.pool, self.taken = pool, 0
+        self._lock = threading.Lock()
+
+    def next(self) -> str:
+        with self._lock:
+            q = self.pool[self.taken % len(self.pool)]
+            self.taken += 1
+            return q
+
+    @property
+    def repeated(self) -> int:
+        return max(0, self.taken - len(self.pool))
+
+
 def run_phase(url: str, endpoint: str, clients: int, seconds: float, warmup: float,
-              questions: list[str]) -> dict[str, Any]:
+              questions: Questions) -> dict[str, Any]:
     """``clients`` closed-loop clients on ``endpoint`` for ``seconds`` (after ``warmup``)."""
     start = time.monotonic() + warmup
     end = start + seconds
@@ -162,10 +209,8 @@ def run_phase(url: str, endpoint: str, clients: int, seconds: float, warmup: flo
 
     def client(i: int) -> None:
         with httpx.Client(timeout=120, headers={"Authorization": f"Bearer {KEY_READ}"}) as http:
-            n = i
             while time.monotonic() < end:
-                q = questions[n % len(questions)]
-                n += clients
+                q = questions.next()
                 body = {"query": q, "k": 10} if endpoint == "search" else {"question": q}
                 t0 = time.perf_counter()
                 try:
@@ -185,11 +230,12 @@ def run_phase(url: str, endpoint: str, clients: int, seconds: float, warmup: flo
         t.start()
     for t in threads:
         t.join()
+    load = [round(x, 2) for x in os.getloadavg()]
     flat = [x for per in latencies for x in per]
     errs = [e for per in errors for e in per]
     return {"endpoint": endpoint, "clients": clients, "seconds": seconds, "requests": len(flat),
             "throughput_rps": C.rnd(len(flat) / seconds, 1), "errors": len(errs), "error_examples": errs[:3],
-            "latency_ms": C.summarize_ms(flat)}
+            "latency_ms": C.summarize_ms(flat), "loadavg_at_end": load}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,7 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=8.0, help="measured seconds per phase")
     ap.add_argument("--warmup", type=float, default=1.5, help="unmeasured seconds before each phase")
     ap.add_argument("--ingest-interval", type=float, default=2.0, help="seconds between uploads")
-    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--queries", type=int, default=1500,
+                    help="questions drawn for the pool (duplicates dropped; the result reports the pool size)")
+    ap.add_argument("--sentence-vectors", choices=("ingest", "lazy"), default="ingest",
+                    help="the answerer's sentence vectors stored at build time (as `beleg ingest --sentence-vectors`) "
+                         "or left to the answers (lazy: each answer embeds and stores what it meets first)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="smoke run: 2000 sections, 8 clients, 3 s phases")
     ap.add_argument("--out", type=Path, default=None)
@@ -212,11 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"benchmark": "serve_load", "args": {k: str(v) if isinstance(v, Path) else v
                                                                   for k, v in vars(args).items()},
                               "machine": C.machine_info(), "vectors": C.DERIVATION}
-    questions = [q["text"] for q in C.benchmark_queries(args.queries)]
+    questions = Questions(list(dict.fromkeys(q["text"] for q in C.benchmark_queries(args.queries))))
     root = Path(tempfile.mkdtemp(prefix="beleg-bench-serve-"))
     proc = None
     try:
-        result["index"] = build_index(root, args.sections, args.quick, args.seed)
+        result["index"] = build_index(root, args.sections, args.quick, args.seed, args.sentence_vectors == "ingest")
         write_auth(root / "auth.toml")
         C.log("starting beleg serve")
         t0 = time.perf_counter()
@@ -235,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
                 result["phases"].append(phase)
         ingester.stop.set()
         ingester.join(timeout=120)
+        result["questions"] = {"pool": len(questions.pool), "requests": questions.taken,
+                               "repeated": questions.repeated}
         result["ingest"] = {"uploads": len(ingester.latencies), "errors": len(ingester.errors),
                             "error_examples": ingester.errors[:3], "latency_ms": C.summarize_ms(ingester.latencies)}
         result["metrics_sample"] = [line for line in httpx.get(f"{url}/metrics", timeout=30).text.splitlines()
@@ -247,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:
                 proc.kill()
         shutil.rmtree(root, ignore_errors=True)
-    C.write_result("serve_load_quick" if args.quick else "serve_load", result, args.out)
+    name = "serve_load_quick" if args.quick else "serve_load"
+    C.write_result(name + ("_lazy" if args.sentence_vectors == "lazy" else ""), result, args.out)
     return 0
 
 
