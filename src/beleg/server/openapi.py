@@ -98,13 +98,25 @@ DOCUMENT_RESPONSE: dict[str, Any] = {
 }
 
 
+#: id(schema) → (schema, its compiled validator): compiling took ~1 ms of every request, validating ~0.04 ms.
+_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """The compiled validator of ``schema`` (the request schemas are module constants, compiled once)."""
+    cached = _VALIDATORS.get(id(schema))
+    if cached is None or cached[0] is not schema:  # the schema is kept in the entry, so its id stays its own
+        import jsonschema_rs
+
+        cached = _VALIDATORS[id(schema)] = (schema, jsonschema_rs.Draft202012Validator(schema))
+    return cached[1]
+
+
 def validate_body(body: Any, schema: dict[str, Any], what: str) -> dict[str, Any]:
     """``body`` if it matches ``schema``; else a :class:`ConfigError` naming the first problem."""
-    import jsonschema_rs
-
     if not isinstance(body, dict):
         raise ConfigError(f"the {what} body must be a JSON object, got {type(body).__name__}")
-    for error in jsonschema_rs.Draft202012Validator(schema).iter_errors(body):
+    for error in _validator(schema).iter_errors(body):
         where = "/".join(str(p) for p in error.instance_path) or "body"
         raise ConfigError(f"invalid {what} request at {where}: {error.message}")
     # JSON Schema counts 23.0 as an integer; Python code downstream slices and counts with it.
