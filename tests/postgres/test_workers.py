@@ -26,12 +26,20 @@ DRIVER = (f"import sys; from beleg.ingest import pipeline; pipeline._FLUSH_CHUNK
 SECTIONS = 3
 
 
+#: Files that share a section: file i holds the shared section i % SHARED_GROUPS.
+SHARED_GROUPS = 4
+
+
 def write_corpus(folder: Path, n: int) -> None:
-    """``n`` files of SECTIONS sections each; every chunk text differs."""
+    """``n`` files of SECTIONS sections of their own and one section (same title, heading and
+    text) that a quarter of the files share: the same chunk text in several files."""
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(n):
-        body = "\n\n".join(f"## Part {j}\n\nPump {i} stage {j} needs {i * 7 + j} litres of oil." for j in range(SECTIONS))
-        (folder / f"note{i:03d}.md").write_text(f"# Note {i}\n\n{body}\n", encoding="utf-8")
+        own = [f"## Part {i}.{j}\n\nPump {i} stage {j} needs {i * 7 + j} litres of oil." for j in range(SECTIONS)]
+        k = i % SHARED_GROUPS
+        shared = f"## Safety rule {k}\n\nRule {k}: wear gloves and goggles before opening valve {k}."
+        text = "---\ntitle: Pump manual\n---\n\n" + "\n\n".join([*own, shared]) + "\n"
+        (folder / f"note{i:03d}.md").write_text(text, encoding="utf-8")
 
 
 def cli_env() -> dict[str, str]:
@@ -83,7 +91,8 @@ def test_three_workers_ingest_every_file_once_and_embed_every_text_once(pg_locat
     docs = stored_documents(pg_location)
     assert len(docs) == n and all(count == SECTIONS + 1 for count, _ in docs.values())
     distinct = query(pg_location, "SELECT count(DISTINCT embed_hash) FROM {s}.chunks")[0][0]
-    assert len(texts) == distinct == n * (SECTIONS + 1)
+    assert distinct == n * SECTIONS + SHARED_GROUPS  # the shared sections are one text each
+    assert len(texts) == distinct
     assert query(pg_location, "SELECT count(*) FROM {s}.ingest_claims") == [(0,)]  # all done or released
 
 

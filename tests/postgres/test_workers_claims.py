@@ -168,9 +168,85 @@ def test_the_lease_setting() -> None:
 def test_an_index_from_before_the_claims_table_gets_it_when_opened(location: PostgresLocation) -> None:
     s = sql.Identifier(location.schema)
     with connect(location) as conn:  # what a schema at version 1 looks like
-        conn.execute(sql.SQL("DROP TABLE {}.ingest_claims").format(s))
-        conn.execute(sql.SQL("DELETE FROM {}.schema_migrations WHERE version = 2").format(s))
+        conn.execute(sql.SQL("DROP TABLE {}.ingest_claims, {}.embedding_claims").format(s, s))
+        conn.execute(sql.SQL("DELETE FROM {}.schema_migrations WHERE version > 1").format(s))
     with beleg.open(location.url, embedder=Embedder()) as kb:
-        assert kb.store.conn.execute(sql.SQL("SELECT max(version) FROM {}.schema_migrations").format(s)
-                                     ).fetchone() == (2,)
+        assert kb.store.conn.execute(sql.SQL("SELECT array_agg(version ORDER BY version) FROM {}.schema_migrations")
+                                     .format(s)).fetchone() == ([1, 2, 3],)
     assert rows(location) == 0
+
+
+# ---------------------------------------------------------------------- texts claimed by hash
+SHARED = "# Shared\n\nThe same paragraph appears in many files of this corpus.\n"
+
+
+def shared_hash(corpus: Path, scratch: Path) -> str:
+    """The vector key of the one chunk in ``corpus``: the hash of the text the pipeline embeds
+    (found by ingesting it into a scratch folder index)."""
+    import hashlib
+
+    embedder = CountingEmbedder()
+    with beleg.open(scratch, IndexConfig(embedder="recording"), embedder=embedder) as kb:
+        kb.ingest([str(corpus)], progress="none")
+    [text] = embedder.texts
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class CountingEmbedder(Embedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed_documents(self, texts):
+        self.texts.extend(texts)
+        return super().embed_documents(texts)
+
+
+def test_a_text_another_worker_is_embedding_is_waited_for_not_embedded(location: PostgresLocation,
+                                                                        tmp_path: Path) -> None:
+    import threading
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "copy.md").write_text(SHARED)
+    other = claims(location)  # a worker that has claimed the text and is embedding it now
+    embedder = CountingEmbedder()
+    reports = []
+    h = shared_hash(corpus, tmp_path / "scratch")
+    with beleg.open(location.url, embedder=embedder) as kb:
+        assert other.claim_texts([h]) == {h}
+        worker = threading.Thread(target=lambda: reports.append(kb.ingest([str(corpus)], progress="none")))
+        worker.start()
+        time.sleep(1.0)
+        assert worker.is_alive() and embedder.texts == []  # waiting for the other worker's vector
+        vector = np.full(8, 8 ** -0.5, dtype=np.float32)
+        other.publish({h: vector})
+        worker.join(30)
+        assert not worker.is_alive()
+        stored = kb.store.conn.execute(sql.SQL("SELECT embedding::text FROM {}.chunks").format(
+            sql.Identifier(location.schema))).fetchone()[0]
+    assert reports[0].count("added") == 1 and reports[0].embedded == 0 and embedder.texts == []
+    assert np.allclose(np.array(eval(stored)), vector)  # the other worker's vector, not a new one
+    other.release_all()
+    other.conn.close()
+
+
+def test_a_text_whose_holder_died_is_embedded_here(location: PostgresLocation, tmp_path: Path) -> None:
+    import socket
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "copy.md").write_text(SHARED)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    embedder = CountingEmbedder()
+    h = shared_hash(corpus, tmp_path / "scratch")
+    with beleg.open(location.url, embedder=embedder) as kb:
+        with connect(location) as conn:  # claimed by a worker that was killed before it published
+            conn.execute(sql.SQL("INSERT INTO {}.embedding_claims VALUES (%s, %s, now() + interval '10 minutes')")
+                         .format(sql.Identifier(location.schema)), (h, f"{socket.gethostname()} {dead.pid} dead"))
+        report = kb.ingest([str(corpus)], progress="none")
+        left = kb.store.conn.execute(sql.SQL("SELECT count(*) FROM {}.embedding_claims").format(
+            sql.Identifier(location.schema))).fetchone()[0]
+    assert report.count("added") == 1 and report.embedded == 1 and len(embedder.texts) == 1
+    assert left == 0  # done with the commit

@@ -27,9 +27,11 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
+
+import numpy as np
 
 #: A claim older than this is taken over even if its owner cannot be checked (another host).
 DEFAULT_STALE_AFTER_S = 1800.0
@@ -58,10 +60,47 @@ class IngestClaims(Protocol):
 
     def held(self, key: str) -> bool: ...
 
-    def commit(self, sources: Sequence[str]) -> set[str]:
-        """Inside the commit transaction: mark these claims done; returns the sources whose
-        claim another ingest took over meanwhile (their documents must not be written)."""
+    def claim_texts(self, hashes: Sequence[str]) -> set[str]:
+        """Claim chunk texts (by hash) before embedding them; returns those this run may
+        embed. The others are being embedded by another ingest: wait for their vectors
+        (:func:`await_vectors`) instead of embedding them twice."""
         ...
+
+    def publish(self, vectors: dict[str, np.ndarray]) -> None:
+        """Hand the vectors of claimed texts to other ingests, as soon as they are embedded."""
+        ...
+
+    def commit(self, sources: Sequence[str], embedded: Sequence[str] = ()) -> set[str]:
+        """Inside the commit transaction: mark these claims done (and the claims of the texts
+        ``embedded`` for them); returns the sources whose claim another ingest took over
+        meanwhile (their documents must not be written)."""
+        ...
+
+
+def await_vectors(claims: IngestClaims, stored: Callable[[Sequence[str]], dict[str, np.ndarray]],
+                  texts: dict[str, str], embed: Callable[[list[str]], np.ndarray],
+                  poll_s: float) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The vectors of ``texts`` (hash -> text) that other ingests claimed: each is waited for
+    until it is published or committed (``stored``); one whose holder gave it up or died is
+    claimed and embedded here. Returns ``(borrowed, embedded here)``.
+
+    It cannot wait forever on a live holder: a text is claimed only right before its batch
+    is embedded, and published from the embedding thread, whatever the holder waits for."""
+    borrowed: dict[str, np.ndarray] = {}
+    embedded: dict[str, np.ndarray] = {}
+    waiting = sorted(texts)
+    while waiting:
+        borrowed.update(stored(waiting))
+        waiting = [h for h in waiting if h not in borrowed]
+        mine = sorted(claims.claim_texts(waiting)) if waiting else []
+        if mine:
+            vectors = embed([texts[h] for h in mine])
+            embedded.update(zip(mine, vectors))
+            claims.publish(dict(zip(mine, vectors)))
+            waiting = [h for h in waiting if h not in embedded]
+        if waiting:
+            time.sleep(poll_s)
+    return borrowed, embedded
 
 
 def _alive(pid: int) -> bool:
@@ -139,7 +178,16 @@ class Claims:
     def held(self, key: str) -> bool:
         return key in self._held
 
-    def commit(self, sources: Sequence[str]) -> set[str]:
+    def claim_texts(self, hashes: Sequence[str]) -> set[str]:
+        """Every text is this run's to embed: two runs on one folder index that meet the same
+        new text in batches in flight at the same moment both embed it (the race the
+        PostgreSQL claims close; here it costs time, never correctness)."""
+        return set(hashes)
+
+    def publish(self, vectors: dict[str, np.ndarray]) -> None:
+        return None
+
+    def commit(self, sources: Sequence[str], embedded: Sequence[str] = ()) -> set[str]:
         """A file cannot join the catalog's transaction: the pipeline releases the claims
         right after the commit instead (a crash in between leaves claims of a dead pid)."""
         return set()

@@ -36,7 +36,7 @@ from beleg.errors import BelegError, IngestError, NoContent
 from beleg.index.analyzer import analyze
 from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
-from beleg.ingest.claims import IngestClaims
+from beleg.ingest.claims import IngestClaims, await_vectors
 from beleg.ingest.discover import Candidate, discover, printable
 from beleg.ingest.injection import chunk_flags
 from beleg.ingest.metadata import MetadataRule, resolve, widening
@@ -175,6 +175,8 @@ class _Batch:
     todo: list[str]
     future: Future[np.ndarray] | None = None
     fresh: dict[str, np.ndarray] | None = None
+    #: Texts another ingest worker claimed: their vectors are waited for, not embedded (beleg.ingest.claims).
+    awaited: list[str] = field(default_factory=list)
     #: Sentence vectors already stored (a replaced document's unchanged sentences), put back after the upsert.
     stored_sentences: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -505,20 +507,22 @@ class Ingestor:
         hashes = [h for p in pending for h in p.hashes]
         cached = self.catalog.cached_vectors(hashes)
         todo = {h: t for p in pending for h, t in zip(p.hashes, p.texts) if h not in cached}
+        awaited = self._claim_texts(todo)
         # Sentence vectors (when on) are embedded in the same model calls; stored ones are reused.
         sentences = {k: t for p in pending for k, t in p.sentences.items()}
         stored_sentences = self.catalog.sentence_vectors(list(sentences)) if sentences else {}
         todo.update((k, t) for k, t in sentences.items() if k not in stored_sentences)
         batch = _Batch(pending, hashes, cached, list(todo), stored_sentences=stored_sentences)
+        batch.awaited = awaited
         texts = list(todo.values())
         if not texts:
             batch.fresh = {}
         elif self._embedded_once:
-            batch.future = self._embedder_thread().submit(self._embed_sorted, texts)
+            batch.future = self._embedder_thread().submit(self._embed_published, batch.todo, texts, set(hashes))
         else:
             # The first batch is embedded here: it loads the model and records its fingerprint
             # in the index, which must happen on the thread that owns the catalog.
-            batch.fresh = dict(zip(batch.todo, self._embed_sorted(texts)))
+            batch.fresh = dict(zip(batch.todo, self._embed_published(batch.todo, texts, set(hashes))))
             self._embedded_once = True
         self._inflight = batch
 
@@ -529,6 +533,8 @@ class Ingestor:
             return
         if batch.future is not None:
             batch.fresh = dict(zip(batch.todo, batch.future.result()))
+        if batch.awaited:
+            self._await_vectors(batch)
         fresh = batch.fresh or {}
         sentence_keys = {k for p in batch.pending for k in p.sentences}
         fresh_sentences = {k: fresh.pop(k) for k in list(fresh) if k in sentence_keys}
@@ -540,6 +546,35 @@ class Ingestor:
         result.status, result.chunks, result.flagged, result.widened = "skipped", 0, 0, []
         result.reason = ("another ingest worker took this file over after this worker's claim expired "
                          "(stalled longer than the lease); that worker ingests it")
+
+    def _claim_texts(self, todo: dict[str, str]) -> list[str]:
+        """Leave in ``todo`` the texts this run claims to embed; returns the hashes of those
+        another ingest worker is embedding now, to be waited for instead."""
+        if self.claims is None or not todo:
+            return []
+        mine = self.claims.claim_texts(list(todo))
+        awaited = [h for h in todo if h not in mine]
+        for h in awaited:
+            del todo[h]
+        return awaited
+
+    def _await_vectors(self, batch: _Batch) -> None:
+        assert self.claims is not None
+        wanted = set(batch.awaited)
+        texts = {h: t for p in batch.pending for h, t in zip(p.hashes, p.texts) if h in wanted}
+        borrowed, embedded = await_vectors(self.claims, self.catalog.cached_vectors, texts, self._embed_sorted,
+                                           _CLAIM_POLL_S)
+        batch.cached.update(borrowed)
+        batch.fresh = {**(batch.fresh or {}), **embedded}
+        # Held for this batch's upserts: the other worker's commit may move them out of its table first.
+        self.catalog.put_vectors(borrowed)
+
+    def _embed_published(self, keys: list[str], texts: list[str], chunk_hashes: set[str]) -> np.ndarray:
+        """Embed, then hand the chunk vectors at once to ingest workers waiting for them."""
+        vectors = self._embed_sorted(texts)
+        if self.claims is not None:
+            self.claims.publish({k: v for k, v in zip(keys, vectors) if k in chunk_hashes})
+        return vectors
 
     def _embedder_thread(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -570,7 +605,8 @@ class Ingestor:
         with self.catalog.transaction():
             # Claims are marked done in this transaction where the backend can (PostgreSQL);
             # a file another worker took over meanwhile is its to write, not ours.
-            lost = self.claims.commit([p.result.source for p in pending]) if self.claims is not None else set()
+            lost = (self.claims.commit([p.result.source for p in pending], list(fresh)) if self.claims is not None
+                    else set())
             self.catalog.put_vectors(fresh)
             vocab = self.catalog.term_ids([t for terms in analysed for t in terms], create=True)
             i = 0

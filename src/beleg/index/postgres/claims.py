@@ -16,6 +16,14 @@ whoever claims the source next sees the committed document (and finds it ``uncha
 and a crash before the commit leaves the row to expire, never a half-written document.
 A worker whose lease ran out anyway (stalled longer than the lease) finds at its commit
 that the row is no longer its own and writes nothing for that source.
+
+Chunk texts are claimed the same way (``{schema}.embedding_claims``, by text hash): before
+embedding a batch, a worker claims the texts no committed chunk has a vector for; a text
+another worker holds is not embedded but waited for. The holder publishes each vector in
+that row as soon as it is embedded (from the embedding thread, before its own commit, so
+two workers waiting for each other's texts always get them), and deletes the rows in the
+transaction that commits the chunks. So two workers that meet the same new text at the
+same moment embed it once.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from psycopg import sql
 
 from beleg.errors import ConfigError
 from beleg.index.postgres.config import PostgresLocation, connect
+from beleg.index.postgres.writes import vector_literal
 from beleg.ingest.claims import died_here, owner_id, source_key
 
 log = logging.getLogger(__name__)
@@ -74,6 +83,9 @@ class PostgresClaims:
         self._held: dict[str, str] = {}  # source -> key
         self._heartbeat: threading.Thread | None = None
         self._stop = threading.Event()
+        #: For publishing vectors from the embedding thread (the write connection is the main thread's).
+        self._publisher: Any = None
+        self._publish_lock = threading.Lock()
 
     def _q(self, text: str) -> sql.Composed:
         return sql.SQL(text).format(s=sql.Identifier(self.location.schema))
@@ -105,23 +117,64 @@ class PostgresClaims:
             self._stop_heartbeat()
 
     def release_all(self) -> None:
-        """Give up every claim (end of a run, or after an error). A connection that is gone
-        cannot delete them: their leases then run out and other workers take the files."""
+        """Give up every claim (end of a run, or after an error), and the text claims of this
+        worker and of workers whose lease ran out. A connection that is gone cannot delete
+        them: their leases then run out and other workers take the files."""
         try:
             for key in list(self._held):
                 self.release(key)
+            self.conn.execute(self._q("DELETE FROM {s}.embedding_claims WHERE worker = %s OR lease_until < now()"),
+                              (self.worker,))
         except Exception as exc:  # noqa: BLE001 - called while another error may be propagating
             log.warning("could not release %d ingest claims (%s); they expire after %g s",
                         len(self._held), exc, self.lease_s)
             self._held.clear()
         self._stop_heartbeat()
+        with self._publish_lock:
+            if self._publisher is not None:
+                self._publisher.close()
+                self._publisher = None
 
     def held(self, key: str) -> bool:
         return key in self._held
 
-    def commit(self, sources: Sequence[str]) -> set[str]:
-        """Inside the commit transaction: delete these claims (done). Returns the sources
+    def claim_texts(self, hashes: Sequence[str]) -> set[str]:
+        """Claim chunk texts (by hash) to embed; returns those now this worker's. A text held
+        by a live worker stays its own (wait for its vector: :meth:`IngestClaims.claim_texts`)."""
+        wanted = sorted(set(hashes))  # one lock order for every worker: no deadlock between batches
+        if not wanted:
+            return set()
+        won = self._claim_texts(wanted, [])
+        rest = [h for h in wanted if h not in won]
+        if rest:
+            dead = sorted({w for (w,) in self.conn.execute(self._q(
+                "SELECT DISTINCT worker FROM {s}.embedding_claims WHERE embed_hash = ANY(%s)"), (rest,))
+                           if died_here(w)})
+            won |= self._claim_texts(rest, dead) if dead else set()
+        if won:
+            self._start_heartbeat()
+        return won
+
+    def publish(self, vectors: dict[str, Any]) -> None:
+        """Hand the vectors of texts this worker claimed to the workers waiting for them (its
+        own connection: this runs on the embedding thread, while the main thread reads files)."""
+        if not vectors:
+            return
+        with self._publish_lock:
+            if self._publisher is None:
+                self._publisher = connect(self.location)
+            with self._publisher.cursor() as cur:
+                cur.executemany(self._q("UPDATE {s}.embedding_claims SET embedding = %s::vector "
+                                        "WHERE embed_hash = %s AND worker = %s"),
+                                [(vector_literal(v), h, self.worker) for h, v in vectors.items()])
+
+    def commit(self, sources: Sequence[str], embedded: Sequence[str] = ()) -> set[str]:
+        """Inside the commit transaction: delete these claims (done), and the claims of the
+        texts embedded for them (their vectors are on the chunks now). Returns the sources
         whose row is no longer this worker's (its lease ran out and another took it)."""
+        if embedded:
+            self.conn.execute(self._q("DELETE FROM {s}.embedding_claims WHERE worker = %s AND embed_hash = ANY(%s)"),
+                              (self.worker, sorted(embedded)))
         # Still held until the pipeline releases them after the commit: if this transaction
         # rolls back, the rows come back and release_all must still delete them.
         keys = {source: self._held[source] for source in sources if source in self._held}
@@ -155,6 +208,16 @@ class PostgresClaims:
                                     "dead": dead_worker}).fetchone()
         return row is not None
 
+    def _claim_texts(self, hashes: list[str], dead_workers: list[str]) -> set[str]:
+        rows = self.conn.execute(self._q(
+            "INSERT INTO {s}.embedding_claims AS c (embed_hash, worker, lease_until) "
+            "SELECT h, %(worker)s, now() + %(lease)s * interval '1 second' FROM unnest(%(hashes)s::text[]) AS h "
+            "ON CONFLICT (embed_hash) DO UPDATE SET worker = EXCLUDED.worker, lease_until = EXCLUDED.lease_until "
+            "WHERE c.embedding IS NULL AND (c.lease_until < now() OR c.worker = ANY(%(dead)s)) "
+            "RETURNING c.embed_hash"), {"worker": self.worker, "lease": self.lease_s, "hashes": hashes,
+                                        "dead": dead_workers}).fetchall()
+        return {r[0] for r in rows}
+
     def _start_heartbeat(self) -> None:
         if self._heartbeat is not None:
             return
@@ -175,10 +238,12 @@ class PostgresClaims:
         try:
             conn = connect(self.location)
             while not self._stop.wait(self.lease_s / 3):
-                conn.execute(self._q(
-                    "UPDATE {s}.ingest_claims SET lease_until = now() + %(lease)s * interval '1 second' "
-                    "WHERE source_key IN (SELECT source_key FROM {s}.ingest_claims WHERE worker = %(worker)s "
-                    "FOR UPDATE SKIP LOCKED)"), {"lease": self.lease_s, "worker": self.worker})
+                for table, key in (("ingest_claims", "source_key"), ("embedding_claims", "embed_hash")):
+                    conn.execute(sql.SQL(
+                        "UPDATE {s}.{t} SET lease_until = now() + %(lease)s * interval '1 second' "
+                        "WHERE {k} IN (SELECT {k} FROM {s}.{t} WHERE worker = %(worker)s FOR UPDATE SKIP LOCKED)"
+                    ).format(s=sql.Identifier(self.location.schema), t=sql.Identifier(table), k=sql.Identifier(key)),
+                        {"lease": self.lease_s, "worker": self.worker})
         except Exception as exc:  # noqa: BLE001 - a thread's error would vanish; say it
             log.warning("ingest claims heartbeat stopped (%s); claims held now expire after %g s", exc, self.lease_s)
         finally:

@@ -147,8 +147,12 @@ class PostgresCatalog:
         self._vectors.update({h: np.asarray(v, dtype=np.float32) for h, v in vectors.items()})
 
     def cached_vectors(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        rows = self._rows("SELECT DISTINCT ON (embed_hash) embed_hash, embedding::text FROM {s}.chunks "
-                          "WHERE embed_hash = ANY(%s) AND embedding IS NOT NULL", (list(dict.fromkeys(hashes)),))
+        """Stored vectors of these chunk texts: on committed chunks, or embedded by another
+        ingest worker whose documents are not committed yet (``embedding_claims``)."""
+        rows = self._rows("SELECT DISTINCT ON (embed_hash) embed_hash, embedding::text FROM ("
+                          "SELECT embed_hash, embedding FROM {s}.chunks WHERE embed_hash = ANY(%(h)s) UNION ALL "
+                          "SELECT embed_hash, embedding FROM {s}.embedding_claims WHERE embed_hash = ANY(%(h)s)) v "
+                          "WHERE embedding IS NOT NULL", {"h": list(dict.fromkeys(hashes))})
         found = {h: np.array(json.loads(v), dtype=np.float32) for h, v in rows}
         missing = [h for h in hashes if h not in found]
         if missing and self.donor is not None:

@@ -17,7 +17,7 @@ from psycopg import errors, sql
 from beleg.index.postgres import rls
 from beleg.index.postgres.config import READER_ROLE
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _v1(schema: str) -> list[sql.Composable]:
@@ -91,10 +91,24 @@ def _v2(schema: str) -> list[sql.Composable]:
     )""").format(s=sql.Identifier(schema))]
 
 
+def _v3(schema: str) -> list[sql.Composable]:
+    """Chunk texts a worker is embedding, and their vectors once embedded, so another worker
+    that meets the same text waits for them instead of embedding it again (never granted
+    to the reader; rows go when the documents holding the vectors are committed)."""
+    return [sql.SQL("""
+    CREATE TABLE {s}.embedding_claims (
+        embed_hash text PRIMARY KEY,
+        worker text NOT NULL,
+        lease_until timestamptz NOT NULL,
+        embedding vector
+    )""").format(s=sql.Identifier(schema))]
+
+
 #: (version, description, statements for a schema). Append; never edit a released one.
 MIGRATIONS: list[tuple[int, str, Callable[[str], list[sql.Composable]]]] = [
     (1, "documents, chunks with vectors, postings, BM25 statistics, row-level security", _v1),
     (2, "claims of ingest workers (source hash, worker, lease)", _v2),
+    (3, "claims of chunk texts being embedded, with their vectors once embedded", _v3),
 ]
 
 

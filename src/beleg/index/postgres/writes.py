@@ -162,6 +162,8 @@ class SchemaWriter:
         for doc_id in present:
             self._add_corpus_stats(doc_id, -1)
         chunks = self.conn.execute(self.q("DELETE FROM {s}.chunks WHERE doc_id = ANY(%s)"), (present,)).rowcount
+        # A vector a killed ingest worker published and never committed must not outlive the text.
+        self.conn.execute(self.q("DELETE FROM {s}.embedding_claims WHERE embed_hash = ANY(%s)"), (hashes,))
         self.conn.execute(self.q("DELETE FROM {s}.documents WHERE doc_id = ANY(%s)"), (present,))
         kept_hashes = {r[0] for r in self.conn.execute(
             self.q("SELECT DISTINCT embed_hash FROM {s}.chunks WHERE embed_hash = ANY(%s)"), (hashes,))}
