@@ -7,7 +7,15 @@ embeddings/s, where the time goes (parse, chunk, BM25 analysis, embed, commit), 
 token count of the embedded passages, and embeddings/s as a share of the fp32 ceiling of
 e5-small on this machine (measured numpy sgemm GFLOPS ÷ FLOPs per passage).
 
+With ``--chunks N`` it then ingests, into a second fresh index, a corpus of about N chunks
+generated deterministically from XQuAD sentences (:func:`write_generated`: files of ten
+sections, each section a run of sentences from one paragraph plus a run from another, so
+every chunk text is new and embedded for real), and reports the same figures for it. With
+``--postgres URL`` that corpus is also ingested into PostgreSQL by 1 and by 2 ``beleg
+ingest`` processes at once (``--pg-chunks`` of it; the workers claim files from one table).
+
     python benchmarks/ingest_throughput.py --xquad
+    python benchmarks/ingest_throughput.py --chunks 10000   # + a 10k-chunk corpus (~5 min)
     python benchmarks/ingest_throughput.py --quick          # smoke run, < 1 min
 """
 
@@ -139,6 +147,40 @@ def write_xquad(dest: Path, per_lang: int | None) -> int:
     return n
 
 
+#: Sections per generated file; each is one chunk (they stay under the 220-word chunk size).
+GENERATED_SECTIONS = 10
+
+
+def write_generated(dest: Path, n_chunks: int, seed: int = 16) -> int:
+    """About ``n_chunks`` chunks of new text as Markdown files: each section joins 2-4
+    consecutive sentences of one XQuAD paragraph with 1-3 of another paragraph of the same
+    language (seeded, so every run writes the same corpus). Returns the number of files."""
+    rng = np.random.default_rng(seed)
+    by_lang: dict[str, list[list[str]]] = {}
+    for p in C.load_xquad():
+        sentences = C.split_sentences(p.context)
+        if len(sentences) >= 2:
+            by_lang.setdefault(p.lang, []).append(sentences)
+
+    def run(paragraphs: list[list[str]], lo: int, hi: int) -> str:
+        sentences = paragraphs[int(rng.integers(len(paragraphs)))]
+        size = min(int(rng.integers(lo, hi + 1)), len(sentences))
+        start = int(rng.integers(len(sentences) - size + 1))
+        return " ".join(sentences[start:start + size])
+
+    n_files = max(1, round(n_chunks / GENERATED_SECTIONS))
+    for i in range(n_files):
+        lang = "de" if i % 2 else "en"
+        paragraphs = by_lang[lang]
+        sections = [f"## Section {i}.{j}\n\n{run(paragraphs, 2, 4)} {run(paragraphs, 1, 3)}"
+                    for j in range(GENERATED_SECTIONS)]
+        path = dest / lang / f"{i:05d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"---\ntitle: Generated {i}\nlanguage: {lang}\n---\n\n" + "\n\n".join(sections) + "\n",
+                        encoding="utf-8")
+    return n_files
+
+
 def copy_demo(dest: Path, max_files: int | None) -> int:
     files = sorted(p for p in C.DEMO_CORPUS.rglob("*") if p.is_file() and not p.name.startswith("."))
     if max_files is not None:
@@ -150,6 +192,96 @@ def copy_demo(dest: Path, max_files: int | None) -> int:
     return len(files)
 
 
+def ingest_generated(corpus: Path, index_dir: Path, real: Any, sgemm: dict[str, Any], progress: str) -> dict[str, Any]:
+    """One fresh ingest of the generated corpus: wall time, chunks/s, embeddings/s and their
+    share of the fp32 ceiling at this corpus's mean passage length."""
+    import beleg
+
+    timers = Timers()
+    emb = InstrumentedEmbedder(real, timers)
+    load_start = list(os.getloadavg())
+    with beleg.open(index_dir, embedder=emb) as kb, C.Stopwatch() as sw:
+        report = kb.ingest([str(corpus)], progress=progress)
+    chunks = sum(f.chunks for f in report.files)
+    embed_s = timers.s.get("embed", 0.0)
+    out: dict[str, Any] = {
+        "files": len(report.files), "failed": report.count("failed"), "chunks": chunks, "embedded": report.embedded,
+        "wall_s": C.rnd(sw.s, 2), "chunks_per_s": C.rnd(chunks / sw.s, 3),
+        "embeddings_per_s_embed_time": C.rnd(report.embedded / embed_s, 3) if embed_s else None,
+        "embed_s": C.rnd(embed_s, 2), "load_average_start": load_start, "load_average_end": list(os.getloadavg()),
+    }
+    if emb.tokens and sgemm.get("best_gflops"):
+        mean_tok = float(np.mean(emb.tokens))
+        ceiling = sgemm["best_gflops"] * 1e9 / C.e5_small_flops(mean_tok)
+        out.update({"tokens_per_passage_mean": C.rnd(mean_tok, 1),
+                    "ceiling_passages_per_s_at_mean_tokens": C.rnd(ceiling, 2),
+                    "share_of_fp32_ceiling_embed_time": C.rnd(report.embedded / embed_s / ceiling, 4) if embed_s else None,
+                    "share_of_fp32_ceiling_overall": C.rnd(report.embedded / sw.s / ceiling, 4)})
+    return out
+
+
+def ingest_postgres_workers(corpus: Path, url: str, spec: str, workers: int) -> dict[str, Any]:
+    """``workers`` ``beleg ingest`` processes started together on one corpus into a fresh
+    PostgreSQL schema (dropped after); wall time from their start to the last one's end."""
+    import subprocess
+    import uuid
+
+    import psycopg
+
+    schema = f"bench_ingest_{uuid.uuid4().hex[:8]}"
+    index = f"{url}{'&' if '?' in url else '?'}schema={schema}"
+    cli = [sys.executable, "-m", "beleg"]
+    env = {k: v for k, v in os.environ.items() if k != "BELEG_INDEX"}
+    try:
+        subprocess.run([*cli, "init", "--index", index, "--embedder", spec], check=True, env=env,
+                       capture_output=True, timeout=300)
+        load_start = list(os.getloadavg())
+        with C.Stopwatch() as sw:
+            procs = [subprocess.Popen([*cli, "ingest", str(corpus), "--index", index, "--json", "--progress", "none"],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     for _ in range(workers)]
+            outs = [proc.communicate() for proc in procs]
+        failed = [err[-500:] for proc, (_, err) in zip(procs, outs) if proc.returncode != 0]
+        if failed:
+            raise RuntimeError(f"an ingest worker failed: {failed}")
+        reports = [json.loads(out) for out, _ in outs]
+        with psycopg.connect(url, autocommit=True) as conn:
+            chunks = conn.execute(f"SELECT count(*) FROM {schema}.chunks").fetchone()[0]
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    return {"workers": workers, "wall_s": C.rnd(sw.s, 2), "chunks": chunks, "chunks_per_s": C.rnd(chunks / sw.s, 3),
+            "added_per_worker": [r["added"] for r in reports], "embedded_per_worker": [r["embedded"] for r in reports],
+            "embedded_total": sum(r["embedded"] for r in reports),
+            "load_average_start": load_start, "load_average_end": list(os.getloadavg())}
+
+
+def postgres_runs(tmp: Path, url: str, spec: str, n_chunks: int) -> list[dict[str, Any]]:
+    """The generated corpus of ``n_chunks`` into PostgreSQL by 1, then by 2 workers."""
+    corpus = tmp / "generated-pg"
+    write_generated(corpus, n_chunks)
+    runs = []
+    for workers in (1, 2):
+        C.log(f"PostgreSQL, {workers} ingest worker(s), ~{n_chunks} chunks")
+        runs.append(ingest_postgres_workers(corpus, url, spec, workers))
+        C.log(f"  {runs[-1]['chunks_per_s']} chunks/s, embedded {runs[-1]['embedded_total']}")
+    return runs
+
+
+def postgres_only(args: argparse.Namespace, result: dict[str, Any]) -> int:
+    from beleg.backends.embedders import default_embedder
+
+    spec = args.embedder or default_embedder()
+    result["embedder"] = spec
+    tmp = Path(tempfile.mkdtemp(prefix="beleg-bench-ingest-pg-"))
+    try:
+        result["postgres_workers"] = postgres_runs(tmp, args.postgres, spec, args.pg_chunks)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    C.write_result("ingest_postgres_workers", result, args.out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--xquad", action="store_true", help="also ingest the 240 XQuAD en+de paragraphs as files")
@@ -159,21 +291,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sgemm-n", type=int, default=2048, help="matrix size of the fp32 ceiling measurement")
     ap.add_argument("--no-sgemm", action="store_true", help="skip the fp32 ceiling (for quick A/B runs)")
     ap.add_argument("--embedder", default=None, help="embedder spec (default: this machine's default)")
+    ap.add_argument("--chunks", type=int, default=0, help="also ingest a generated corpus of about this many chunks")
+    ap.add_argument("--postgres", default=None, metavar="URL",
+                    help="also ingest the generated corpus into PostgreSQL with 1 and 2 worker processes")
+    ap.add_argument("--pg-chunks", type=int, default=1000, help="size of the generated corpus for --postgres")
+    ap.add_argument("--postgres-only", action="store_true", help="with --postgres: only the PostgreSQL worker runs")
     C.add_progress_arg(ap)
     args = ap.parse_args(argv)
+    if args.postgres_only and not args.postgres:
+        ap.error("--postgres-only needs --postgres URL")
 
     import beleg
     from beleg.backends.embedders import DEFAULT_EMBEDDER, load_embedder
+    from beleg.backends.embedders.e5_int8 import cpu_features, int8_kernel
 
     result: dict[str, Any] = {"benchmark": "ingest_throughput", "args": {k: str(v) if isinstance(v, Path) else v
                                                                         for k, v in vars(args).items()},
                               "machine": C.machine_info()}
+    features = cpu_features()
+    result["machine"].update({"cpu_features": sorted(features), "int8_kernel": int8_kernel(features)})
+    if args.postgres:  # never the password in a result file
+        result["args"]["postgres"] = "(given)"
     sgemm: dict[str, Any] = {"best_gflops": None}
     if not args.no_sgemm:
         C.log("measuring numpy fp32 sgemm throughput")
         sgemm = C.sgemm_gflops(args.sgemm_n, repeats=3 if args.quick else 7)
         C.log(f"  sgemm best {sgemm['best_gflops']} GFLOPS")
     result["load_average_start"] = list(os.getloadavg())
+    if args.postgres_only:
+        return postgres_only(args, result)
 
     tmp = Path(tempfile.mkdtemp(prefix="beleg-bench-ingest-"))
     try:
@@ -270,6 +416,16 @@ def main(argv: list[str] | None = None) -> int:
             "ok": report2.embedded == 0 and report2.count("added") == 0,
         }
         result["index_size_mib"] = C.mib(C.dir_size(index_dir))
+
+        # ---------------------------------------------------------------- a generated corpus
+        if args.chunks:
+            generated = tmp / "generated"
+            files = write_generated(generated, args.chunks)
+            C.log(f"generated corpus: {files} files of {GENERATED_SECTIONS} sections (~{args.chunks} chunks)")
+            result["generated_ingest"] = ingest_generated(generated, tmp / "index-generated", real, sgemm, args.progress)
+            C.log(f"  {result['generated_ingest']['chunks']} chunks at {result['generated_ingest']['chunks_per_s']}/s")
+        if args.postgres:
+            result["postgres_workers"] = postgres_runs(tmp, args.postgres, real.spec, args.pg_chunks)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
