@@ -250,3 +250,24 @@ def test_a_text_whose_holder_died_is_embedded_here(location: PostgresLocation, t
             sql.Identifier(location.schema))).fetchone()[0]
     assert report.count("added") == 1 and report.embedded == 1 and len(embedder.texts) == 1
     assert left == 0  # done with the commit
+
+
+def test_a_text_committed_before_the_claim_is_not_claimed(location: PostgresLocation, tmp_path: Path) -> None:
+    """Another worker committed the text between this worker's look-up and its claim (the
+    other's row went with that commit): embedding it again would be the second time."""
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "copy.md").write_text(SHARED)
+    h = shared_hash(corpus, tmp_path / "scratch")
+    with beleg.open(location.url, embedder=Embedder()) as kb:
+        kb.ingest([str(corpus)], progress="none")
+    c = claims(location)
+    try:
+        assert c.claim_texts([h, "f" * 64]) == {"f" * 64}
+        with connect(location) as conn:
+            held = conn.execute(sql.SQL("SELECT embed_hash FROM {}.embedding_claims").format(
+                sql.Identifier(location.schema))).fetchall()
+        assert held == [("f" * 64,)]
+    finally:
+        c.release_all()
+        c.conn.close()

@@ -152,6 +152,15 @@ class PostgresClaims:
                            if died_here(w)})
             won |= self._claim_texts(rest, dead) if dead else set()
         if won:
+            # Another worker may have committed one of these between the caller's look-up and
+            # this claim (its row went with that commit): the caller finds it stored, not ours.
+            stored = {r[0] for r in self.conn.execute(self._q(
+                "SELECT DISTINCT embed_hash FROM {s}.chunks WHERE embed_hash = ANY(%s) AND embedding IS NOT NULL"),
+                (sorted(won),))}
+            if stored:
+                self.conn.execute(self._q("DELETE FROM {s}.embedding_claims WHERE worker = %s AND "
+                                          "embed_hash = ANY(%s)"), (self.worker, sorted(stored)))
+                won -= stored
             self._start_heartbeat()
         return won
 
