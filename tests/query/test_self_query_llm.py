@@ -219,7 +219,8 @@ def test_an_answer_counts_the_self_query_call(kb: Any) -> None:
 
         def ask(**options: Any) -> tuple[Any, int]:
             before = len(server.requests)
-            answer = kb.ask(VAGUE, llm=llm, options=AnswerOptions(**options))
+            # min_confidence 0: every answer is kept, so its trace is the one the costs were added to
+            answer = kb.ask(VAGUE, llm=llm, options=AnswerOptions(min_confidence=0.0, **options))
             return answer, len(server.requests) - before
 
         auto, auto_calls = ask(self_query="auto")
@@ -231,6 +232,19 @@ def test_an_answer_counts_the_self_query_call(kb: Any) -> None:
     # through a strategy the call is one of the strategy's, counted once in the answer
     assert planned.trace["strategy"]["steps"][0]["name"] == "self-query"
     assert planned.trace["strategy"]["llm"]["calls"] >= 1 and planned.trace["llm"]["calls"] == planned_calls
+
+
+def test_a_refusal_for_low_confidence_keeps_the_costs_and_the_strategy_trace(kb: Any) -> None:
+    def responder(messages: Any) -> str:
+        return '{"version": "3.0"}' if messages[0].content == SYSTEM else "Two zones. [S1]"
+
+    with FakeOpenAIServer(responder=responder) as server:
+        strict = AnswerOptions(self_query="llm", min_confidence=1.0)
+        plain = kb.ask(VAGUE, llm=fake_llm(server), options=strict)
+        planned = kb.ask(VAGUE, llm=fake_llm(server), options=AnswerOptions(self_query="llm", min_confidence=1.0,
+                                                                            strategy="multi-query"))
+    assert plain.refused and plain.trace["llm"]["self_query_calls"] == 1 and "latency_ms" in plain.trace
+    assert planned.refused and planned.trace["strategy"]["steps"][0]["name"] == "self-query"
 
 
 # ---------------------------------------------------------------------- the command line

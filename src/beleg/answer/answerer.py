@@ -205,6 +205,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         result = _generate(kb, question, sources, scored, target, context, llm, opts, trace, on_token, scorer,
                            positions)
     result = _selective(result, opts.min_confidence)
+    trace = result.trace  # a refusal for low confidence carries a copy: what follows goes into the answer's
     t_end = time.perf_counter()
     if strategy_trace is None and inferred is not None and inferred.llm is not None:  # (a strategy counts it)
         from beleg.query.self_query_llm import add_usage

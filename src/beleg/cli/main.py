@@ -281,8 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
         _answer_args(p)
         _principal_args(p)
         p.add_argument("--min-confidence", type=float, default=None, metavar="X",
-                       help="refuse when the answer's confidence is below X in [0, 1] (default 0: answer whenever the "
-                            "sources allow; 0.8 is >= 90%% right on development data, see docs/answers.md)")
+                       help="refuse when the answer's confidence is below X in [0, 1], showing the closest passages "
+                            "instead (default: 0.81 for offline answers, >= 90%% right on development data; 0 for LLM "
+                            "answers; 0 answers whenever the sources allow; see docs/answers.md)")
         p.add_argument("--json", action="store_true", help="print the answer as JSON (one object per answer)")
 
     p = sub.add_parser("status", help="describe an index")
@@ -400,8 +401,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                             where=args.where, fusion=args.fusion, rrf_k=args.rrf_k, weights=weights,  # type: ignore[arg-type]
                             mmr=args.mmr, strategy=args.strategy, self_query=_self_query_choice(args))
     # A plain search needs an LLM only for the LLM self-query: --self-query llm, or --llm given.
-    wants_llm = args.strategy != "hybrid" or args.self_query == "llm" or (args.llm and not args.no_self_query
-                                                                          and args.self_query != "rules")
+    wants_llm = args.strategy != "hybrid" or args.self_query == "llm" or (
+        args.llm is not None and args.self_query is None and not args.no_self_query)
     with _open(args) as kb:
         service = Service(kb, llm=_resolve_llm(args) if wants_llm else None)
         result = service.search(request, _principal(args))

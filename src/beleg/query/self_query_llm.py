@@ -46,8 +46,9 @@ FIELDS = ("product", "version", "status", "language")
 DATE = "date"
 #: At most this many values per field in the prompt (the most frequent first).
 MAX_VALUES = 30
-#: The reply is one small JSON object.
-MAX_TOKENS = 200
+#: The reply is one small JSON object (four fields, a few versions and a date range fit in
+#: about 60 tokens); a model that runs on is cut off here, and its reply is then invalid JSON.
+MAX_TOKENS = 100
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _FENCED = re.compile(r"^```(?:json)?[ \t]*\n(?P<body>.*?)\n?```$", re.DOTALL | re.IGNORECASE)
 
