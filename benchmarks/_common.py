@@ -369,12 +369,12 @@ def demo_base_texts() -> list[BaseText]:
     from beleg.ingest.chunking import chunk_document
     from beleg.ingest.metadata import resolve
     from beleg.ingest.pipeline import index_text
-    from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
+    from beleg.ingest.readers import reader_for, supported_suffixes
 
     out: list[BaseText] = []
     cfg = IndexConfig().chunking
     for path in sorted(DEMO_CORPUS.rglob("*")):
-        if not path.is_file() or path.suffix.lower() not in SUPPORTED_SUFFIXES or path.name.startswith("."):
+        if not path.is_file() or path.suffix.lower() not in supported_suffixes() or path.name.startswith("."):
             continue
         try:
             parsed = reader_for(path).read(path.read_bytes(), path, None)

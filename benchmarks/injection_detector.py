@@ -33,7 +33,7 @@ import _common as C
 
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.injection import DETECTOR_VERSION, detect_instructions
-from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
+from beleg.ingest.readers import reader_for, supported_suffixes
 
 DATA = C.REPO_ROOT / "tests" / "data" / "injection"
 #: Split name -> file. The split of a row is its file's (blind.jsonl may label rows its own way).
@@ -91,7 +91,7 @@ def demo_chunks() -> list[str]:
     texts = []
     config = ChunkingConfig()
     for path in sorted(C.DEMO_CORPUS.rglob("*")):
-        if path.is_file() and path.suffix.lower() in SUPPORTED_SUFFIXES:
+        if path.is_file() and path.suffix.lower() in supported_suffixes():
             parsed = reader_for(path).read(path.read_bytes(), path)
             texts += [c.text for c in chunk_document(path.stem, parsed, path.stem, config)]
     return texts

@@ -47,7 +47,7 @@ from beleg.backends.embedders import DEFAULT_EMBEDDER, load_embedder
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.injection import detect_instructions
 from beleg.ingest.injection_normalize import normalize
-from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
+from beleg.ingest.readers import reader_for, supported_suffixes
 
 SEED = 20261201
 FOLDS = 5
@@ -157,7 +157,7 @@ def labelled_rows() -> list[dict[str, Any]]:
 def demo_chunk_texts() -> list[str]:
     texts = []
     for path in sorted(C.DEMO_CORPUS.rglob("*")):
-        if path.is_file() and path.suffix.lower() in SUPPORTED_SUFFIXES:
+        if path.is_file() and path.suffix.lower() in supported_suffixes():
             parsed = reader_for(path).read(path.read_bytes(), path)
             texts += [c.text for c in chunk_document(path.stem, parsed, path.stem, ChunkingConfig())
                       if MODERATOR_NOTICE not in c.text]

@@ -21,8 +21,12 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from beleg.errors import IngestError
-from beleg.ingest.readers import DocxReader, HtmlReader, MarkdownReader, PdfReader, TextReader, reader_for
-from beleg.ingest.readers.markdown import split_front_matter
+from beleg.ingest.readers import reader_for
+from beleg.ingest.readers.docx import DocxReader
+from beleg.ingest.readers.html import HtmlReader
+from beleg.ingest.readers.markdown import MarkdownReader, split_front_matter
+from beleg.ingest.readers.pdf import PdfReader
+from beleg.ingest.readers.text import TextReader
 from beleg.types import ParsedDocument
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "readers"

@@ -23,10 +23,12 @@ import pytest
 import beleg
 from beleg.errors import ConfigError, IngestError
 from beleg.ingest.metadata import load_rules
-from beleg.ingest.readers import DocxReader, HtmlReader, MarkdownReader, PdfReader
 from beleg.ingest.readers import docx as docx_reader
 from beleg.ingest.readers import html as html_reader
-from beleg.ingest.readers.markdown import MAX_FRONT_MATTER_CHARS, split_front_matter
+from beleg.ingest.readers.docx import DocxReader
+from beleg.ingest.readers.html import HtmlReader
+from beleg.ingest.readers.markdown import MAX_FRONT_MATTER_CHARS, MarkdownReader, split_front_matter
+from beleg.ingest.readers.pdf import PdfReader
 from beleg.yamlfile import load_yaml, read_yaml
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "readers"
@@ -76,7 +78,7 @@ def test_billion_laughs_is_refused_without_expanding() -> None:
         sys.path.insert(0, {str(SRC)!r})
         from pathlib import Path
         from beleg.errors import IngestError
-        from beleg.ingest.readers import MarkdownReader
+        from beleg.ingest.readers.markdown import MarkdownReader
         data = sys.stdin.buffer.read()
         try:
             MarkdownReader().read(data, Path("bomb.md"))

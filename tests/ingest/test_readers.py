@@ -12,15 +12,12 @@ from pathlib import Path
 import pytest
 
 from beleg.errors import IngestError, NoContent, UnsupportedFormatError
-from beleg.ingest.readers import (
-    SUPPORTED_SUFFIXES,
-    DocxReader,
-    HtmlReader,
-    MarkdownReader,
-    PdfReader,
-    TextReader,
-    reader_for,
-)
+from beleg.ingest.readers import reader_for, supported_suffixes
+from beleg.ingest.readers.docx import DocxReader
+from beleg.ingest.readers.html import HtmlReader
+from beleg.ingest.readers.markdown import MarkdownReader
+from beleg.ingest.readers.pdf import PdfReader
+from beleg.ingest.readers.text import TextReader
 from beleg.types import ParsedDocument
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "readers"
@@ -44,7 +41,7 @@ def assert_heading_lines(doc: ParsedDocument) -> None:
 
 
 def test_registry_maps_suffixes_case_insensitively() -> None:
-    assert SUPPORTED_SUFFIXES == (".docx", ".htm", ".html", ".markdown", ".md", ".pdf", ".text", ".txt")
+    assert supported_suffixes() == (".docx", ".htm", ".html", ".markdown", ".md", ".pdf", ".text", ".txt")
     assert isinstance(reader_for(Path("a/README.MD")), MarkdownReader)
     assert isinstance(reader_for(Path("x.htm")), HtmlReader)
     assert isinstance(reader_for(Path("x.txt")), TextReader)

@@ -40,7 +40,7 @@ from beleg.ingest.claims import IngestClaims, await_vectors
 from beleg.ingest.discover import Candidate, discover, printable
 from beleg.ingest.injection import chunk_flags
 from beleg.ingest.metadata import MetadataRule, resolve, widening
-from beleg.ingest.readers import SUPPORTED_SUFFIXES, reader_for
+from beleg.ingest.readers import reader_for, supported_suffixes
 from beleg.ingest.readers.base import normalize_newlines
 from beleg.progress import Progress, ProgressArg
 from beleg.types import Chunk, Document, Heading, ParsedDocument, stored_file_position, with_file_position
@@ -255,7 +255,8 @@ class Ingestor:
             self._one(cand.path, cand.source, cand.key or cand.source, result)
 
         self._stage = "discover"
-        candidates = discover([str(p) for p in paths], SUPPORTED_SUFFIXES, follow_symlinks=self.follow_symlinks)
+        # Asked now, not at import: a reader registered since (a plugin, a test) counts too.
+        candidates = discover([str(p) for p in paths], supported_suffixes(), follow_symlinks=self.follow_symlinks)
         self._drive(candidates, [c.source for c in candidates], handle, "file")
         if sync:
             self._remove_vanished(paths, candidates)

@@ -1,8 +1,16 @@
 """LLM backends, looked up by ``provider:model`` spec strings.
 
-Every provider is one row of :data:`LLMS`; the class is imported only when asked for.
-Local servers that speak the OpenAI format get their own prefix purely for the default
-base URL, so ``"ollama:llama3.1:8b"`` works without further settings.
+Every provider is one row of :data:`LLMS`, a :class:`~beleg.registry.Registry` whose rows
+name a :class:`~beleg.backends.llms.providers.Provider` (backend class, default base URL,
+key variable); the backend is imported only when asked for. Local servers that speak the
+OpenAI format get their own prefix purely for the default base URL, so
+``"ollama:llama3.1:8b"`` works without further settings. Another package adds a provider
+through an entry point in the ``beleg.llms`` group, or with ``LLMS.register``; the target
+is a ``Provider`` or a backend class (whose optional class attributes ``default_base_url``,
+``key_env`` and ``in_process`` say the same)::
+
+    [project.entry-points."beleg.llms"]
+    mycloud = "my_package.llm:MyCloudLLM"
 
 Example:
     >>> llm = load_llm("ollama:llama3.1:8b")  # doctest: +SKIP
@@ -12,40 +20,37 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import importlib
 import os
 from typing import Any
 
 from beleg.backends.llms.base import LLM, Completion, Message, Usage
 from beleg.backends.llms.config import LLMConfig, resolve_llm_config
+from beleg.backends.llms.providers import Provider
 from beleg.errors import ConfigError
+from beleg.registry import Registry
 
-_OPENAI = ("beleg.backends.llms.openai_compat", "OpenAICompatibleLLM")
+_PROVIDERS = "beleg.backends.llms.providers"
 
-#: prefix → (module, class, default base URL, env var of the required key or None, description)
-LLMS: dict[str, tuple[str, str, str | None, str | None, str]] = {
-    "openai": (*_OPENAI, "https://api.openai.com/v1", "OPENAI_API_KEY", "OpenAI's hosted models"),
-    "openai-compatible": (*_OPENAI, None, None, "any server with an OpenAI-style /chat/completions (base_url required)"),
-    "ollama": (*_OPENAI, "http://localhost:11434/v1", None, "a local Ollama server"),
-    "vllm": (*_OPENAI, "http://localhost:8000/v1", None, "a vLLM OpenAI-compatible server"),
-    "llamacpp": (*_OPENAI, "http://localhost:8080/v1", None, "llama.cpp's llama-server"),
-    "lmstudio": (*_OPENAI, "http://localhost:1234/v1", None, "LM Studio's local server"),
-    "anthropic": ("beleg.backends.llms.anthropic", "AnthropicLLM", "https://api.anthropic.com", "ANTHROPIC_API_KEY",
-                  "Anthropic's Claude models (Messages API)"),
-    "local": ("beleg.backends.llms.local", "LocalLLM", None, None,
+#: Spec prefix → the :class:`Provider` it stands for.
+LLMS = Registry("llms", {
+    "openai": (_PROVIDERS, "OPENAI", "OpenAI's hosted models"),
+    "openai-compatible": (_PROVIDERS, "OPENAI_COMPATIBLE",
+                          "any server with an OpenAI-style /chat/completions (base_url required)"),
+    "ollama": (_PROVIDERS, "OLLAMA", "a local Ollama server"),
+    "vllm": (_PROVIDERS, "VLLM", "a vLLM OpenAI-compatible server"),
+    "llamacpp": (_PROVIDERS, "LLAMACPP", "llama.cpp's llama-server"),
+    "lmstudio": (_PROVIDERS, "LMSTUDIO", "LM Studio's local server"),
+    "anthropic": (_PROVIDERS, "ANTHROPIC", "Anthropic's Claude models (Messages API)"),
+    "local": (_PROVIDERS, "LOCAL",
               "a GGUF model file run in-process by llama.cpp (local:PATH.gguf; pip install \"beleg[local]\")"),
-}
-#: Providers that run in this process: no base URL, and the local-only options apply.
-IN_PROCESS = frozenset({"local"})
+}, noun="LLM provider")
 #: LLMConfig fields that only in-process providers take.
 LOCAL_OPTIONS = ("threads", "context_size")
 
 
-def register_llm(prefix: str, module: str, cls: str, default_base_url: str | None, key_env: str | None,
-                 description: str) -> None:
-    """Make ``prefix:MODEL`` specs load ``module.cls`` (plugins use this too)."""
-    LLMS[prefix] = (module, cls, default_base_url, key_env, description)
+def provider(prefix: str) -> Provider:
+    """The :class:`Provider` registered for ``prefix`` (imports no backend)."""
+    return Provider.of(LLMS.load(prefix))
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -54,16 +59,14 @@ def parse_spec(spec: str) -> tuple[str, str]:
     Raises:
         ConfigError: No such provider (with a "Did you mean") or no model named.
     """
-    provider, sep, model = spec.strip().partition(":")
-    if provider not in LLMS:
-        close = difflib.get_close_matches(provider, LLMS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+    prefix, sep, model = spec.strip().partition(":")
+    if prefix not in LLMS:
         form = "" if sep else " (specs look like 'provider:model')"
-        raise ConfigError(f"unknown LLM provider {provider!r} in {spec!r}{form}; "
-                          f"available: {', '.join(LLMS)}.{hint}")
+        raise ConfigError(f"unknown LLM provider {prefix!r} in {spec!r}{form}; "
+                          f"available: {', '.join(LLMS)}.{LLMS.hint(prefix)}")
     if not model.strip():
-        raise ConfigError(f"LLM spec {spec!r} names no model; expected '{provider}:MODEL'")
-    return provider, model.strip()
+        raise ConfigError(f"LLM spec {spec!r} names no model; expected '{prefix}:MODEL'")
+    return prefix, model.strip()
 
 
 def load_llm(config_or_spec: LLMConfig | str, **overrides: Any) -> LLM:
@@ -85,15 +88,16 @@ def load_llm(config_or_spec: LLMConfig | str, **overrides: Any) -> LLM:
     fields = {f.name for f in dataclasses.fields(LLMConfig)}
     config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if k in fields})
     extra = {k: v for k, v in overrides.items() if k not in fields}
-    provider, model = parse_spec(config.spec)
-    module, cls, default_url, key_env, _ = LLMS[provider]
-    base_url = config.base_url or default_url
+    prefix, model = parse_spec(config.spec)
+    chosen = provider(prefix)
+    key_env = chosen.key_env
+    base_url = config.base_url or chosen.default_base_url
     local = {key: getattr(config, key) for key in LOCAL_OPTIONS if getattr(config, key) is not None}
-    if provider in IN_PROCESS:
+    if chosen.in_process:
         extra = {**local, **extra}
     elif local:
         raise ConfigError(f"{', '.join(local)} apply only to local models (local:PATH.gguf), not to {config.spec!r}")
-    if base_url is None and provider not in IN_PROCESS:
+    if base_url is None and not chosen.in_process:
         raise ConfigError(f"{config.spec!r} needs a base URL: set BELEG_LLM_BASE_URL, [llm].base_url in "
                           "beleg.toml or pass base_url=, e.g. 'http://localhost:8000/v1'")
     api_key = (config.api_key or (os.environ.get(key_env, "") if key_env else "")).strip() or None
@@ -102,12 +106,12 @@ def load_llm(config_or_spec: LLMConfig | str, **overrides: Any) -> LLM:
                           "check how it was pasted into the environment or config")
     if key_env and not api_key:
         raise ConfigError(f"{config.spec!r} needs an API key: set {key_env} (or BELEG_LLM_API_KEY)")
-    backend = getattr(importlib.import_module(module), cls)
+    backend = chosen.backend_class()
     llm: LLM = backend(model, base_url=base_url, api_key=api_key, name=config.spec.strip(), key_env=key_env,
                        timeout_s=config.timeout_s, max_retries=config.max_retries, max_tokens=config.max_tokens,
                        temperature=config.temperature, **extra)
     return llm
 
 
-__all__ = ["LLM", "LLMS", "Completion", "LLMConfig", "Message", "Usage", "load_llm", "parse_spec",
-           "register_llm", "resolve_llm_config"]
+__all__ = ["LLM", "LLMS", "Completion", "LLMConfig", "Message", "Provider", "Usage", "load_llm", "parse_spec",
+           "provider", "resolve_llm_config"]
