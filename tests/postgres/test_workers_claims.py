@@ -271,3 +271,30 @@ def test_a_text_committed_before_the_claim_is_not_claimed(location: PostgresLoca
     finally:
         c.release_all()
         c.conn.close()
+
+
+def test_a_file_whose_claim_was_taken_over_before_the_commit_is_not_written(location: PostgresLocation,
+                                                                             tmp_path: Path, monkeypatch) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nValve a is checked monthly.\n")
+    (corpus / "b.md").write_text("# B\n\nValve b is checked weekly.\n")
+    stolen = str(corpus / "b.md")
+
+    class Stalled(PostgresClaims):
+        """A worker that stalled past its lease: another worker took b.md over meanwhile."""
+
+        def commit(self, sources, embedded=()):
+            set_row(location, stolen, "otherhost 7 cafe", 60)
+            return super().commit(sources, embedded)
+
+    with beleg.open(location.url, embedder=Embedder()) as kb:
+        monkeypatch.setattr(kb, "_ingest_claims", lambda: Stalled(kb.store.conn, kb.location))
+        report = kb.ingest([str(corpus)], progress="none")
+        stored = sorted(Path(r.source).name for r in kb.store.document_records())
+    by_name = {Path(f.source).name: f for f in report.files}
+    assert by_name["a.md"].status == "added" and stored == ["a.md"]
+    assert by_name["b.md"].status == "skipped" and "took this file over" in by_name["b.md"].reason
+    with connect(location) as conn:  # the other worker's claim is left alone
+        assert conn.execute(sql.SQL("SELECT worker FROM {}.ingest_claims").format(
+            sql.Identifier(location.schema))).fetchall() == [("otherhost 7 cafe",)]
