@@ -219,3 +219,10 @@ def test_erased_rows_leave_the_ivf_files_and_the_centroids_they_shaped(tmp_path,
         np.testing.assert_allclose(ivf.centroids[lst], mean / np.linalg.norm(mean), atol=1e-5)
     assert _recall(after, _queries(after, 30, seed=4), None) >= 0.99
     catalog.close()
+
+
+def test_an_ivf_of_fewer_rows_than_lists_is_built_without_error():
+    vectors = _unit(np.random.default_rng(8).normal(size=(10, DIM)))
+    codes, scales = persisted_view.int8_codes(vectors)
+    ivf = ann.build(vectors, codes, scales)
+    assert len(ivf.centroids) <= 10 and ivf.built_rows == 10

@@ -166,7 +166,7 @@ def build(vectors: np.ndarray, codes: np.ndarray, scales: np.ndarray, seed: int 
     """Cluster every row, calibrate the probe depth, and lay the codes out by list."""
     n, dim = vectors.shape
     rng = np.random.default_rng(seed)
-    n_lists = n_lists_for(n)
+    n_lists = min(n, n_lists_for(n))
     sample = np.asarray(vectors[np.sort(rng.choice(n, min(n, _TRAIN_PER_LIST * n_lists), replace=False))],
                         dtype=np.float32)
     labels = assign(vectors, spherical_kmeans(sample, n_lists, rng))
