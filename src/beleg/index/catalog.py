@@ -398,14 +398,15 @@ class Catalog:
                             [(k, doc_id, np.asarray(v, dtype=np.float32).tobytes()) for k, v in vectors.items()])
 
     def add_sentence_vectors_lazily(self, rows: Sequence[tuple[str, str, str, np.ndarray]],
-                                    wait_s: float = 0.05) -> int | None:
+                                    wait_s: float = 0.01) -> int | None:
         """Store ``(doc_id, chunk_id, key, vector)`` rows computed by an answer, each only while its
         chunk still exists (a document deleted since the answer read it gets nothing back).
 
         Not a :meth:`transaction`: it changes no search result, so it must not bump the
         generation (every reader would rebuild its view). Waits at most ``wait_s`` for the
-        write lock; returns the rows written, or None when the lock was busy or the index
-        cannot be written (the caller keeps the vectors and tries again later)."""
+        write lock (an answer must not wait for an ingest's commit); returns the rows written,
+        or None when the lock was busy or the index cannot be written (the caller keeps the
+        vectors and tries again later)."""
         conn = self.db
         conn.execute(f"PRAGMA busy_timeout = {max(0, int(wait_s * 1000))}")
         try:
