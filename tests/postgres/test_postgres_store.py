@@ -14,6 +14,7 @@ from psycopg import sql
 from beleg.errors import IndexStateError, IndexVersionError
 from beleg.index.filters import And, Cmp, parse, to_expr
 from beleg.index.postgres import search
+from beleg.index.postgres.schema import SCHEMA_VERSION
 from beleg.index.postgres.store import PostgresStore
 from beleg.testing.conformance import ALPHA, CORPUS, make_document, stem, vector_for, write
 from beleg.types import ANONYMOUS
@@ -100,9 +101,9 @@ def test_migrations_are_recorded_and_a_newer_schema_is_refused(pg_location: str)
     try:
         s = sql.Identifier(store.schema)
         rows = store.conn.execute(sql.SQL("SELECT version FROM {}.schema_migrations").format(s)).fetchall()
-        assert rows == [(1,), (2,), (3,)]
+        assert rows == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
         PostgresStore(pg_location).close()  # reopening applies nothing twice
-        assert store.conn.execute(sql.SQL("SELECT count(*) FROM {}.schema_migrations").format(s)).fetchone() == (3,)
+        assert store.conn.execute(sql.SQL("SELECT count(*) FROM {}.schema_migrations").format(s)).fetchone() == (SCHEMA_VERSION,)
         store.conn.execute(sql.SQL("INSERT INTO {}.schema_migrations VALUES (99, 'from the future')").format(s))
         with pytest.raises(IndexVersionError, match="version 99"):
             PostgresStore(pg_location)

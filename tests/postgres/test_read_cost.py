@@ -1,9 +1,10 @@
 """What a read costs PostgreSQL: the row-level security test is inlined into the plan (not a
 function call per row read), and vectors stay in the chunk rows (not in TOAST, which an exact
-scan would fetch row by row)."""
+scan would fetch row by row). Both hold for a new index and after migrating an older one."""
 
 from __future__ import annotations
 
+import numpy as np
 from psycopg import sql
 
 import beleg
@@ -71,3 +72,43 @@ def test_vectors_are_stored_in_the_chunk_rows(pg_location: str) -> None:
     finally:
         store.drop()
         store.close()
+
+
+def test_an_older_schema_is_migrated_to_the_inlined_policy_and_inline_vectors(pg_location: str) -> None:
+    store = PostgresStore(pg_location)
+    schema = store.schema
+    s = sql.Identifier(schema)
+    try:
+        item = synthetic_items(2)[1]
+        store.upsert_document(*item)
+        # As an index written before this migration: the per-row function, vectors in TOAST.
+        store.conn.execute(sql.SQL("""CREATE OR REPLACE FUNCTION {s}.may_read(tenant text, acl text[])
+            RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT coalesce((tenant IS NULL OR tenant =
+            (NULLIF(current_setting('beleg.principal_tenant', true), '')::jsonb #>> '{{}}')) AND (acl IS NULL OR
+            acl && ARRAY(SELECT jsonb_array_elements_text(NULLIF(current_setting('beleg.principal_acl', true),
+            '')::jsonb))), false) $$""").format(s=s))
+        store.conn.execute(sql.SQL("ALTER TABLE {s}.chunks ALTER COLUMN embedding SET STORAGE EXTERNAL").format(s=s))
+        latest = store.conn.execute(sql.SQL("SELECT max(version) FROM {s}.schema_migrations").format(s=s)).fetchone()[0]
+        store.conn.execute(sql.SQL("DELETE FROM {s}.schema_migrations WHERE version >= %s").format(s=s),
+                           (read_cost_version(),))
+        assert "may_read" in reader_plan(store, beleg.ANONYMOUS, "SELECT count(*) FROM {s}.chunks")
+        store.close()
+        store = PostgresStore(pg_location)  # opening migrates
+        assert store.conn.execute(sql.SQL("SELECT max(version) FROM {s}.schema_migrations").format(s=s)
+                                  ).fetchone()[0] == latest
+        assert "may_read" not in reader_plan(store, beleg.ANONYMOUS, "SELECT count(*) FROM {s}.chunks")
+        assert embedding_storage(store) == "m"
+        view = store.read_view()
+        acme = Principal(None, "acme", ())  # the document is of tenant Acme
+        hits = view.dense_top_k(np.asarray(item[1][0].vector), 1, view.eligible(None, acme))
+        assert hits and hits[0].chunk_id == item[1][0].chunk.chunk_id
+    finally:
+        store.drop()
+        store.close()
+
+
+def read_cost_version() -> int:
+    from beleg.index.postgres import schema
+
+    return next(v for v, description, _ in schema.MIGRATIONS if "inlined" in description)
+
