@@ -42,9 +42,9 @@ def _sentences(case: dict[str, Any]) -> tuple[Any, list[Any]]:
     """The governing sentence and every candidate sentence of the case's passages."""
     from beleg.answer.quarantine import PROSE_KINDS
     from beleg.answer.scoring import Sentence
-    from beleg.answer.sentences import split_sentences
     from beleg.answer.types import Source
     from beleg.answer.values import extract_values
+    from beleg.sentences import split_sentences
     from beleg.types import Hit
 
     governing, out = None, []

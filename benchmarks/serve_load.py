@@ -79,7 +79,7 @@ def build_index(root: Path, sections: int, quick: bool, seed: int, sentence_vect
 def derived_sentence_vectors(corpus: Any, bases: Any, base_vecs: Any) -> dict[str, Any]:
     """A derived vector for every sentence the answerer may score: the real vector of the base
     text the sentence was borrowed from, else that of the synthetic section holding it."""
-    from beleg.answer.sentences import split_sentences
+    from beleg.sentences import split_sentences
 
     borrowed = {sp.text: base_vecs[b] for b, base in enumerate(bases) for part in base.sentences
                 for sp in split_sentences(part)}

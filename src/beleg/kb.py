@@ -28,7 +28,6 @@ from beleg.index.catalog import Catalog
 from beleg.index.config import IndexConfig
 from beleg.index.embedded import EmbeddedSearchIndex, EmbeddedStore
 from beleg.index.filters import FilterLike, combine
-from beleg.index.postgres.config import is_postgres_url
 from beleg.ingest.claims import Claims, IngestClaims
 from beleg.ingest.metadata import MetadataRule, normalize
 from beleg.retrieve.retriever import SearchOptions, StaleSnapshot
@@ -47,6 +46,10 @@ CATALOG_FILE = "catalog.sqlite"
 
 def default_index_dir() -> Path:
     """``$BELEG_INDEX``, else ``./.beleg`` (a ``postgresql://`` URL stays a string)."""
+    # Imported in the functions: beleg.index.postgres builds on this module (its knowledge
+    # base subclasses KnowledgeBase), so a module-level import would make the two a cycle.
+    from beleg.index.postgres.config import is_postgres_url
+
     value = os.environ.get("BELEG_INDEX") or ".beleg"
     return value if is_postgres_url(value) else Path(value)  # type: ignore[return-value]
 
@@ -57,6 +60,8 @@ class KnowledgeBase:
     def __new__(cls, path: str | Path | None = None, *args: Any, **kwargs: Any) -> KnowledgeBase:
         # A postgresql:// URL opens the PostgreSQL backend (beleg.index.postgres) wherever a
         # KnowledgeBase is made: the CLI, beleg.open, the service.
+        from beleg.index.postgres.config import is_postgres_url  # see default_index_dir
+
         if cls is KnowledgeBase and is_postgres_url(str(path)):
             from beleg.index.postgres.knowledge_base import PostgresKnowledgeBase
 

@@ -16,9 +16,9 @@ from beleg.answer.attributes import attribute_of, question_focus, same_attribute
 from beleg.answer.conflicts import conflict_lines, detect_conflicts, relation
 from beleg.answer.quarantine import PROSE_KINDS
 from beleg.answer.scoring import Sentence
-from beleg.answer.sentences import split_sentences
 from beleg.answer.types import Source
 from beleg.answer.values import extract_values
+from beleg.sentences import split_sentences
 from beleg.types import Hit
 
 ROOT = Path(__file__).resolve().parents[2]

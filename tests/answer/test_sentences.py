@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from beleg.answer.sentences import Span, sentence_containing, split_sentences
+from beleg.sentences import Span, sentence_containing, split_sentences
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "demo" / "corpus"

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from beleg.answer.sentences import split_sentences
 from beleg.answer.values import Value, expected_kind, extract_values, same_value
+from beleg.sentences import split_sentences
 
 CORPUS = Path(__file__).resolve().parents[2] / "demo" / "corpus"
 

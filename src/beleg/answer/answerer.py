@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from beleg.answer.citations import is_refusal, verify_answer, verify_quotes
 from beleg.answer.conflicts import detect_conflicts
-from beleg.answer.conversation import retrieval_query
 from beleg.answer.evidence import GovernancePolicy, Target, assess, find_target
 from beleg.answer.extractive import MIN_COVERAGE, REFUSE_BELOW, choose, extract_answer
 from beleg.answer.prompt import Order, build_prompt, regenerate_message
@@ -26,6 +25,7 @@ from beleg.backends.llms.base import LLM, Completion, Message
 from beleg.errors import ConfigError
 from beleg.index.analyzer import detect_language
 from beleg.index.filters import FilterLike, combine
+from beleg.query.conversation import retrieval_query
 from beleg.query.intent import Intent, no_retrieval_intent
 from beleg.query.self_query import disabled_json, self_query_mode
 from beleg.retrieve.fusion import check_fusion_options

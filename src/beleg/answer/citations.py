@@ -23,9 +23,9 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from beleg.answer.sentences import split_sentences
 from beleg.answer.types import REFUSAL, Citation, Source
 from beleg.index.analyzer import analyze
+from beleg.sentences import split_sentences
 
 _LABELS = re.compile(r"\[((?:S\d+)(?:\s*[,;]\s*S\d+)*)\]")
 _QUOTE = re.compile(r"[\"“„«]([^\"“”„«»]{8,}?)[\"”“»]")

@@ -18,10 +18,10 @@ import numpy as np
 from beleg.answer.conflicts import conflict_lines, detect_conflicts
 from beleg.answer.evidence import Target
 from beleg.answer.scoring import Sentence
-from beleg.answer.sentences import Span, split_sentences
 from beleg.answer.types import REFUSAL, Citation, Conflict
 from beleg.index.analyzer import detect_language
 from beleg.markup import table_row
+from beleg.sentences import Span, split_sentences
 
 #: Refuse when the best eligible sentence scores below this ...
 REFUSE_BELOW = 0.35

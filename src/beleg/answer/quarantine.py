@@ -6,7 +6,7 @@ chunk often holds facts as well (an imported note that states a retry window *an
 a planted instruction), so withholding it whole loses evidence and hides a conflict. Here
 the unit of withholding is the sentence:
 
-* the sentences (as :func:`beleg.answer.sentences.split_sentences` cuts them) that contain
+* the sentences (as :func:`beleg.sentences.split_sentences` cuts them) that contain
   a finding are withheld: never evidence, never quoted, replaced by :data:`MARKER` in every
   prompt, and a quote that overlaps one fails verification;
 * the other sentences of the chunk stay usable, with the chunk's metadata and authority;
@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from beleg.answer.sentences import split_sentences
 from beleg.ingest.injection import detect_instructions, is_instruction_like
+from beleg.sentences import split_sentences
 
 __all__ = ["MARKER", "PROSE_KINDS", "Quarantine", "instruction_like", "quarantine_chunk", "quarantine_hit",
            "shown_heading_path", "shown_value", "withheld_fields"]

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from beleg.answer.quarantine import PROSE_KINDS
-from beleg.answer.sentences import Span, split_sentences
 from beleg.answer.types import Source
 from beleg.answer.values import Value, expected_kind, extract_values
 from beleg.index.analyzer import analyze, analyze_query, detect_language
 from beleg.index.ports import Eligibility, SearchIndex
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
+from beleg.sentences import Span, split_sentences
 
 #: Sentence kinds that can answer (headings and code blocks cannot on their own).
 _ANSWER_KINDS = PROSE_KINDS

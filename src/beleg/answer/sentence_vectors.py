@@ -36,7 +36,7 @@ import numpy as np
 
 from beleg.answer.quarantine import PROSE_KINDS
 from beleg.answer.scoring import VectorCache
-from beleg.answer.sentences import split_sentences
+from beleg.sentences import split_sentences
 
 if TYPE_CHECKING:
     from beleg.index.catalog import Catalog

@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from beleg.answer.quarantine import shown_heading_path, shown_value
-from beleg.answer.sentences import split_sentences
 from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values
 from beleg.index.analyzer import analyze, analyze_query, detect_language
 from beleg.retrieve.coverage import TermCoverage
+from beleg.sentences import split_sentences
 
 #: Focus terms: question terms whose IDF is at least this share of the rarest one's ...
 FOCUS_IDF_SHARE = 0.6

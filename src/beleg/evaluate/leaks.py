@@ -299,7 +299,7 @@ class _Runner:
 
     def queries(self, probes: Sequence[LeakProbe]) -> list[str]:
         """The texts the probes will embed as queries (to embed them in one batch)."""
-        from beleg.answer.conversation import retrieval_query
+        from beleg.query.conversation import retrieval_query
 
         out = []
         for probe in probes:

@@ -100,7 +100,7 @@ _ORDER_CUE = re.compile(
     r"restrictions|polic(?:y|ies)|prompt|from\s+now\s+on|ab\s+sofort|Anweisung(?:en)?|Regeln)\b",
     re.IGNORECASE,
 )
-# Sentence bounds for excerpts. Deliberately simpler than beleg.answer.sentences: the
+# Sentence bounds for excerpts. Deliberately simpler than beleg.sentences: the
 # ingest layer must not import the answer layer, and an excerpt only has to be readable.
 _SENTENCE_END = re.compile(r"[.!?](?=[\"')\]*_]*(?:\s|\Z))|\n")
 

@@ -8,7 +8,7 @@ a candidate gap ends the piece once it holds ``min_tokens`` words, and a piece n
 grows past ``max_tokens`` words. Heading sections are never merged, so every chunk keeps
 its heading path, and every span is a slice of the document text (exact offsets).
 
-Sentences come from :func:`beleg.answer.sentences.split_sentences`, the splitter the
+Sentences come from :func:`beleg.sentences.split_sentences`, the splitter the
 answerer quotes with, so a chunk boundary never cuts a citable sentence in half. A
 sentence longer than ``max_tokens`` is cut at word boundaries like ``structure`` does.
 """
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from beleg.answer.sentences import split_sentences
 from beleg.errors import ModelError
+from beleg.sentences import split_sentences
 
 if TYPE_CHECKING:
     from beleg.ingest.chunking import ChunkingConfig, EmbedFn, _Section

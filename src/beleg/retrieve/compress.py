@@ -1,6 +1,6 @@
 """Contextual compression: keep from each retrieved chunk only what bears on the question.
 
-Each hit is split into citable sentences (:func:`beleg.answer.sentences.split_sentences`,
+Each hit is split into citable sentences (:func:`beleg.sentences.split_sentences`,
 the splitter the answerer quotes with; headings are left out, the heading path stays on
 the hit). Sentences are scored offline by the cosine of the index embedder's query and
 sentence vectors plus a share of the question's terms they contain; a hit keeps its best
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from beleg.answer.sentences import Span, split_sentences
 from beleg.errors import ConfigError
 from beleg.index.analyzer import analyze_query
+from beleg.sentences import Span, split_sentences
 from beleg.types import Hit
 
 #: How much the share of question terms a sentence contains adds to its cosine.

@@ -1,7 +1,7 @@
 """Conversations of /v1/chat: earlier questions per conversation id, kept in memory per process.
 
 As in ``beleg chat``, only questions are kept (never answers), so follow-ups are resolved
-with :func:`beleg.answer.conversation.retrieval_query` and no claim of the conversation is
+with :func:`beleg.query.conversation.retrieval_query` and no claim of the conversation is
 taken as a fact. A conversation belongs to the identity that started it; another caller
 asking with its id gets "not found".
 """

@@ -31,9 +31,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from beleg.answer.conversation import retrieval_query
 from beleg.errors import ConfigError, NeedsLLMError
 from beleg.index.analyzer import detect_language
+from beleg.query.conversation import retrieval_query
 from beleg.query.intent import is_small_talk, no_retrieval_intent
 from beleg.retrieve.coverage import evidence_terms
 from beleg.strategies.base import StrategyContext, StrategyResult

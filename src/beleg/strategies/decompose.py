@@ -29,10 +29,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from beleg.answer.conversation import looks_follow_up
-from beleg.answer.evidence import version_mentions
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import STOPWORDS, detect_language
+from beleg.query.conversation import looks_follow_up
+from beleg.query.versions import version_mentions
 from beleg.strategies.base import StrategyContext, StrategyResult, fuse
 from beleg.strategies.parallel import SubSearch, search_all
 from beleg.strategies.rewrite import (

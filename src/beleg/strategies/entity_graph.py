@@ -125,7 +125,7 @@ def extract_entities(text: str, *, products: Iterable[str] = (), versions: Itera
     known_versions = {str(v) for v in versions}
     product_list = [str(p) for p in products if p]
     if known_versions:
-        from beleg.answer.evidence import version_mentions
+        from beleg.query.versions import version_mentions
 
         for v in version_mentions(text, product_list):
             if v in known_versions:

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from beleg.answer.conversation import retrieval_query
-from beleg.answer.evidence import version_mentions
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import analyze, detect_language
+from beleg.query.conversation import retrieval_query
+from beleg.query.versions import version_mentions
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
 from beleg.strategies.base import StrategyContext, StrategyResult, fuse
 from beleg.types import Hit

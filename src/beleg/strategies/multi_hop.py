@@ -36,12 +36,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from beleg.answer.conversation import retrieval_query
-from beleg.answer.evidence import version_from_filter, version_mentions
-from beleg.answer.sentences import split_sentences
+from beleg.answer.evidence import version_from_filter
 from beleg.answer.values import extract_values
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import analyze
+from beleg.query.conversation import retrieval_query
+from beleg.query.versions import version_mentions
+from beleg.sentences import split_sentences
 from beleg.strategies.base import StrategyContext, StrategyResult
 from beleg.strategies.iterative import (
     parse_json_object,

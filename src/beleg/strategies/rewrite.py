@@ -27,10 +27,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from beleg.answer.conversation import looks_follow_up
-from beleg.answer.evidence import version_mentions
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import STOPWORDS
+from beleg.query.conversation import looks_follow_up
+from beleg.query.versions import version_mentions
 from beleg.strategies.base import StrategyContext, StrategyResult
 
 # ---------------------------------------------------------------------- constraints

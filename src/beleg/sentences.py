@@ -11,6 +11,10 @@ punctuation, whitespace, *and* a plausible sentence start (capital letter, digit
 markup) after it, and it is vetoed after known abbreviations (English and German),
 single-letter initials ("z. B.", "J. R."), German ordinals ("am 15. Januar", "im
 19. Jahrhundert"), ellipses and inside inline code.
+
+Ingest (semantic chunking), retrieval (compression), strategies and answers all cut text
+with it, so it sits outside those packages and imports nothing of Beleg: none of them
+has to import another to share it (no import cycles).
 """
 
 from __future__ import annotations
