@@ -67,13 +67,14 @@ def build_index(root: Path, sections: int, quick: bool, seed: int, sentence_vect
                  f"## {head}\n\n{text}\n\n" for head, text in zip(doc.headings, doc.chunk_texts)),
                  dict(doc.metadata), str(doc.metadata["title"]), doc.doc_id) for doc in corpus.docs]
     with beleg.open(root / "kb", embedder=embedder) as kb:
-        report = kb.ingest_texts(items, progress=False, sentence_vectors=sentence_vectors)
+        # Only named when on: the lazy run also works on a Beleg from before the option (an A/B baseline).
+        report = kb.ingest_texts(items, progress=False, **({"sentence_vectors": True} if sentence_vectors else {}))
         status = kb.status()
     if report.failures:
         raise RuntimeError(f"{len(report.failures)} synthetic documents failed: {report.failures[:2]}")
     return {"build_s": C.rnd(time.perf_counter() - t0, 2), "documents": status["documents"],
             "chunks": status["chunks"], "derived_vectors": embedder.derived, "embedded_for_real": embedder.real_calls,
-            "base_texts": len(bases), "sentence_vectors_stored": report.sentence_vectors}
+            "base_texts": len(bases), "sentence_vectors_stored": getattr(report, "sentence_vectors", None)}
 
 
 def derived_sentence_vectors(corpus: Any, bases: Any, base_vecs: Any) -> dict[str, Any]:
@@ -199,12 +200,20 @@ class Questions:
         return max(0, self.taken - len(self.pool))
 
 
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, all threads) the process has used: unlike wall time, what a
+    request costs in it does not grow with the load other processes put on the machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_phase(url: str, endpoint: str, clients: int, seconds: float, warmup: float,
               questions: Questions) -> dict[str, Any]:
     """``clients`` closed-loop clients on ``endpoint`` for ``seconds`` (after ``warmup``)."""
     start = time.monotonic() + warmup
     end = start + seconds
     latencies: list[list[float]] = [[] for _ in range(clients)]
+    counted = [0] * clients  # every request, warm-up included (for CPU per request)
     errors: list[list[str]] = [[] for _ in range(clients)]
 
     def client(i: int) -> None:
@@ -220,6 +229,7 @@ def run_phase(url: str, endpoint: str, clients: int, seconds: float, warmup: flo
                 except httpx.HTTPError as exc:
                     problem = repr(exc)
                 t1 = time.perf_counter()
+                counted[i] += 1
                 if time.monotonic() >= start:
                     latencies[i].append(t1 - t0)
                     if problem:
@@ -234,6 +244,7 @@ def run_phase(url: str, endpoint: str, clients: int, seconds: float, warmup: flo
     flat = [x for per in latencies for x in per]
     errs = [e for per in errors for e in per]
     return {"endpoint": endpoint, "clients": clients, "seconds": seconds, "requests": len(flat),
+            "warmup_requests": sum(counted) - len(flat),
             "throughput_rps": C.rnd(len(flat) / seconds, 1), "errors": len(errs), "error_examples": errs[:3],
             "latency_ms": C.summarize_ms(flat), "loadavg_at_end": load}
 
@@ -285,6 +296,19 @@ def main(argv: list[str] | None = None) -> int:
                 result["phases"].append(phase)
         ingester.stop.set()
         ingester.join(timeout=120)
+        # Server CPU per request, one client, no upload running (the phases above include the
+        # uploads' CPU): on a machine busy with other work this is the figure that compares.
+        result["server_cpu"] = []
+        for endpoint in ("search", "ask"):
+            cpu0 = process_cpu_s(proc.pid)
+            phase = run_phase(url, endpoint, 1, args.seconds, args.warmup, questions)
+            cpu = process_cpu_s(proc.pid) - cpu0
+            n = phase["requests"] + phase.get("warmup_requests", 0)
+            result["server_cpu"].append({"endpoint": endpoint, "requests_incl_warmup": n, "server_cpu_s": C.rnd(cpu, 3),
+                                         "cpu_ms_per_request": C.rnd(1000 * cpu / n, 2) if n else None,
+                                         "wall_p50_ms": phase["latency_ms"].get("p50"), "errors": phase["errors"]})
+            C.log(f"  server CPU, {endpoint}, 1 client, no uploads: {result['server_cpu'][-1]['cpu_ms_per_request']} ms "
+                  "per request")
         result["questions"] = {"pool": len(questions.pool), "requests": questions.taken,
                                "repeated": questions.repeated}
         result["ingest"] = {"uploads": len(ingester.latencies), "errors": len(ingester.errors),
