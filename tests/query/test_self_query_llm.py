@@ -18,7 +18,15 @@ from beleg.cli.main import main
 from beleg.errors import ConfigError
 from beleg.ingest.pipeline import TextSource
 from beleg.query.self_query import Constraint, Inferred, self_query_mode
-from beleg.query.self_query_llm import SYSTEM, ProposalError, Visible, check_proposal, merge, parse_reply
+from beleg.query.self_query_llm import (
+    SYSTEM,
+    ProposalError,
+    Visible,
+    check_proposal,
+    merge,
+    parse_reply,
+    prompt_messages,
+)
 from beleg.strategies import Budget, run_strategy
 from beleg.testing import FakeOpenAIServer, delay, status
 from beleg.types import Principal
@@ -69,13 +77,15 @@ def test_good_proposals_are_applied_and_the_prompt_lists_visible_values(kb: Any)
     rules = kb.infer_constraints(VAGUE)
     assert rules.applied() == ()  # the rules read nothing here: the model's reading is all there is
     # "EN" is the visible "en" after case folding; stored spellings are what is applied
-    assert applied(got) == {"version": ("3.0", "boost", "llm"), "language": ("en", "filter", "llm")}
+    # what only the model read is a boost: it reorders and never removes a document
+    assert applied(got) == {"version": ("3.0", "boost", "llm"), "language": ("en", "boost", "llm")}
     assert got.method == "llm" and got.llm.outcome == "used" and got.llm.calls == 1
     # the prompt offers the visible values, most frequent first, and the visible date span
     assert '- version: "2.4", "3.0"' in prompt and '- language: "en", "de"' in prompt
     assert "2023-04-17 to 2026-01-15" in prompt and VAGUE in prompt
     hits = kb.search(VAGUE, k=3, self_query=got)
-    assert hits[0].metadata["version"] == "3.0" and all(h.metadata["language"] == "en" for h in hits)
+    assert hits[0].metadata["version"] == "3.0" and len(hits) == 3  # the others stay, lower
+    assert {h.source for h in hits if h.scores["boosted"]} == {"ferrolink-3.0.md"}
     trace = got.to_json()
     assert trace["llm"]["proposed"] == {"version": "3.0", "language": "EN"}
     assert any(c["origin"] == "llm" for c in trace["constraints"])
@@ -85,8 +95,9 @@ def test_good_proposals_are_applied_and_the_prompt_lists_visible_values(kb: Any)
 def test_a_date_range_is_accepted_as_iso_dates_only(kb: Any) -> None:
     with FakeOpenAIServer(['```json\n{"date": {"from": "2025-01-01"}}\n```']) as server:
         got = kb.infer_constraints(VAGUE, llm=fake_llm(server))
-    assert [(c.key, c.op, c.value) for c in got.applied()] == [("date", ">=", "2025-01-01")]
-    assert [h.metadata["version"] for h in kb.search(VAGUE, k=5, self_query=got)] == ["3.0"]
+    assert [(c.key, c.op, c.value, c.applied_as) for c in got.applied()] == [("date", ">=", "2025-01-01", "boost")]
+    hits = kb.search(VAGUE, k=5, self_query=got)
+    assert {h.source for h in hits if h.scores["boosted"]} == {"ferrolink-3.0.md"} and len(hits) == 3
 
 
 # ---------------------------------------------------------------------- invented values
@@ -147,7 +158,7 @@ def test_a_restricted_value_is_never_offered_nor_accepted(kb: Any) -> None:
     assert all(h.metadata.get("tenant") is None for h in kb.search(question, k=10, self_query=public))
     # the tenant sees its own values offered, and gets them
     assert '"geheimdb"' in tenant_prompt and '"7.7"' in tenant_prompt
-    assert applied(tenant)["product"] == ("geheimdb", "filter", "llm")
+    assert applied(tenant)["product"] == ("geheimdb", "boost", "llm")
 
 
 # ---------------------------------------------------------------------- merging
@@ -183,6 +194,18 @@ def test_parsing_is_strict_and_values_match_exactly_after_normalisation() -> Non
     # NFKC turns full-width digits into ASCII and case folding ß into ss; "Deutsch" is not "de"
     assert [(c.key, c.value) for c in found] == [("product", "Straße-Dienst"), ("version", "2.10")]
     assert [(r.field, r.value) for r in rejected] == [("language", "Deutsch")]
+
+
+def test_a_local_model_is_decoded_under_the_self_query_schema() -> None:
+    import jsonschema_rs
+
+    from beleg.backends.llms.formats import SELF_QUERY_SCHEMA, format_for
+
+    fmt = format_for(prompt_messages(VAGUE, Visible.of([{"version": "3.0"}])))
+    assert fmt is not None and fmt.name == "self-query" and fmt.json_schema == SELF_QUERY_SCHEMA
+    validator = jsonschema_rs.Draft202012Validator(SELF_QUERY_SCHEMA)
+    assert validator.is_valid({}) and validator.is_valid({"version": ["2.4", "3.0"], "date": {"from": "2025-01-01"}})
+    assert not validator.is_valid({"tenant": "acme"}) and not validator.is_valid({"version": {"x": 1}})
 
 
 # ---------------------------------------------------------------------- modes, budgets, costs

@@ -11,7 +11,8 @@ decides alone:
    :data:`MAX_VALUES` each; for dates the visible earliest and latest. Nothing from a
    document the asker cannot read is ever in the prompt, and no other field (tenant, acl).
 2. **The reply is parsed strictly:** one JSON object, optionally inside one code fence,
-   nothing else. ``{"field": value | [values], "date": {"from": "YYYY-MM-DD", "before":
+   nothing else (a local model is decoded under a JSON schema for it,
+   :data:`beleg.backends.llms.formats.SELF_QUERY_SCHEMA`). ``{"field": value | [values], "date": {"from": "YYYY-MM-DD", "before":
    "YYYY-MM-DD"}}``; ``{}`` when the question states no constraint.
 3. **Every value is checked** against the visible values after Unicode (NFKC) and case
    normalisation, exact match only ("German" is not "de"). An unknown field, a value no
@@ -21,7 +22,11 @@ decides alone:
    value, or skipped on purpose (a translation, contrasting statuses, an unknown version).
    The model only adds keys the rules said nothing about; a status it adds yields to a
    version, as the rules' does.
-5. **Visible fallback:** invalid JSON, a failed or timed-out call or a spent budget leave
+5. **What only the model read is a boost, never a filter.** A visible value can still be
+   the wrong one (SmolLM2-135M proposed the first listed version, status and language for
+   every question); as a boost it moves matching documents up and removes none, so a wrong
+   reading costs ranking, never the answer. The rules' readings keep their filters.
+6. **Visible fallback:** invalid JSON, a failed or timed-out call or a spent budget leave
    the rules' constraints, and the trace says so ("llm self-query: invalid JSON, rules
    used"). Never a silent fallback, never an error for the search.
 """
@@ -39,7 +44,7 @@ from typing import Any
 
 from beleg.backends.llms.base import LLM, Message
 from beleg.errors import BelegError
-from beleg.query.self_query import BOOST, FILTER, VERSION_DECIDES, Constraint, Inferred
+from beleg.query.self_query import BOOST, VERSION_DECIDES, Constraint, Inferred
 
 #: The fields the model may constrain (values offered and checked), besides the date range.
 FIELDS = ("product", "version", "status", "language")
@@ -191,9 +196,8 @@ def _check_values(field: str, raw: Any, visible: Visible) -> tuple[list[Constrai
             chosen.append(stored)
     if not chosen:
         return [], rejected
-    how = BOOST if field == "version" else FILTER
     value: str | tuple[str, ...] = chosen[0] if len(chosen) == 1 else tuple(chosen)
-    return [Constraint(field, "=" if len(chosen) == 1 else "in", value, "", how, origin="llm")], rejected
+    return [Constraint(field, "=" if len(chosen) == 1 else "in", value, "", BOOST, origin="llm")], rejected
 
 
 def _check_dates(raw: Any, visible: Visible) -> tuple[list[Constraint], list[Rejected]]:
@@ -214,7 +218,7 @@ def _check_dates(raw: Any, visible: Visible) -> tuple[list[Constraint], list[Rej
     if "from" in bounds and "before" in bounds and bounds["from"] >= bounds["before"]:
         return [], [Rejected(DATE, raw, "the range is empty (from is not before 'before')")]
     ops = {"from": ">=", "before": "<"}
-    return [Constraint(DATE, ops[name], day.isoformat(), "", FILTER, origin="llm")
+    return [Constraint(DATE, ops[name], day.isoformat(), "", BOOST, origin="llm")
             for name, day in sorted(bounds.items(), key=lambda b: b[0] != "from")], []
 
 

@@ -9,7 +9,7 @@ The calls are recognised by their system prompt, which each call site owns as a 
 the formats below are keyed by those constants (imported lazily, so a changed prompt moves
 its key along with it). Line-oriented calls (rewrite, multi-query, decomposition) keep their
 text format and get a GBNF grammar for it (one line; exactly three lines; one to four lines);
-JSON calls (gap query, bridge, judge, claim verifier) get a JSON schema. A call whose system
+JSON calls (gap query, bridge, judge, claim verifier, self-query) get a JSON schema. A call whose system
 prompt is not listed is unconstrained. ``tests/backends/test_llm_local.py`` runs each
 strategy with a recording scripted LLM and checks that its call is recognised here, so a
 prompt edit that breaks the match fails a test instead of silently dropping the constraint.
@@ -61,6 +61,13 @@ VERDICT_SCHEMA = _object({"supported": {"type": "boolean"}, "reason": {"type": "
                          ["supported", "reason"])
 GAP_SCHEMA = _object({"missing": _nullable_string(), "query": {"type": "string", "maxLength": 200}}, ["missing"])
 BRIDGE_SCHEMA = _object({"bridge": _nullable_string(), "query": {"type": "string", "maxLength": 200}}, ["bridge"])
+#: Self-query: every field optional; the values are checked against the visible ones after
+#: decoding (beleg.query.self_query_llm), the schema only makes the reply parseable.
+_VALUES = {"anyOf": [{"type": "string", "maxLength": 60},
+                     {"type": "array", "items": {"type": "string", "maxLength": 60}, "maxItems": 4}]}
+_DAY = {"type": "string", "maxLength": 10}
+SELF_QUERY_SCHEMA = _object({"product": _VALUES, "version": _VALUES, "status": _VALUES, "language": _VALUES,
+                             "date": _object({"from": _DAY, "before": _DAY}, [])}, [])
 
 
 @functools.cache
@@ -69,6 +76,7 @@ def _known_formats() -> tuple[tuple[str, OutputFormat], ...]:
     ``{placeholder}`` the call site fills in."""
     from beleg.answer.support import VERIFIER_SYSTEM
     from beleg.evaluate.answers import JUDGE_SYSTEM
+    from beleg.query.self_query_llm import SYSTEM as SELF_QUERY_SYSTEM
     from beleg.strategies import iterative
     from beleg.strategies.decompose import DECOMPOSE_SYSTEM, MAX_SUBQUESTIONS
     from beleg.strategies.multi_query import MULTI_QUERY_SYSTEM
@@ -83,6 +91,7 @@ def _known_formats() -> tuple[tuple[str, OutputFormat], ...]:
         ("You resolve multi-hop questions.", OutputFormat("bridge", json_schema=BRIDGE_SCHEMA)),
         (JUDGE_SYSTEM, OutputFormat("judge", json_schema=SCORE_SCHEMA)),
         (VERIFIER_SYSTEM, OutputFormat("verifier", json_schema=VERDICT_SCHEMA)),
+        (SELF_QUERY_SYSTEM, OutputFormat("self-query", json_schema=SELF_QUERY_SCHEMA)),
     ]
     return tuple((prompt.split("{", 1)[0], fmt) for prompt, fmt in rows)
 
