@@ -50,6 +50,19 @@ def variants() -> list[tuple[str, EvalRequest]]:
     ]
 
 
+def evidence_refusals(results: list) -> dict:
+    """Refusal precision/recall counting only the refusals made from the evidence (no source
+    mentions the question's anchors, the version is not covered, nothing scores), not the
+    answers withheld below ``min_confidence`` (those still show their closest passages)."""
+    hard = [r for r in results if r.refused and r.confidence is None]
+    tp = sum(r.expected_refusal for r in hard)
+    expected = sum(r.expected_refusal for r in results)
+    return {"evidence_refusals": len(hard), "withheld_low_confidence": sum(r.refused for r in results) - len(hard),
+            "evidence_refusal_precision": tp / len(hard) if hard else None,
+            "evidence_refusal_recall": tp / expected if expected else None,
+            "load": os.getloadavg()}
+
+
 def _cell(value: object) -> str:
     if value is None:
         return "–"
@@ -66,8 +79,9 @@ def main() -> int:
     parser.add_argument("--only", help="run only the variants whose label contains this text")
     args = parser.parse_args()
     results, lines = {}, []
-    lines.append("| data | n | " + " | ".join(COLUMNS) + " | coverage | accuracy of answered | p50 s |")
-    lines.append("|---|---:|" + "---:|" * (len(COLUMNS) + 3))
+    lines.append("| data | n | " + " | ".join(COLUMNS) + " | coverage | accuracy of answered "
+                 "| evidence refusal P / R | p50 s |")
+    lines.append("|---|---:|" + "---:|" * (len(COLUMNS) + 4))
     for label, req in variants():
         if args.only and args.only not in label:
             continue
@@ -84,9 +98,11 @@ def main() -> int:
         answered = [r for r in report.results if not r.refused and r.candidate_correct is not None]
         accuracy = sum(bool(r.candidate_correct) for r in answered) / len(answered) if answered else None
         data["selective"] = {"coverage": 1 - s["refused"] / s["n"] if s["n"] else None,
-                             "accuracy_of_answered": accuracy}
+                             "accuracy_of_answered": accuracy, **evidence_refusals(report.results)}
         lines.append(f"| {label} | {s['n']} | " + " | ".join(_cell(s.get(c)) for c in COLUMNS)
                      + f" | {_cell(data['selective']['coverage'])} | {_cell(accuracy)}"
+                     + f" | {_cell(data['selective']['evidence_refusal_precision'])} / "
+                     + f"{_cell(data['selective']['evidence_refusal_recall'])}"
                      + f" | {_cell(s.get('latency_p50_s'))} |")
         print(f"{label}: done in {data['seconds']} s", file=sys.stderr)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -115,7 +116,8 @@ def main() -> int:
                       "ece": expected_calibration_error([r["confidence"] for r in answered],
                                                         [r["correct"] for r in answered])}
     result = {"intercept": round(float(b), 4), "weights": {f: round(float(c), 4) for f, c in zip(FEATURES, coef)},
-              "threshold": chosen, "target_accuracy": TARGET_ACCURACY, "per_set": per_set, "rows": rows}
+              "threshold": chosen, "target_accuracy": TARGET_ACCURACY, "per_set": per_set, "load": os.getloadavg(),
+              "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"CONFIDENCE_INTERCEPT = {result['intercept']}")

@@ -23,6 +23,7 @@ question language. Metric code is Beleg's (``beleg.evaluate``); this script only
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import defaultdict
@@ -77,7 +78,12 @@ def verified_wrong(results: list[AnswerQueryResult]) -> dict[str, Any]:
     no gold string. The answer evaluation counts verified answers but not this overlap."""
     verified = [r for r in results if not r.refused and r.verified]
     wrong = [r for r in verified if r.expected_refusal or r.contains_gold is False]
-    return {"verified_answers": len(verified), "verified_wrong": len(wrong),
+    supported = [r for r in results if not r.refused and r.supported]
+    supported_wrong = [r for r in supported if r.expected_refusal or r.contains_gold is False]
+    answered = [r for r in results if not r.refused]
+    return {"answered": len(answered), "supported_answers": len(supported), "supported_wrong": len(supported_wrong),
+            "supported_wrong_ids": [r.qid for r in supported_wrong],
+            "verified_answers": len(verified), "verified_wrong": len(wrong),
             "verified_wrong_rate": _common.rnd(len(wrong) / len(verified)) if verified else None,
             "verified_wrong_ids": [r.qid for r in wrong]}
 
@@ -105,16 +111,17 @@ def _cell(v: Any) -> str:
 
 def table(retrieval: dict[str, Any], answers: dict[str, Any], group_names: list[str]) -> str:
     head = ("| questions | n | Hit@1 bm25 / dense / hybrid | Hit@3 hybrid | MRR@10 hybrid | answer accuracy "
-            "| refusal P / R | verified but wrong |")
-    lines = [head, "|---|---:|---|---:|---:|---:|---|---:|"]
+            "| refusal P / R | verified but wrong | supported but wrong / answered |")
+    lines = [head, "|---|---:|---|---:|---:|---:|---|---:|---:|"]
     for g in group_names:
         a = answers.get(g, {})
         hits = " / ".join(_cell(retrieval[m].get(g, {}).get("hit@1")) for m in ("bm25", "dense", "hybrid"))
         h = retrieval["hybrid"].get(g, {})
         wrong = f"{a.get('verified_wrong', 0)}/{a.get('verified_answers', 0)}"
+        supported_wrong = f"{a.get('supported_wrong', 0)}/{a.get('answered', 0)}"
         lines.append(f"| {g} | {a.get('n')} | {hits} | {_cell(h.get('hit@3'))} | {_cell(h.get('mrr@10'))} | "
                      f"{_cell(a.get('answer_contains_gold'))} | {_cell(a.get('refusal_precision'))} / "
-                     f"{_cell(a.get('refusal_recall'))} | {wrong} |")
+                     f"{_cell(a.get('refusal_recall'))} | {wrong} | {supported_wrong} |")
     return "\n".join(lines)
 
 
@@ -170,6 +177,7 @@ def main() -> int:
                                   for r in answers.results]},
         "seconds": {"retrieval_incl_indexing": _common.rnd(t_retrieval, 1), "answers": _common.rnd(t_answers, 1)},
         "machine": machine,
+        "load": os.getloadavg(),
         "notes": ["Baseline before answer-quality work: the questions were written by this project from the "
                   "pages, before Beleg was run on them, and not tuned on Beleg's output."],
     }

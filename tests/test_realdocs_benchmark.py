@@ -171,9 +171,9 @@ def test_gold_checker_finds_wrong_strings_sections_and_false_cross_lingual(upstr
 
 
 # ---------------------------------------------------------------------- verified but wrong
-def _result(qid: str, *, refused=False, verified=True, expected_refusal=False, contains_gold=True):
+def _result(qid: str, *, refused=False, verified=True, expected_refusal=False, contains_gold=True, supported=False):
     return SimpleNamespace(qid=qid, refused=refused, verified=verified, expected_refusal=expected_refusal,
-                           contains_gold=contains_gold)
+                           contains_gold=contains_gold, supported=supported)
 
 
 def test_verified_but_wrong_counts_only_verified_answers_that_are_wrong():
@@ -189,3 +189,12 @@ def test_verified_but_wrong_counts_only_verified_answers_that_are_wrong():
     assert out["verified_answers"] == 4 and out["verified_wrong"] == 2
     assert out["verified_wrong_ids"] == ["no-gold", "should-refuse"] and out["verified_wrong_rate"] == 0.5
     assert realdocs_quality.verified_wrong([])["verified_wrong_rate"] is None
+
+
+def test_supported_but_wrong_is_over_answered_questions():
+    results = [_result("right", supported=True), _result("wrong", supported=True, contains_gold=False),
+               _result("unsupported-wrong", contains_gold=False),
+               _result("withheld", refused=True, supported=True, contains_gold=False)]
+    out = realdocs_quality.verified_wrong(results)
+    assert (out["answered"], out["supported_answers"], out["supported_wrong"]) == (3, 2, 1)
+    assert out["supported_wrong_ids"] == ["wrong"]

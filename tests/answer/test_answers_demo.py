@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from beleg.answer import AnswerOptions
 from beleg.answer.citations import check_offsets
 from beleg.answer.types import REFUSAL
 from beleg.types import Principal
@@ -92,14 +93,15 @@ def test_hostile_chunk_is_flagged_at_ingest(demo_kb) -> None:
 ])
 def test_unanswerable_questions_are_refused(demo_kb, question: str) -> None:
     a = demo_kb.ask(question)
-    assert a.refused and a.answer == REFUSAL and not a.citations, (a.answer, a.trace.get("sentences"))
+    # The refusal may say why ("no retrieved source mentions MQTT") after the fixed sentence.
+    assert a.refused and a.answer.startswith(REFUSAL) and not a.citations, (a.answer, a.trace.get("sentences"))
 
 
 def test_tenant_runbook_answers_only_for_its_tenant(demo_kb) -> None:
     q = "What is the hostname of the primary broker on the Nordwind cell?"
     outsider = demo_kb.ask(q)
     assert all(s.hit.metadata.get("tenant") is None for s in outsider.sources)
-    insider = demo_kb.ask(q, principal=NORDWIND)
+    insider = demo_kb.ask(q, principal=NORDWIND, options=AnswerOptions(min_confidence=0.0))
     assert not insider.refused and any(s.hit.metadata.get("tenant") == "nordwind" for s in insider.sources)
 
 

@@ -33,7 +33,7 @@ def test_ask_json_refusal(demo_kb, capsys) -> None:
     code, out, _ = _run(capsys, "ask", "Does Ferrolink support MQTT clients?", "--index", str(demo_kb.path), "--json")
     data = json.loads(out)
     assert code == 0 and data["refused"] is True and data["citations"] == []
-    assert data["answer"] == "The sources do not answer this."
+    assert data["answer"].startswith("The sources do not answer this.") and "MQTT" in data["answer"]
 
 
 def test_ask_rejects_an_unreachable_llm_with_one_line(demo_kb, capsys) -> None:

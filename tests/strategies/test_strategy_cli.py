@@ -39,7 +39,7 @@ def test_unknown_strategy_suggests_a_name(demo_kb, capsys) -> None:
 
 def test_ask_with_decompose_answers_each_part(demo_kb, capsys) -> None:
     code, out, err = _run(capsys, "ask", "What do E-5040 and E-5042 mean, and are such deliveries retried?",
-                          "--index", str(demo_kb.path), "--strategy", "decompose", "--json")
+                          "--index", str(demo_kb.path), "--strategy", "decompose", "--json", "--min-confidence", "0")
     assert code == 0, err
     data = json.loads(out)
     assert not data["refused"] and data["verified"]

@@ -19,7 +19,14 @@ from beleg.answer.evidence import GovernancePolicy, Target, assess, find_target
 from beleg.answer.extractive import MIN_COVERAGE, REFUSE_BELOW, choose, extract_answer
 from beleg.answer.prompt import Order, build_prompt, regenerate_message
 from beleg.answer.scoring import SentenceScorer, candidate_sentences
-from beleg.answer.support import Support, extractive_support, llm_support, rule_support
+from beleg.answer.support import (
+    FITTED_MIN_CONFIDENCE,
+    Support,
+    extractive_support,
+    llm_support,
+    rule_support,
+    unmentioned,
+)
 from beleg.answer.types import REFUSAL, Answer, Citation, Conflict, Source
 from beleg.backends.llms.base import LLM, Completion, Message
 from beleg.errors import ConfigError
@@ -55,10 +62,13 @@ class AnswerOptions:
     #: True/"rules" by rule, "llm" also asks the answering LLM (checked against visible values),
     #: "auto" is "llm" when an LLM answers, False/"off" none.
     self_query: bool | str = True
-    #: Refuse an answer whose confidence (:mod:`beleg.answer.support`) is below this. The default
-    #: 0 answers whenever the older rules do; :data:`~beleg.answer.support.FITTED_MIN_CONFIDENCE`
-    #: is >= 90 % right on development data but answers far fewer questions (docs/benchmarks.md).
-    min_confidence: float = 0.0
+    #: Refuse an answer whose confidence (:mod:`beleg.answer.support`) is below this; the refusal
+    #: still shows the closest passages with their citations. None (the default): for the
+    #: offline extractive answerer :data:`~beleg.answer.support.FITTED_MIN_CONFIDENCE`, chosen on
+    #: development data for >= 90 % right answers among those given (docs/benchmarks.md); for
+    #: LLM answers 0, since the confidence model was not fitted on them. 0 answers whenever the
+    #: older rules (sentence score, coverage, anchors) do.
+    min_confidence: float | None = None
     #: With an LLM: also ask it, per claim, whether the cited text supports it (one call per claim).
     llm_verifier: bool = False
     #: With an LLM: refuse when its answer still fails the citation checks after the one
@@ -81,6 +91,12 @@ class AnswerOptions:
         check_fusion_options(self.weights, self.mmr)
         if self.fusion not in ("rrf", "weighted"):
             raise ConfigError(f"fusion {self.fusion!r} is not known; use rrf or weighted")
+
+    def confidence_floor(self, llm: bool) -> float:
+        """The ``min_confidence`` in force for an extractive (``llm`` False) or an LLM answer."""
+        if self.min_confidence is not None:
+            return self.min_confidence
+        return 0.0 if llm else FITTED_MIN_CONFIDENCE
 
     def search_options(self) -> dict[str, Any]:
         """The keyword arguments of :meth:`KnowledgeBase.search` these options add (one place, so
@@ -197,14 +213,18 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     }
     if llm is None and groups:
         result = _extractive_parts(kb, question, sources, groups, scorer, target, opts, trace)
+    elif not target.unknown and (missing := unmentioned(question, eligible, coverage is not None)):
+        # Before any sentence is chosen: no choice of sentence can close this gap.
+        result = _refused_before_answer(question, sources, llm, trace,
+                                        f"no retrieved source mentions {', '.join(missing)}")
     elif llm is None:
         result = _extractive(kb, question, sources, scored, target, coverage, opts, trace, scorer, positions)
     elif (gap := _evidence_gap(question, scored, coverage, opts)) is not None:
-        result = _refused_before_model(question, sources, llm, trace, gap)
+        result = _refused_before_answer(question, sources, llm, trace, gap)
     else:
         result = _generate(kb, question, sources, scored, target, context, llm, opts, trace, on_token, scorer,
                            positions)
-    result = _selective(result, opts.min_confidence)
+    result = _selective(result, opts.confidence_floor(llm is not None))
     trace = result.trace  # a refusal for low confidence carries a copy: what follows goes into the answer's
     t_end = time.perf_counter()
     if strategy_trace is None and inferred is not None and inferred.llm is not None:  # (a strategy counts it)
@@ -249,23 +269,37 @@ def _no_retrieval(question: str, intent: Intent, t0: float) -> Answer:
 
 
 def _selective(answer: Answer, min_confidence: float) -> Answer:
-    """Turn an answer whose confidence is below ``min_confidence`` into a refusal that names
-    the source the best candidate came from; the withheld text stays in the trace."""
+    """Turn an answer whose confidence is below ``min_confidence`` into a refusal that still
+    shows the asker the closest passages (the withheld answer's verified quotes, with their
+    citations), marked as not shown to answer; the withheld text stays in the trace."""
     if answer.refused or answer.support is None or answer.backend == "rule" or answer.confidence >= min_confidence:
         return answer
-    first = answer.citations[0] if answer.citations else None
-    by_label = {s.label: s for s in answer.sources}
-    src = by_label.get(first.label) if first is not None else None
-    where = ""
-    if src is not None:
-        section = " > ".join(src.hit.heading_path) or src.hit.title
-        where = f" It came from [{src.label}] {src.hit.source}" + (f" ({section})" if section else "") + "."
-    text = (f"{REFUSAL} The best candidate was not shown to answer the question "
-            f"(confidence {answer.confidence:.2f} < {min_confidence:.2f}).{where}")
-    trace = {**answer.trace, "decision": f"confidence {answer.confidence:.2f} < {min_confidence:.2f}: "
-             "the best candidate was not shown to answer the question",
+    closest = tuple(c for c in answer.citations if c.verified)[:CLOSEST_PASSAGES]
+    why = f"confidence {answer.confidence:.2f} < {min_confidence:.2f}"
+    trace = {**answer.trace, "decision": f"{why}: the best candidate was not shown to answer the question",
              "withheld_answer": answer.answer}
-    return replace(answer, answer=text, refused=True, citations=(), conflicts=(), trace=trace)
+    return replace(answer, answer=refusal_text(why, closest, answer.sources), refused=True, citations=closest,
+                   conflicts=(), trace=trace)
+
+
+#: A refusal shows at most this many closest passages.
+CLOSEST_PASSAGES = 3
+
+
+def refusal_text(why: str, closest: Sequence[Citation], sources: Sequence[Source]) -> str:
+    """"The sources do not answer this." with the reason and, when there are any, the closest
+    passages (each with its label, file and section) so that nothing the index holds is hidden."""
+    if not closest:
+        return f"{REFUSAL} ({why})"
+    by_label = {s.label: s for s in sources}
+    lines = [f"{REFUSAL} Closest passages, not shown to answer the question ({why}):"]
+    for c in closest:
+        src = by_label.get(c.label)
+        section = (" > ".join(src.hit.heading_path) or src.hit.title) if src is not None else ""
+        shown = " ".join(c.shown.split())
+        shown = shown if len(shown) <= 240 else shown[:239] + "…"
+        lines.append(f"- \"{shown}\" [{c.label}] {c.source}" + (f" ({section})" if section else ""))
+    return "\n".join(lines)
 
 
 def _same_language(question: str, sources: Sequence[Source]) -> bool:
@@ -358,11 +392,13 @@ def _evidence_gap(question: str, scored: list[Any], coverage: float | None, opts
     return None
 
 
-def _refused_before_model(question: str, sources: list[Source], llm: LLM, trace: dict[str, Any],
-                          reason: str) -> Answer:
-    trace["decision"] = f"refused before the model: {reason}"
-    trace["llm"] = {"backend": llm.name, "calls": 0, "tokens": 0}
-    return Answer(question, REFUSAL, True, (), (), tuple(sources), True, (), llm.name, trace)
+def _refused_before_answer(question: str, sources: list[Source], llm: LLM | None, trace: dict[str, Any],
+                           reason: str) -> Answer:
+    """A refusal decided from the evidence alone, before any sentence is chosen or model called."""
+    backend = llm.name if llm is not None else "extractive"
+    trace["decision"] = f"refused before the model: {reason}" if llm is not None else f"refused: {reason}"
+    trace["llm"] = {"backend": llm.name if llm is not None else None, "calls": 0, "tokens": 0}
+    return Answer(question, refusal_text(reason, (), sources), True, (), (), tuple(sources), True, (), backend, trace)
 
 
 def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: list[Any], target: Target,

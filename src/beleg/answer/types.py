@@ -197,7 +197,9 @@ class Answer:
 
     ``verified`` (= ``quotes_verified``) is True when every citation verified and no claim
     sentence lacks a citation; ``problems`` lists what failed otherwise. A refusal has no
-    citations and ``verified`` True (there is nothing to check). It says nothing about
+    citations and ``verified`` True (there is nothing to check), except one made below
+    ``min_confidence``: it keeps the closest passages' citations, which its text marks as not
+    shown to answer. ``verified`` says nothing about
     whether the quote answers the question: that is ``supported``, with ``confidence`` in
     [0, 1], from ``support`` (:class:`beleg.answer.support.Support`; None for answers made
     before support was assessed). ``trace`` records how it was made: queries, retrieval,

@@ -1,0 +1,135 @@
+"""Anchors: the words of a question that any text answering it must contain.
+
+A question about "MQTT", "js-controller 5", "GraphQL" or "version 3.4.0" is not answered
+by a text that never names them, however similar it is in meaning: an embedder puts
+"Does Ferrolink support MQTT?" right next to "Ferrolink supports AMQP clients". Such words
+are recognisable by form, in any language, so they hold across languages too (a German
+question's "iCalReadTrigger" is the English page's as well):
+
+* numbers and versions ("5", "2021", "3.4.0", "99,95");
+* identifiers: code spans, tokens with inner ``. _ /`` (``Node.js``, ``/api/v3``), or an
+  inner ``-`` and a digit (``E-4012``), camelCase (``ioBroker``, ``GraphQL``,
+  ``iCalReadTrigger``), letters with digits (``CCU3``);
+* lower-case compounds (``js-controller``, ``docker-compose``, but also ``sign-on``);
+* acronyms (``MQTT``, ``SAML``, ``SOC``, ``SDK``; a plural "s" is dropped);
+* in English questions only, capitalised words that do not open the sentence: proper
+  names ("Terraform", "Raspberry"). German capitalises every noun, so there this form
+  says nothing.
+
+Matching ignores case and separators ("Node.js" = "NodeJS", "docker-compose" = "docker
+compose"), never crosses a word boundary ("SOC" is not in "socket"), and a number only
+matches the same number ("5" is not in "15" or "5.1").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_CODE = re.compile(r"`([^`\n]+)`")
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)+|[\w][\w./\-]*[\w]|[\w]")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_ACRONYM = re.compile(r"([A-ZÄÖÜ]{3,}\d*|[A-ZÄÖÜ]{2}\d+)s?")  # two letters alone: "ID", "IT", "OK" are words
+_CAMEL = re.compile(r"[a-z]+[A-Z][\w]*|[A-Z][a-z]+[A-Z][\w]*")
+_CAPITALISED = re.compile(r"[A-ZÄÖÜ][a-zäöüß]{2,}")
+#: Anchors that name exactly one thing: a text that answers must contain them.
+STRONG = ("number", "identifier", "acronym")
+#: Capitalised words that are question or sentence furniture, not names.
+_NOT_NAMES = frozenset("""i if is are was were do does did can could how what which who whom whose when where why
+will would should shall may might must has have had the a an and or in on at of for to by with from as that this
+these those there it its my our your their please
+january february march april may june july august september october november december
+monday tuesday wednesday thursday friday saturday sunday today tomorrow""".split())  # dates are written many ways
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """One anchor: the text as asked, its kind (number, identifier, acronym, name), and a
+    pattern that finds it in case-folded text."""
+
+    text: str
+    kind: str
+    pattern: re.Pattern[str]
+
+    def found_in(self, folded: str) -> bool:
+        if self.kind in STRONG:
+            return self.pattern.search(folded) is not None
+        # Names and compounds: inside a longer word and across spaces ("Super Bowl" for "Superbowl").
+        return self.pattern.search(re.sub(r"[\W_]+", "", folded)) is not None
+
+    @property
+    def year(self) -> bool:
+        """A year ("in 2015"): questions add it as context that the answering text need not repeat."""
+        return self.kind == "number" and re.fullmatch(r"(?:1[5-9]|20)\d\d", self.text) is not None
+
+
+def _word_pattern(text: str, bounded: bool = True) -> re.Pattern[str]:
+    parts = [re.escape(p) for p in re.split(r"[\W_]+", text.casefold()) if p]
+    body = r"[\W_]*".join(parts) if bounded else "".join(parts)
+    # Names and compounds are searched in text without separators (Anchor.found_in).
+    return re.compile(r"(?<![^\W_])" + body + r"s?(?![^\W_])" if bounded else body)
+
+
+def _number_pattern(number: str) -> re.Pattern[str]:
+    body = r"[.,]".join(re.escape(p) for p in re.split(r"[.,]", number))
+    # A year also matches inside a compact date ("2019" in "20190730").
+    tail = r"(?!\d|[.,]\d)" if not re.fullmatch(r"(?:19|20)\d\d", number) else r"(?!\d(?!\d{3}))"
+    return re.compile(r"(?<!\d)(?<!\d[.,])" + body + tail)
+
+
+def question_anchors(question: str, language: str) -> list[Anchor]:
+    """The anchors of ``question`` (``language``: its detected language, "en"/"de"/"?").
+
+    Kinds: "number", "identifier", "acronym" (the strong ones: they name exactly one thing)
+    and "compound", "name" (weaker: ordinary words can take these forms too)."""
+    out: dict[str, Anchor] = {}
+
+    def add(text: str, kind: str) -> None:
+        key = re.sub(r"[\W_]+", "", text.casefold())
+        if key and key not in out:
+            if kind == "name" and len(text) > 3 and text.endswith("s") and not text.endswith("ss"):
+                text = text[:-1]  # "Grammys" is found as "Grammy"
+            pattern = _number_pattern(text) if kind == "number" else _word_pattern(text, kind in STRONG)
+            out[key] = Anchor(text, kind, pattern)
+
+    for m in _CODE.finditer(question):
+        add(m.group(1).strip(), "identifier")
+    rest = _CODE.sub(" ", question)
+    for m in _TOKEN.finditer(rest):
+        opens = not rest[:m.start()].strip() or re.search(r"[.!?:]\s*$", rest[:m.start()]) is not None
+        token = m.group(0).strip("./-")
+        # "GraphQL-Endpunkt", "iCal-Adapter": a compound of a name and a word is judged by its parts.
+        # A one-letter head ("X-Request-Id", "E-Mail") marks a header or a fixed term: kept whole.
+        compound = ("-" in token and not re.search(r"\d", token) and token != token.lower()
+                    and not re.match(r"[A-Za-z]-", token))
+        for i, part in enumerate(token.split("-") if compound else [token]):
+            kind = _kind(part, language, opens and i == 0)
+            if kind is not None:
+                add(part, kind)
+    return list(out.values())
+
+
+def _kind(token: str, language: str, opens: bool) -> str | None:
+    if not token:
+        return None
+    if _NUMBER.fullmatch(token):
+        return "number"
+    if re.match(r"[A-Za-z]-\w", token):
+        return "identifier"
+    if re.search(r"\w[./_]\w", token) or ("-" in token and (re.search(r"\d", token) or _CAMEL.search(token))):
+        return "identifier"  # "Node.js", "max_delivery_attempts", "/api/v3", "E-4012"
+    if "-" in token and token == token.lower():
+        return "compound"  # "js-controller", "docker-compose", but also "sign-on", "real-time"
+    if _CAMEL.fullmatch(token) or re.fullmatch(r"[A-Za-z]+\d+\w*|\d+[A-Za-z]+\w*", token):
+        return "identifier"  # "GraphQL", "iCalReadTrigger", "CCU3", "v2", "4K"
+    if _ACRONYM.fullmatch(token):
+        return "acronym"
+    if language == "en" and not opens and _CAPITALISED.fullmatch(token) and token.lower() not in _NOT_NAMES:
+        return "name"
+    return None
+
+
+def missing_anchors(anchors: list[Anchor], text: str, kinds: tuple[str, ...] | None = None) -> list[Anchor]:
+    """The anchors (of ``kinds``, None: all) that ``text`` does not contain."""
+    folded = text.casefold()
+    return [a for a in anchors if (kinds is None or a.kind in kinds) and not a.found_in(folded)]

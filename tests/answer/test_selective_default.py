@@ -1,0 +1,108 @@
+"""Selective answering by default, and refusals that name what is missing.
+
+* The default ``min_confidence`` is the threshold fitted on development data
+  (``FITTED_MIN_CONFIDENCE``), the same for the Python API, ``ask``, ``chat`` and the service.
+* A refusal below it still shows the closest passages, with verified citations, marked as
+  not shown to answer; ``min_confidence=0`` answers everything the older rules answer.
+* A question whose anchors (MQTT, a version, an identifier) no retrieved source mentions
+  is refused with a reason naming them; a question in another language than the sources
+  is not refused merely because its words cannot match.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+import beleg
+from beleg.answer import AnswerOptions
+from beleg.answer.support import FITTED_MIN_CONFIDENCE
+from beleg.cli.main import main
+from beleg.service import Service
+
+RETRY = "How long does Ferrolink retry failed webhook deliveries?"
+
+
+def test_the_default_threshold_is_the_fitted_one_for_offline_answers() -> None:
+    assert AnswerOptions().confidence_floor(llm=False) == FITTED_MIN_CONFIDENCE
+    assert 0.0 < FITTED_MIN_CONFIDENCE < 1.0
+    # The confidence model was not fitted on LLM answers: no default threshold for them.
+    assert AnswerOptions().confidence_floor(llm=True) == 0.0
+    assert AnswerOptions(min_confidence=0.3).confidence_floor(llm=True) == 0.3
+    assert AnswerOptions(min_confidence=0.0).confidence_floor(llm=False) == 0.0
+
+
+def test_a_refusal_below_the_threshold_shows_the_closest_passages(demo_kb) -> None:
+    answered = demo_kb.ask(RETRY, options=AnswerOptions(min_confidence=0.0))
+    assert not answered.refused and answered.citations
+    withheld = demo_kb.ask(RETRY, options=AnswerOptions(min_confidence=0.9999))
+    assert withheld.refused
+    assert "Closest passages, not shown to answer the question" in withheld.answer
+    assert f"< {0.9999:.2f}" in withheld.answer or "< 1.00" in withheld.answer
+    # The passages keep their citations (verified quotes at exact offsets), so nothing is lost.
+    assert withheld.citations and all(c.verified for c in withheld.citations)
+    assert withheld.citations[0].quote == answered.citations[0].quote
+    for c in withheld.citations:
+        assert f"[{c.label}]" in withheld.answer and c.source in withheld.answer
+    assert withheld.trace["withheld_answer"] == answered.answer
+    assert withheld.conflicts == ()
+
+
+def test_min_confidence_zero_restores_answering(demo_kb, capsys) -> None:
+    assert main(["ask", RETRY, "--index", str(demo_kb.path), "--json", "--min-confidence", "0"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["refused"] is False and "72 hours" in data["answer"]
+
+
+def test_api_ask_chat_and_service_share_the_default(demo_kb, capsys, monkeypatch) -> None:
+    # A question whose confidence lies below the default: the same refusal everywhere.
+    question = "How quickly will somebody get back to us on the Business tier if production stops?"
+    api = demo_kb.ask(question)
+    assert api.trace["decision"]  # answered or refused, it says why
+    service = Service(demo_kb).ask(question)
+    assert main(["ask", question, "--index", str(demo_kb.path), "--json"]) == 0
+    asked = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr("sys.stdin", io.StringIO(question + "\n"))
+    assert main(["chat", "--index", str(demo_kb.path), "--json"]) == 0
+    chatted = json.loads(capsys.readouterr().out.splitlines()[0])
+    for other in (service.to_json(), asked, chatted):
+        assert (other["refused"], other["answer"], other["confidence"]) == (api.refused, api.answer, api.confidence)
+
+
+def test_an_unmentioned_acronym_is_refused_with_its_name(demo_kb) -> None:
+    a = demo_kb.ask("Does Ferrolink support MQTT clients?", options=AnswerOptions(min_confidence=0.0))
+    assert a.refused and a.citations == ()
+    assert "MQTT" in a.answer and "MQTT" in a.trace["decision"]
+
+
+def test_an_unmentioned_product_name_is_refused(demo_kb) -> None:
+    a = demo_kb.ask("Is there an official Terraform provider for managing Ferrolink queues?",
+                    options=AnswerOptions(min_confidence=0.0))
+    assert a.refused and "Terraform" in a.trace["decision"]
+
+
+@pytest.fixture(scope="module")
+def english_kb(tmp_path_factory: pytest.TempPathFactory, embedder):
+    folder = tmp_path_factory.mktemp("english-only")
+    (folder / "webhooks.md").write_text(
+        "---\ntitle: Webhooks\nlanguage: en\n---\n# Webhook retries\n\n"
+        "If a delivery attempt fails, Quillmail retries the delivery for 48 hours.\n\n"
+        "# Signing\n\nEvery delivery carries an `X-Quill-Signature` header.\n", encoding="utf-8")
+    kb = beleg.open(folder / "kb", embedder=embedder)
+    kb.ingest([str(folder / "webhooks.md")], progress=False)
+    yield kb
+    kb.close()
+
+
+def test_a_cross_lingual_question_is_not_refused_for_words_that_cannot_match(english_kb) -> None:
+    a = english_kb.ask("Wie lange wiederholt Quillmail fehlgeschlagene Zustellungen?",
+                       options=AnswerOptions(min_confidence=0.0))
+    assert "mentions" not in str(a.trace.get("decision"))
+    assert not a.refused and "48 hours" in a.answer
+
+
+def test_a_cross_lingual_question_is_refused_for_a_missing_identifier(english_kb) -> None:
+    a = english_kb.ask("Welchen Wert hat der Header X-Quill-Timestamp?", options=AnswerOptions(min_confidence=0.0))
+    assert a.refused and "X-Quill-Timestamp" in a.trace["decision"]

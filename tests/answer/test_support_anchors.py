@@ -1,0 +1,173 @@
+"""Anchors (beleg.answer.anchors) and the checks of ``supported`` that use them or were
+added with them: a quote must name the question's numbers and identifiers, must not be a
+question, a link or a heading, and must hold the asked-for kind ("how often", "which port").
+
+Hand-built quotes with IDF 1 for every term, as in test_support.py, so each test isolates
+one check. Sentences are made up for these tests; none is from a benchmark set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from beleg.answer.anchors import missing_anchors, question_anchors
+from beleg.answer.support import Support, asked_kind, extractive_support, unmentioned
+from beleg.answer.types import Citation, Source
+from beleg.index.analyzer import analyze_query
+from beleg.types import Hit
+
+
+class FlatIDF:
+    def weights(self, text: str, skip: frozenset[str] = frozenset()) -> dict[str, float]:
+        terms = analyze_query(text)
+        return {t: 1.0 for t in [t for t in terms if t not in skip] or terms}
+
+
+class _Chosen:
+    """The chosen sentence's dense similarity (all extractive_support reads of it here)."""
+
+    def __init__(self, dense: float) -> None:
+        self.dense, self.score, self.text = dense, 0.8, ""
+
+
+def _source(text: str, heading: tuple[str, ...] = ("Notes",), language: str = "en", **meta: Any) -> Source:
+    hit = Hit("c1", "d1", "guide.md", "Guide", heading, 0, len(text), 1.0, text, {"language": language, **meta})
+    return Source("S1", hit, 1)
+
+
+def _support(question: str, text: str, quote: str, *, heading: tuple[str, ...] = ("Notes",), language: str = "en",
+             dense: float | None = None) -> Support:
+    src = _source(text, heading, language)
+    a = text.index(quote)
+    cite = Citation("S1", "c1", "d1", "guide.md", quote, a, a + len(quote), True)
+    chosen = _Chosen(dense) if dense is not None else None
+    return extractive_support(question, [cite], [src], FlatIDF(), chosen=chosen)  # type: ignore[arg-type]
+
+
+def _anchors(question: str, language: str = "en") -> list[tuple[str, str]]:
+    return [(a.text, a.kind) for a in question_anchors(question, language)]
+
+
+# --------------------------------------------------------------------------- anchors
+
+
+def test_anchor_kinds() -> None:
+    assert _anchors("Which Node.js version does the relay-agent 7 need?") == [
+        ("Node.js", "identifier"), ("relay-agent", "compound"), ("7", "number")]
+    assert ("KMIP", "acronym") in _anchors("Does the vault speak KMIP?")
+    assert ("GraphQL", "identifier") in _anchors("Gibt es einen GraphQL-Endpunkt?", "de")
+    assert ("Pulumi", "name") in _anchors("Is there a Pulumi provider?")
+
+
+def test_german_nouns_two_letter_words_and_dates_are_no_anchors() -> None:
+    assert _anchors("Wie viele Abonnements darf eine Warteschlange haben?", "de") == []
+    assert _anchors("Which header carries the request ID?") == []
+    assert _anchors("Can it run next Tuesday in August?") == []
+
+
+def test_matching_ignores_case_and_separators_but_not_word_or_number_bounds() -> None:
+    def missing(question: str, text: str) -> list[str]:
+        return [a.text for a in missing_anchors(question_anchors(question, "en"), text)]
+
+    assert missing("Which Node.js version?", "needs NodeJS 18") == []
+    assert missing("Is there a docker-compose file?", "a docker compose file") == []
+    assert missing("Does it have a SOC report?", "a socket report") == ["SOC"]
+    assert missing("Does relay 5 work?", "relay 15 and relay 5.1 work") == ["5"]
+    assert missing("Does relay 5 work?", "relay 5, yes") == []
+    assert missing("Is the 2019 image fine?", "image_20190730.img") == []
+    assert missing("Which uptime, 99,5 %?", "an uptime of 99.5 %") == []
+    assert missing("Is there a Tinker Board image?", "the TinkerBoard image") == []
+
+
+# --------------------------------------------------------------------------- support checks
+
+
+def test_a_quote_without_the_questions_number_is_not_supported() -> None:
+    text = "The relay-agent 2 requires Node.js 12. The relay-agent 5 requires Node.js 18."
+    wrong = _support("Which Node.js version does relay-agent 5 require?", text,
+                     "The relay-agent 2 requires Node.js 12.")
+    right = _support("Which Node.js version does relay-agent 5 require?", text,
+                     "The relay-agent 5 requires Node.js 18.")
+    assert wrong.check("anchors").passed is False and not wrong.supported
+    assert "5" in wrong.check("anchors").why
+    assert right.check("anchors").passed is True and right.supported, right.checks
+    assert right.confidence > wrong.confidence
+
+
+def test_anchors_hold_across_languages_where_dense_similarity_alone_passed() -> None:
+    text = "Seit Version 2.1.0 wird der Sensor HT-11 nicht mehr unterstützt. Version 3.0.0 braucht Node.js 14."
+    s = _support("Which sensor is no longer supported since version 3.4.0?", text,
+                 "Seit Version 2.1.0 wird der Sensor HT-11 nicht mehr unterstützt.", language="de", dense=0.95)
+    assert s.check("focus").passed is True  # the dense stand-in alone would call it supported
+    assert s.check("anchors").passed is False and not s.supported
+
+
+def test_an_identifier_elsewhere_in_the_chunk_counts() -> None:
+    text = "The vaultd.pro licence is sold per year.\n\nAnother paragraph.\n\nIt costs 40 euros per year."
+    s = _support("What does the vaultd.pro licence cost?", text, "It costs 40 euros per year.")
+    assert s.check("anchors").passed is True
+
+
+def test_a_quote_that_is_a_question_answers_nothing() -> None:
+    text = "Do I need a cache server for my installation?\n\nUsually the built-in store is enough."
+    s = _support("Do I need a cache server for a normal installation?", text,
+                 "Do I need a cache server for my installation?")
+    assert s.check("complete").passed is False and not s.supported
+
+
+@pytest.mark.parametrize("quote", ["- [Remove an agent with relayctl](#remove-an-agent)",
+                                   "[Install the relay agent](install.md)"])
+def test_a_table_of_contents_link_is_never_support(quote: str) -> None:
+    text = f"Contents\n\n{quote}\n\nMore text follows here."
+    s = _support("How do I remove an agent with relayctl?", text, quote)
+    assert s.check("complete").passed is False and "link" in s.check("complete").why
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("How often does the agent poll the server?", "duration"),
+    ("Wie oft fragt der Agent den Server ab?", "duration"),
+    ("Welchen Port muss ich eintragen?", "count"),
+    ("Which port does the agent listen on?", "count"),
+    ("Wie lege ich einen Bot an?", "instruction"),
+    ("Wie behebe ich Rechteprobleme?", "instruction"),
+])
+def test_asked_kind_of_frequency_port_and_german_how_to(question: str, kind: str) -> None:
+    assert asked_kind(question) == kind
+
+
+def test_a_version_is_no_port_and_a_duration_is_no_count() -> None:
+    port = _support("Which port must I enter for the agent?", "Firmware above 1.9.4 needs a server entry.",
+                    "Firmware above 1.9.4 needs a server entry.")
+    assert port.check("answer_type").passed is False
+    count = _support("How many subscriptions may a queue have?", "A queue can be restored within 7 days.",
+                     "A queue can be restored within 7 days.")
+    assert count.check("answer_type").passed is False
+
+
+def test_a_name_must_be_more_than_a_part_of_the_questions_identifier() -> None:
+    s = _support("Which Node.js version is recommended?", "At the moment Node is the recommended runtime.",
+                 "At the moment Node is the recommended runtime.")
+    assert s.check("answer_type").passed is False
+
+
+# --------------------------------------------------------------------------- evidence gap
+
+
+def test_unmentioned_names_the_anchors_no_source_holds() -> None:
+    src = _source("Vaultd supports AMQP and HTTP clients.", ("Protocols",), product="vaultd")
+    assert unmentioned("Does vaultd support MQTT clients?", [src], True) == ["MQTT"]
+    assert unmentioned("Does vaultd support AMQP clients?", [src], True) == []
+    assert unmentioned("Is there a Terraform provider?", [src], True) == ["Terraform"]
+    # Across languages a name may be translated; only strong anchors count there.
+    assert unmentioned("Is there a Terraform provider?", [src], False) == []
+    assert unmentioned("Gibt es MQTT?", [src], False) == ["MQTT"]
+
+
+def test_names_match_across_spaces_and_plurals_and_years_open_no_gap() -> None:
+    src = _source("The team won the Super Bowl and three Grammy Awards.", ("Season",))
+    assert unmentioned("How many Grammys did the Superbowl team win?", [src], True) == []
+    # A year is context the asker adds; the page need not repeat it to answer.
+    assert unmentioned("How many games did the team win in 2015?", [src], True) == []
+    assert unmentioned("How many games did relay 7 win?", [src], True) == ["7"]
