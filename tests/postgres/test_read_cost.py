@@ -112,3 +112,30 @@ def read_cost_version() -> int:
 
     return next(v for v, description, _ in schema.MIGRATIONS if "inlined" in description)
 
+
+
+def test_a_view_looks_up_a_keys_stored_values_once_per_principal(pg_location: str, monkeypatch) -> None:
+    """Compiling a filter reads the distinct stored values of each key (every document the
+    principal may read); within one snapshot they cannot change, so a view asks once per
+    key and principal, and never answers one principal with another's values."""
+    from beleg.index.filters import parse
+
+    store = PostgresStore(pg_location)
+    try:
+        for item in synthetic_items(12):
+            store.upsert_document(*item)
+        view = store.read_view()
+        lookups: list[str] = []
+        query = view.reader_query
+        monkeypatch.setattr(view, "reader_query", lambda principal, text, *a, **k: (
+            lookups.append(text) if "DISTINCT d.metadata" in text else None) or query(principal, text, *a, **k))
+        acme, nordwind = Principal(None, "acme", ()), Principal(None, "nordwind", ())
+        where = parse("tenant = acme and status = current")
+        counts = [view.eligible(where, who).count for who in (acme, acme, nordwind, acme)]
+        assert len(lookups) == 4  # two keys, for two principals; the repeats cost nothing
+        assert counts[0] == counts[1] == counts[3] > 0 and counts[2] == 0
+        assert counts[0] == sum(len(w) for d, w, _ in synthetic_items(12) if acme.may_read(d.metadata)
+                                and d.metadata.get("tenant") == "Acme" and d.metadata["status"] == "current")
+    finally:
+        store.drop()
+        store.close()

@@ -83,6 +83,9 @@ class PostgresSearchIndex:
         # Binding a principal and running the query must not interleave with another thread's:
         # the principal is a setting of the one transaction all threads of this view share.
         self._lock = threading.RLock()
+        # Distinct stored values of a metadata key, per key and principal: fixed for this
+        # snapshot, and each lookup reads every document the principal may read.
+        self._distinct: dict[tuple[str, str | None, tuple[str, ...]], list[Any]] = {}
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         # The first statement fixes the transaction's snapshot: everything below reads this commit.
         self._generation = int(self._owner_query("SELECT value FROM {s}.meta WHERE key = 'generation'")[0][0])
@@ -133,10 +136,15 @@ class PostgresSearchIndex:
 
     # ------------------------------------------------------------------ eligibility
     def eligible(self, expr: Expr | None, principal: Principal) -> PostgresEligibility:
+        tenant, acl = rls.principal_values(principal)
+
         def distinct(key: str) -> list[Any]:
-            return [r[0] for r in self.reader_query(
-                principal, "SELECT DISTINCT d.metadata->%(key)s FROM {s}.documents d WHERE d.metadata ? %(key)s",
-                params={"key": key})]
+            cache_key = (key, tenant, tuple(acl))
+            if cache_key not in self._distinct:
+                self._distinct[cache_key] = [r[0] for r in self.reader_query(
+                    principal, "SELECT DISTINCT d.metadata->%(key)s FROM {s}.documents d WHERE d.metadata ? %(key)s",
+                    params={"key": key})]
+            return self._distinct[cache_key]
 
         where, params = FilterCompiler(distinct).compile(expr)
         return PostgresEligibility(self, principal, where, params)
