@@ -171,3 +171,10 @@ def test_names_match_across_spaces_and_plurals_and_years_open_no_gap() -> None:
     # A year is context the asker adds; the page need not repeat it to answer.
     assert unmentioned("How many games did the team win in 2015?", [src], True) == []
     assert unmentioned("How many games did relay 7 win?", [src], True) == ["7"]
+
+
+def test_a_quote_that_points_to_a_link_for_the_answer_is_not_support() -> None:
+    quote = "More information about pairing devices can be found [here](https://example.org/pairing)."
+    s = _support("Which firewall ports does the relay agent need?", f"Intro.\n\n{quote}\n", quote)
+    assert s.check("complete").passed is False and "points to another page" in s.check("complete").why
+    assert asked_kind("Welche Firewall-Ports braucht der Agent?") == "count"

@@ -87,7 +87,7 @@ _HOW_OFTEN = re.compile(r"\b(?:how\s+often|how\s+frequently|wie\s+oft|wie\s+h(?:
 # "Which Node.js version ...", "Welche Version ...": a version number the question does not name.
 _VERSION = re.compile(r"\b(?:which|what|welche[nrsm]?)\s+(?:[\w.-]+\s+){0,2}(?:version|release|versionsnummer)\b",
                       re.IGNORECASE)
-_PORT = re.compile(r"\b(?:which|what|welche[nrsm]?)\s+(?:\w+\s+)?(?:port|portnummer|port\s+number)\b",
+_PORT = re.compile(r"\b(?:which|what|welche[nrsm]?)\s+(?:\w+\s+)?(?:[\w]+-)?(?:ports?|portnummer|port\s+number)\b",
                    re.IGNORECASE)
 
 # Instruction content: a code span or block, a command with options, a setting, a path,
@@ -217,6 +217,10 @@ def _type_check(question: str, quote: str) -> Check:
 
 # A Markdown link, an HTML anchor or a bare URL: navigation, not a statement.
 _LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)|<a\s[^>]*>.*?</a>|https?://\S+", re.IGNORECASE | re.DOTALL)
+# "More information can be found [here](…)", "siehe [hier](…)": where the answer is, not the answer.
+_POINTER = re.compile(r"\[(?:here|hier|this\s+page|dieser\s+seite)\b|\b(?:can\s+be\s+found|see\s+(?:also\s+)?(?:here|the|this|\[)|more\s+(?:information|details)|"
+                      r"(?:finde[nt]|siehe)\s+(?:man\s+|sich\s+)?(?:hier|unter|im|in\s+der)|weitere\s+"
+                      r"(?:informationen|details|infos))\b", re.IGNORECASE)
 _MARKERS = re.compile(r"^\s*(?:[-*+>]|\d{1,3}[.)]|#{1,6})\s*", re.MULTILINE)
 
 
@@ -224,7 +228,8 @@ def _complete_check(quote: str) -> Check:
     """A quote ending in ':' announces what follows ("use the following command:") without it;
     a quote that is itself a question ("Do I need Redis?") asks rather than answers; a quote
     that is only links, list markers or a heading (a table of contents, a navigation bar)
-    states nothing."""
+    states nothing, and one that sends the reader to a link ("more information can be found
+    [here]") says where the answer is, not what it is."""
     if quote.rstrip().endswith(":"):
         return Check("complete", False, "the quote ends with ':' and does not contain what it introduces", 0.0)
     if quote.rstrip().rstrip("*_").endswith("?"):
@@ -233,6 +238,8 @@ def _complete_check(quote: str) -> Check:
         return Check("complete", False, "the quote is a heading only", 0.0)
     if _LINK.search(quote) and not re.search(r"\w\w", _MARKERS.sub("", _LINK.sub(" ", quote))):
         return Check("complete", False, "the quote is only a link (a table of contents or navigation)", 0.0)
+    if _LINK.search(quote) and _POINTER.search(quote):
+        return Check("complete", False, "the quote points to another page for the answer", 0.0)
     return Check("complete", True, "the quote does not point past itself", 1.0)
 
 
