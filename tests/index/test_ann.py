@@ -226,3 +226,50 @@ def test_an_ivf_of_fewer_rows_than_lists_is_built_without_error():
     codes, scales = persisted_view.int8_codes(vectors)
     ivf = ann.build(vectors, codes, scales)
     assert len(ivf.centroids) <= 10 and ivf.built_rows == 10
+
+
+def test_a_filtered_query_reads_the_share_calibrated_for_its_depth_and_beyond_it_goes_exact(tmp_path, small_ann,
+                                                                                              monkeypatch):
+    catalog = _index(tmp_path, 300)
+    view = Snapshot.load(catalog, DIM)
+    ivf = view.ann
+    assert ivf is not None and ivf.usable
+    depths = [d for d, _ in ivf.stats["depth_shares"]]
+    shares = [s for _, s in ivf.stats["depth_shares"]]
+    assert depths == [10, 40, 160, 640] and shares == sorted(shares)
+    assert ivf.share_for_depth(10) == shares[0] and ivf.share_for_depth(640) == shares[-1]
+    assert ivf.share_for_depth(700) is None, "deeper than calibrated must not be trusted"
+    # A filter leaving 1 in 4 rows: depth 40, read at least that share of the rows.
+    mask = np.zeros(len(view), dtype=bool)
+    mask[::4] = True
+    read: list[int] = []
+    codes = ivf.codes
+
+    class Counting:
+        shape, dtype = codes.shape, codes.dtype
+
+        def __getitem__(self, key):
+            part = codes[key]
+            read.append(len(part))
+            return part
+
+    ivf.codes = Counting()  # type: ignore[assignment]
+    query = _queries(view, 1, seed=6)[0]
+    assert ivf.search(query, 10, mask, len(view), view.vectors, view.codes, view.code_scales) is not None
+    assert sum(read) >= ivf.share_for_depth(40) * len(view)
+    # A filter leaving 1 in 100 rows needs depth 1000: exact, whatever the cost.
+    rare = np.zeros(len(view), dtype=bool)
+    rare[::100] = True
+    assert ivf.search(query, 10, rare, len(view), view.vectors, view.codes, view.code_scales) is None
+    catalog.close()
+
+
+def test_a_filter_of_whole_documents_keeps_recall_at_10_of_099(tmp_path, small_ann):
+    """Eligible rows that come in clumps (a few documents per topic), as a tenant's do."""
+    catalog = _index(tmp_path, 300)
+    view = Snapshot.load(catalog, DIM)
+    for share in (0.05, 0.15, 0.4):
+        docs = np.random.default_rng(int(share * 100)).random(len(view.doc_ids)) < share
+        mask = docs[view.chunk_doc]
+        assert _recall(view, _queries(view, 40, seed=7), mask) >= 0.99, f"documents filter of share {share}"
+    catalog.close()

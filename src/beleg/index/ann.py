@@ -9,8 +9,16 @@ How many rows are "enough" is not guessed: when the IVF is built, stored vectors
 queries and their exact top 10 (themselves left out) is compared with what the lists in
 centroid order reach; ``probe_share`` is the smallest share of the rows that finds
 ``TARGET_RECALL`` of those neighbours. Data without cluster structure (near-random vectors)
-needs most of the rows; such an IVF is recorded as unusable and search stays exact. A query
-also stays exact when its filter leaves so few rows that scanning them costs less.
+needs most of the rows; such an IVF is recorded as unusable and search stays exact.
+
+A filter that leaves a share ``e`` of the rows makes the eligible top 10 lie, on average,
+as deep as the unfiltered top ``10 / e``. So the calibration also records the share of rows
+needed for the top 40, 160 and 640 (``depth_shares``), and a filtered query reads the share
+of its depth (log-interpolated). A filter so selective that its depth is beyond 640, or
+whose rows cost less to scan than that share, is searched exactly: the IVF is never trusted
+beyond what was measured. (A filter whose rows gather away from the query's neighbourhood,
+a tenant's few documents, say, is the case this guards against: probing "until enough
+eligible rows are seen" found 0.67 of their exact top 10 at 1M chunks.)
 
 Rows added after the build are not assigned to lists: they are kept in ``unassigned`` and
 scanned in full by every query, and the IVF is rebuilt once they exceed ``REBUILD_SHARE`` of
@@ -38,6 +46,8 @@ REBUILD_SHARE = 0.10
 TARGET_RECALL = 0.995
 #: An IVF that has to read more than this share of the rows is not faster than the exact scan.
 MAX_PROBE_SHARE = 0.30
+#: Neighbour depths the probe share is calibrated at (a filter of share e needs depth 10 / e).
+DEPTHS = (10, 40, 160, 640)
 #: A gathered row (a selective filter's exact scan) costs about this many rows read in order.
 _GATHER_COST = 2.0
 _CALIBRATION_QUERIES = 64
@@ -85,6 +95,17 @@ class IVF:
         return cls(np.zeros((0, dim), np.float32), np.zeros(1, np.int64), none, np.zeros((0, dim), np.int8),
                    np.zeros(0, np.float32), none, probe_share, built_rows, usable=False, stats=stats)
 
+    def share_for_depth(self, depth: float) -> float | None:
+        """Share of the rows to read for the top ``depth`` (None: beyond the calibrated depths)."""
+        measured = self.stats.get("depth_shares") or [[DEPTHS[0], self.probe_share]]
+        depths = [float(d) for d, _ in measured]
+        shares = [float(v) for _, v in measured]
+        if depth > depths[-1] * 1.0001:
+            return None
+        if depth <= depths[0]:
+            return shares[0]
+        return float(np.interp(math.log(depth), np.log(depths), shares))
+
     # ------------------------------------------------------------------ search
     def search(self, query: np.ndarray, k: int, mask: np.ndarray | None, n_rows: int, vectors: np.ndarray,
                codes: np.ndarray, code_scales: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -92,15 +113,19 @@ class IVF:
         if not self.usable or k <= 0:
             return None
         eligible = n_rows if mask is None else int(np.count_nonzero(mask))
+        share = self.share_for_depth(10 * n_rows / max(eligible, 1))
+        if share is None:
+            return None  # deeper than calibrated: exact
         exact_cost = n_rows if eligible >= 0.25 * n_rows else _GATHER_COST * eligible
-        ivf_cost = self.probe_share * (n_rows - len(self.unassigned)) + _GATHER_COST * len(self.unassigned)
-        if ivf_cost >= 0.5 * exact_cost:
+        assigned = n_rows - len(self.unassigned)
+        if share * assigned + _GATHER_COST * len(self.unassigned) >= 0.5 * exact_cost:
             return None
         query = np.asarray(query, dtype=np.float32)
         keep = max(RESCORE_MIN, RESCORE_PER_HIT * k)
-        share_assigned = 1.0 - len(self.unassigned) / max(n_rows, 1)
-        want = max(math.ceil(self.probe_share * eligible * share_assigned), keep)
+        to_read = math.ceil(share * assigned)  # rows, eligible or not
+        want = min(keep, eligible)  # and at least this many eligible candidates
         positions, coarse = [], []
+        read = 0
         with one_blas_thread():
             order = np.argsort(-(self.centroids @ query))
             seen = 0
@@ -116,7 +141,8 @@ class IVF:
                 positions.append(rows)
                 coarse.append(scores)
                 seen += len(rows)
-                if seen >= want:
+                read += b - a
+                if read >= to_read and seen >= want:
                     break
             extra = self.unassigned if mask is None else self.unassigned[mask[self.unassigned]]
             if len(extra):
@@ -185,30 +211,38 @@ def build(vectors: np.ndarray, codes: np.ndarray, scales: np.ndarray, seed: int 
 def calibrate(vectors: np.ndarray, centroids: np.ndarray, offsets: np.ndarray, labels: np.ndarray,
               rng: np.random.Generator) -> tuple[float, dict[str, Any]]:
     """The smallest share of rows read in centroid order that reaches ``TARGET_RECALL`` of the
-    exact top 10 of sampled stored vectors (each one's own row left out)."""
+    exact top 10 of sampled stored vectors (each one's own row left out), and the same for the
+    top 40, 160 and 640 (``depth_shares``, for filtered queries)."""
     n = len(vectors)
     queries_at = rng.choice(n, min(n, _CALIBRATION_QUERIES), replace=False)
     queries = np.asarray(vectors[queries_at], dtype=np.float32)
-    best = np.full((len(queries), 11), -np.inf, dtype=np.float32)
-    best_at = np.zeros((len(queries), 11), dtype=np.int64)
-    for a in range(0, n, _BLOCK):  # exact top 11 of every query, one pass over the vectors
+    depth = min(n - 1, DEPTHS[-1]) + 1
+    best = np.full((len(queries), depth), -np.inf, dtype=np.float32)
+    best_at = np.zeros((len(queries), depth), dtype=np.int64)
+    for a in range(0, n, _BLOCK):  # exact top `depth` of every query, one pass over the vectors
         scores = queries @ np.asarray(vectors[a : a + _BLOCK], dtype=np.float32).T
         both = np.concatenate([best, scores], axis=1)
         at = np.concatenate([best_at, np.arange(a, a + scores.shape[1])[None, :].repeat(len(queries), 0)], axis=1)
-        top = np.argpartition(-both, 10, axis=1)[:, :11]
+        top = np.argpartition(-both, depth - 1, axis=1)[:, :depth]
         best, best_at = np.take_along_axis(both, top, 1), np.take_along_axis(at, top, 1)
     sizes = np.diff(offsets)
-    needs = []
+    needs: dict[int, list[float]] = {d: [] for d in DEPTHS if d < n or d == DEPTHS[0]}
     for q, query in enumerate(queries):
         order = np.argsort(-(centroids @ query))
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         read = np.cumsum(sizes[order])  # rows read once the list of rank r is done
-        neighbours = [int(i) for i in best_at[q] if int(i) != int(queries_at[q])][:10]
-        needs += [read[rank[labels[i]]] / n for i in neighbours]
-    needs.sort()
-    share = float(needs[min(len(needs) - 1, math.ceil(TARGET_RECALL * len(needs)) - 1)])
-    return share, {"calibration_queries": len(queries), "median_need": float(np.median(needs))}
+        by_score = best_at[q][np.argsort(-best[q], kind="stable")]
+        neighbours = [int(i) for i in by_score if int(i) != int(queries_at[q])]
+        for d in needs:
+            needs[d] += [read[rank[labels[i]]] / n for i in neighbours[:d]]
+    shares: list[list[float]] = []
+    for d, values in needs.items():
+        values.sort()
+        share = float(values[min(len(values) - 1, math.ceil(TARGET_RECALL * len(values)) - 1)]) if values else 1.0
+        shares.append([d, max([share] + [s for _, s in shares])])  # a deeper top never needs fewer rows
+    return shares[0][1], {"calibration_queries": len(queries), "median_need": float(np.median(needs[DEPTHS[0]])),
+                          "depth_shares": shares}
 
 
 def remap(ivf: IVF, kept: np.ndarray, n_rows: int, vectors: np.ndarray) -> IVF:
