@@ -319,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         C.log(f"  sgemm best {sgemm['best_gflops']} GFLOPS")
     result["load_average_start"] = list(os.getloadavg())
     if args.postgres_only:
+        result["ceiling"] = {"sgemm": sgemm}
         return postgres_only(args, result)
 
     tmp = Path(tempfile.mkdtemp(prefix="beleg-bench-ingest-"))
