@@ -366,7 +366,8 @@ def test_ask_does_not_stream_an_answer_a_strict_backend_may_withhold(small_kb, m
 
     invented = 'Ferrolink retries for "two weeks" [S1].'
     monkeypatch.setattr(cli, "_resolve_llm", lambda args: StrictScripted([invented, invented]))
+    # --self-query rules: the scripted replies are for the answer and its regeneration only.
     code = cli.main(["ask", "How long does Ferrolink retry failed webhook deliveries?", "--index",
-                     str(small_kb.root)])
+                     str(small_kb.root), "--self-query", "rules"])
     out = capsys.readouterr().out
     assert code == 0 and "two weeks" not in out and "The sources do not answer this." in out
