@@ -401,11 +401,16 @@ def test_other_tenants_key_never_sees_the_restricted_document(new_page: Any, ser
     for stream in (True, False):
         ask(page, RESTRICTED_QUESTION, stream=stream)
         shown = page.locator("#answer").inner_text()
-        assert all(word not in shown for word in RESTRICTED_WORDS), shown
+        # A refusal may name the asker's own words ("no retrieved source mentions Nordwind",
+        # decided over the sources they may read); nothing of the restricted document may show.
+        asked = RESTRICTED_QUESTION.casefold()
+        assert all(word not in shown for word in RESTRICTED_WORDS if word.casefold() not in asked), shown
+        assert "mq-nordwind" not in shown.casefold() and "acc_nw_48213" not in shown, shown
     page.goto(f"{server.url}/#doc={doc_id}&start=0&end=40")
     page.wait_for_selector("#error:not([hidden])")
     assert not page.locator("#doc-view").evaluate("d => d.open")
-    assert all(word not in body_text(page) for word in RESTRICTED_WORDS)
+    # The page still shows the last refusal, which may name the asker's own words (above).
+    assert all(word not in body_text(page) for word in RESTRICTED_WORDS if word.casefold() not in asked)
 
     owner.goto(f"{server.url}/#doc={doc_id}&start=0&end=40")  # the same link works for the owner
     assert "Nordwind" in highlighted(owner)["whole"]
