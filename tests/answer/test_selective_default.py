@@ -106,3 +106,12 @@ def test_a_cross_lingual_question_is_not_refused_for_words_that_cannot_match(eng
 def test_a_cross_lingual_question_is_refused_for_a_missing_identifier(english_kb) -> None:
     a = english_kb.ask("Welchen Wert hat der Header X-Quill-Timestamp?", options=AnswerOptions(min_confidence=0.0))
     assert a.refused and "X-Quill-Timestamp" in a.trace["decision"]
+
+
+def test_an_evidence_gap_is_refused_before_any_model_call(demo_kb) -> None:
+    from beleg.testing import ScriptedLLM
+
+    llm = ScriptedLLM(responder=lambda messages: "Yes, Ferrolink supports MQTT [S1].")
+    a = demo_kb.ask("Does Ferrolink support MQTT clients?", llm=llm)
+    assert a.refused and "MQTT" in a.trace["decision"] and a.trace["decision"].startswith("refused before the model")
+    assert a.trace["llm"]["calls"] == 0 and not llm.calls
