@@ -289,11 +289,14 @@ def test_withheld_passages_are_marked_and_trace_is_behind_a_toggle(new_page: Any
 def test_llm_tokens_are_shown_as_they_arrive(new_page: Any, site: Any) -> None:
     """With an LLM, the answer's tokens appear one by one while the stream is open
     (aria-busy), then the verified answer replaces them with citation chips."""
+    from beleg.query.self_query_llm import SYSTEM as SELF_QUERY_SYSTEM
     from beleg.testing import FakeOpenAIServer
 
     replies: list[str] = []
 
     def quote_s1(messages: Any) -> str:  # an answering model: S1's first sentence that names hours, quoted
+        if messages[0].content == SELF_QUERY_SYSTEM:  # the server's LLM self-query pass: no constraints
+            return "{}"
         m = re.search(r'<source label="S1"[^>]*>\n(.*?)\n</source>', messages[-1].content, re.DOTALL)
         sentences = re.findall(r"[^.\n]*\bhours\b[^.\n]*\.", m.group(1)) if m else []
         reply = f'"{sentences[0].strip()}" [S1]' if sentences else "The sources do not answer this."
