@@ -18,7 +18,9 @@ grade: grade 2 in the demo set, the question's paragraph in XQuAD); *answer@5*: 
 string occurs in the text of the top 5 hits (what a reader or an LLM actually gets);
 *words@5*: the words of those 5 hits (the prompt cost); p50 and p95 latency per search
 (ms, one thread, after two warm-up searches); the index's size on disk, chunk count and
-build time. Each row records ``os.getloadavg()`` before and after it: the machine is shared.
+build time; for each technique, the questions it has first and plain hybrid does not (won) and
+the reverse (lost), with the sign test's p. Each row records ``os.getloadavg()`` before and
+after it: the machine is shared.
 
 Passage vectors (paragraphs, chunks, sentence groups, compression's sentences) are cached
 in ~/.cache/beleg/eval/embeddings (the cache ``beleg eval`` uses), so reruns embed only
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -61,6 +64,7 @@ from beleg.retrieve.techniques import Techniques, load_rerank  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 XQUAD = Path(os.environ.get("BELEG_XQUAD_DIR", ROOT / "tests" / "data" / "xquad"))
 K = 10
+BASELINE = "plain hybrid"
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,21 @@ def evaluate(kb: Any, v: Variant, techniques: Techniques) -> dict[str, Any]:
             "words@5": round(means["words@5"]), "latency_ms_p50": rnd(float(np.percentile(ms, 50)), 1),
             "latency_ms_p95": rnd(float(np.percentile(ms, 95)), 1),
             "loadavg_before": [round(x, 2) for x in load_before],
-            "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+            PER_QUERY_HIT1: [m["hit@1"] for m in per_query]}
+
+
+PER_QUERY_HIT1 = "_hit@1 per question"  # kept in memory for the paired test, not written
+
+
+def paired_hit1(base: list[float], other: list[float]) -> dict[str, Any]:
+    """Questions only ``other`` (won) or only ``base`` (lost) has the answering document first,
+    with the two-sided exact sign test's p: is a difference in Hit@1 more than a coin would give?"""
+    won = sum(1 for b, o in zip(base, other, strict=True) if o > b)
+    lost = sum(1 for b, o in zip(base, other, strict=True) if o < b)
+    n = won + lost
+    p = min(1.0, 2 * sum(math.comb(n, i) for i in range(min(won, lost) + 1)) / 2**n) if n else 1.0
+    return {"won": won, "lost": lost, "sign_test_p": round(p, 4)}
 
 
 def build(v: Variant, config: IndexConfig, embedder: CachedEmbedder, folder: Path) -> tuple[Any, dict[str, Any]]:
@@ -168,7 +186,7 @@ def cached_minilm_reranker() -> BiEncoderReranker:
 def configurations() -> list[Config]:
     structure = ChunkingConfig()
     return [
-        Config("plain hybrid", structure, Techniques),
+        Config(BASELINE, structure, Techniques),
         Config("parent-child", ChunkingConfig("parent-child"), Techniques),
         Config("semantic chunks", ChunkingConfig("semantic"), Techniques),
         Config("neighbours=1", structure, lambda: Techniques(expand=1)),
@@ -233,6 +251,7 @@ def main() -> int:
         for key, v in zip(args.datasets.split(","), variants(args.datasets.split(","), args.limit, args.demo_limit, args.skip)):
             built: dict[str, tuple[Any, dict[str, Any]]] = {}
             rows: dict[str, Any] = {}
+            hit1: dict[str, list[float]] = {}
             results["datasets"][v.label] = {"queries": len(v.queries), "configurations": rows}
             for c in configs:
                 config = IndexConfig(c.chunking, spec)
@@ -240,6 +259,9 @@ def main() -> int:
                     built[config.index_version] = build(v, config, embedder, Path(tmp) / f"{key}-{config.index_version}")
                 kb, size = built[config.index_version]
                 rows[c.name] = {**evaluate(kb, v, c.make()), **size}
+                hit1[c.name] = rows[c.name].pop(PER_QUERY_HIT1)
+                if c.name != BASELINE and BASELINE in hit1:
+                    rows[c.name]["hit@1_vs_plain_hybrid"] = paired_hit1(hit1[BASELINE], hit1[c.name])
                 if c.cold is not None:
                     rows[c.name].update(cold_latency(kb, v, c.cold()))
                 print(f"{v.label} / {c.name}: {rows[c.name]}", file=sys.stderr, flush=True)

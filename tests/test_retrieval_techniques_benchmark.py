@@ -92,3 +92,16 @@ def test_skip_leaves_out_the_first_questions_and_says_so() -> None:
 def test_an_unknown_data_set_is_named_in_the_error() -> None:
     with pytest.raises(SystemExit, match="xx"):
         rt.variants(["xx"], limit=1, demo_limit=None)
+
+
+def test_the_paired_test_counts_questions_won_and_lost_and_gives_the_exact_sign_test() -> None:
+    assert rt.paired_hit1([0, 0, 0, 0, 0], [1, 1, 1, 1, 1]) == {"won": 5, "lost": 0, "sign_test_p": 0.0625}
+    assert rt.paired_hit1([1, 0, 1], [0, 1, 1]) == {"won": 1, "lost": 1, "sign_test_p": 1.0}
+    assert rt.paired_hit1([1, 1], [1, 1]) == {"won": 0, "lost": 0, "sign_test_p": 1.0}
+    assert rt.paired_hit1([0] * 36 + [1] * 14, [1] * 36 + [0] * 14)["sign_test_p"] == pytest.approx(0.0026, abs=1e-4)
+
+
+def test_each_row_keeps_its_per_question_hits_for_the_paired_test() -> None:
+    v, _ = _variant({"a": 2})
+    row = rt.evaluate(RecordingKB(), v, Techniques())
+    assert row[rt.PER_QUERY_HIT1] == [1.0]
