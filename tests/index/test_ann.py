@@ -119,12 +119,8 @@ def test_clustered_vectors_get_a_usable_ivf_with_recall_at_10_of_099_under_every
     catalog.close()
 
 
-def test_the_ivf_reads_only_some_lists(tmp_path, small_ann, monkeypatch):
-    catalog = _index(tmp_path, 300)
-    view = Snapshot.load(catalog, DIM)
-    assert view.ann is not None
-    read: list[int] = []
-    codes = view.ann.codes
+def _counting(codes, read: list[int]):
+    """``codes`` that append the number of rows of every read to ``read``."""
 
     class Counting:
         shape, dtype = codes.shape, codes.dtype
@@ -134,7 +130,14 @@ def test_the_ivf_reads_only_some_lists(tmp_path, small_ann, monkeypatch):
             read.append(len(part))
             return part
 
-    view.ann.codes = Counting()  # type: ignore[assignment]
+    return Counting()
+
+def test_the_ivf_reads_only_some_lists(tmp_path, small_ann, monkeypatch):
+    catalog = _index(tmp_path, 300)
+    view = Snapshot.load(catalog, DIM)
+    assert view.ann is not None
+    read: list[int] = []
+    view.ann.codes = _counting(view.ann.codes, read)  # type: ignore[assignment]
     view.dense_search(_queries(view, 1, seed=3)[0], 10, None)
     assert 0 < sum(read) < 0.5 * len(view), f"read {sum(read)} of {len(view)} codes"
     catalog.close()
@@ -243,17 +246,7 @@ def test_a_filtered_query_reads_the_share_calibrated_for_its_depth_and_beyond_it
     mask = np.zeros(len(view), dtype=bool)
     mask[::4] = True
     read: list[int] = []
-    codes = ivf.codes
-
-    class Counting:
-        shape, dtype = codes.shape, codes.dtype
-
-        def __getitem__(self, key):
-            part = codes[key]
-            read.append(len(part))
-            return part
-
-    ivf.codes = Counting()  # type: ignore[assignment]
+    ivf.codes = _counting(ivf.codes, read)  # type: ignore[assignment]
     query = _queries(view, 1, seed=6)[0]
     assert ivf.search(query, 10, mask, len(view), view.vectors, view.codes, view.code_scales) is not None
     assert sum(read) >= ivf.share_for_depth(40) * len(view)

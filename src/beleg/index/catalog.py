@@ -365,13 +365,17 @@ class Catalog:
 
     # ------------------------------------------------------------------ embeddings
     def cached_vectors(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._vectors_by_key("SELECT embed_hash, vector FROM embeddings WHERE embed_hash IN", hashes)
+
+    def _vectors_by_key(self, select_in: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """``{key: float32 vector}`` for ``select_in`` (a constant ``SELECT key, vector ... IN``), in
+        batches of 500 keys (SQLite's bound-parameter limit)."""
         out: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(hashes))
+        unique = list(dict.fromkeys(keys))
         for i in range(0, len(unique), 500):
             part = unique[i : i + 500]
-            q = f"SELECT embed_hash, vector FROM embeddings WHERE embed_hash IN ({','.join('?' * len(part))})"
-            for h, blob in self.db.execute(q, part):
-                out[h] = np.frombuffer(blob, dtype=np.float32)
+            for key, blob in self.db.execute(f"{select_in} ({','.join('?' * len(part))})", part):
+                out[key] = np.frombuffer(blob, dtype=np.float32)
         return out
 
     def put_vectors(self, vectors: dict[str, np.ndarray]) -> None:
@@ -383,14 +387,7 @@ class Catalog:
     # ------------------------------------------------------------------ sentence vectors
     def sentence_vectors(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored sentence vectors by key (see beleg.answer.sentence_vectors); keys not stored are left out."""
-        out: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(keys))
-        for i in range(0, len(unique), 500):
-            part = unique[i : i + 500]
-            q = f"SELECT key, vector FROM sentence_vectors WHERE key IN ({','.join('?' * len(part))})"
-            for key, blob in self.db.execute(q, part):
-                out[key] = np.frombuffer(blob, dtype=np.float32)
-        return out
+        return self._vectors_by_key("SELECT key, vector FROM sentence_vectors WHERE key IN", keys)
 
     def put_sentence_vectors(self, doc_id: str, vectors: Mapping[str, np.ndarray]) -> None:
         """Store a document's sentence vectors by key (call inside :meth:`transaction`, after its upsert)."""
