@@ -119,3 +119,14 @@ def test_eval_answers_with_llm_and_judge_over_http(tmp_path: Path, capsys) -> No
     assert s["llm_calls"] == 2 and s["judge_calls"] > 0 and s["refusal_recall"] == 1.0
     assert s["judge_faithfulness"] == 0.75 and s["citation_validity"] == 1.0
     assert all(r.json["model"] == "answerer" for r in answers.requests)
+
+
+def test_a_refusal_line_names_the_reason_once() -> None:
+    from types import SimpleNamespace
+
+    from beleg.cli.render import Style, verdict_line
+
+    for decision in ("refused: no retrieved source mentions MQTT", "no retrieved source mentions MQTT"):
+        answer = SimpleNamespace(refused=True, trace={"decision": decision})
+        assert verdict_line(answer, Style(False)) == "(refused: no retrieved source mentions MQTT)"
+    assert verdict_line(SimpleNamespace(refused=True, trace={}), Style(False)) == "(refused)"
