@@ -40,6 +40,18 @@ from beleg.sentences import Span, split_sentences
 _ANSWER_KINDS = PROSE_KINDS
 _MIN_WORDS = 3
 
+
+def can_answer(span: Span) -> bool:
+    """The candidate rule: prose (a sentence, list item or table row) of 3+ words."""
+    return span.kind in _ANSWER_KINDS and len(span.text.split()) >= _MIN_WORDS
+
+
+def sentence_passage(heading_path: Sequence[str], title: str, sentence: str) -> str:
+    """What the embedder sees of a sentence: its section heading (else the document title)
+    gives it context. Ingest (beleg.answer.sentence_vectors) stores vectors of this text."""
+    heading = heading_path[-1] if heading_path else title
+    return f"{heading}: {sentence}"
+
 # Score weights (see module docstring).
 LEXICAL_WEIGHT_SAME_LANGUAGE = 0.5
 LEXICAL_WEIGHT_CROSS_LANGUAGE = 0.15
@@ -146,7 +158,7 @@ def candidate_sentences(sources: Sequence[Source], *, eligible_only: bool = Fals
             continue
         spans = split_sentences(src.hit.text)
         for i, span in enumerate(spans):
-            if span.kind not in _ANSWER_KINDS or len(span.text.split()) < _MIN_WORDS:
+            if not can_answer(span):
                 continue
             if src.quarantine.overlaps(span.start, span.end):
                 continue
@@ -277,7 +289,7 @@ class SentenceScorer:
         if self.embed_queries is None or self.embed_passages is None:
             return np.zeros(len(sentences))
         q = self.embed_queries([question])[0]
-        texts = [_passage(s) for s in sentences]
+        texts = [sentence_passage(s.source.hit.heading_path, s.source.hit.title, s.text) for s in sentences]
         if self.cache is not None:
             m = self.cache.get(self.index.generation, texts, self.embed_passages,
                                owners=[(s.source.hit.doc_id, s.source.hit.chunk_id) for s in sentences])
@@ -297,9 +309,3 @@ def _answer_form_bonus(question: str, s: Sentence, howto: bool, naming: bool) ->
             bonus += NAME_BONUS
         bonus += TENSE_BONUS * tense_match(question, s.text)
     return bonus
-
-
-def _passage(s: Sentence) -> str:
-    """What the embedder sees of a sentence: its section heading gives it context."""
-    heading = s.source.hit.heading_path[-1] if s.source.hit.heading_path else s.source.hit.title
-    return f"{heading}: {s.text}"

@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from beleg.answer.quarantine import PROSE_KINDS
-from beleg.answer.scoring import VectorCache
+from beleg.answer.scoring import VectorCache, can_answer, sentence_passage
 from beleg.sentences import split_sentences
 
 if TYPE_CHECKING:
@@ -45,26 +44,13 @@ __all__ = ["SentenceVectors", "chunk_passages", "passage_key", "sentence_passage
 
 log = logging.getLogger(__name__)
 
-#: The answerer's candidate rule (beleg.answer.scoring.candidate_sentences): prose of 3+ words.
-_MIN_WORDS = 3
-
-
-def sentence_passage(heading_path: Sequence[str], title: str, sentence: str) -> str:
-    """What the embedder sees of a sentence: its section heading (else the document title) gives it context.
-
-    Must stay the text :func:`beleg.answer.scoring._passage` builds; a test checks that an
-    answer over an index ingested with sentence vectors embeds no sentence."""
-    heading = heading_path[-1] if heading_path else title
-    return f"{heading}: {sentence}"
-
 
 def chunk_passages(text: str, heading_path: Sequence[str], title: str) -> list[str]:
     """The passages of every sentence of a chunk the answerer may score (prose of 3+ words).
 
     Instruction-like sentences are included: which ones are withheld depends on the answer's
     policy, and a stored vector of a withheld sentence is simply never looked up."""
-    return [sentence_passage(heading_path, title, sp.text) for sp in split_sentences(text)
-            if sp.kind in PROSE_KINDS and len(sp.text.split()) >= _MIN_WORDS]
+    return [sentence_passage(heading_path, title, sp.text) for sp in split_sentences(text) if can_answer(sp)]
 
 
 def passage_key(fingerprint: str, passage: str) -> str:
