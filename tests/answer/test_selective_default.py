@@ -75,6 +75,8 @@ def test_an_unmentioned_acronym_is_refused_with_its_name(demo_kb) -> None:
     a = demo_kb.ask("Does Ferrolink support MQTT clients?", options=AnswerOptions(min_confidence=0.0))
     assert a.refused and a.citations == ()
     assert "MQTT" in a.answer and "MQTT" in a.trace["decision"]
+    # The CLI and the web page put "refused: " before the decision themselves.
+    assert a.trace["decision"] == "no retrieved source mentions MQTT"
 
 
 def test_an_unmentioned_product_name_is_refused(demo_kb) -> None:

@@ -126,7 +126,6 @@ def test_a_refusal_line_names_the_reason_once() -> None:
 
     from beleg.cli.render import Style, verdict_line
 
-    for decision in ("refused: no retrieved source mentions MQTT", "no retrieved source mentions MQTT"):
-        answer = SimpleNamespace(refused=True, trace={"decision": decision})
-        assert verdict_line(answer, Style(False)) == "(refused: no retrieved source mentions MQTT)"
+    answer = SimpleNamespace(refused=True, trace={"decision": "no retrieved source mentions MQTT"})
+    assert verdict_line(answer, Style(False)) == "(refused: no retrieved source mentions MQTT)"
     assert verdict_line(SimpleNamespace(refused=True, trace={}), Style(False)) == "(refused)"

@@ -396,7 +396,8 @@ def _refused_before_answer(question: str, sources: list[Source], llm: LLM | None
                            reason: str) -> Answer:
     """A refusal decided from the evidence alone, before any sentence is chosen or model called."""
     backend = llm.name if llm is not None else "extractive"
-    trace["decision"] = f"refused before the model: {reason}" if llm is not None else f"refused: {reason}"
+    # The decision is the reason, as for every other refusal (renderers add "refused: ").
+    trace["decision"] = f"refused before the model: {reason}" if llm is not None else reason
     trace["llm"] = {"backend": llm.name if llm is not None else None, "calls": 0, "tokens": 0}
     return Answer(question, refusal_text(reason, (), sources), True, (), (), tuple(sources), True, (), backend, trace)
 

@@ -141,8 +141,7 @@ def verdict_line(answer: Any, style: Style) -> str:
     """The two verdicts in one line. "✓" appears only under a supported answer: quotes that
     verify may still not answer the question (the sentence next to the answer verifies too)."""
     if answer.refused:
-        reason = str(answer.trace.get("decision") or "")
-        reason = reason.removeprefix("refused: ")  # some decisions name the refusal themselves
+        reason = answer.trace.get("decision")
         return style.dim(f"(refused: {reason})" if reason else "(refused)")
     if answer.backend == "rule":  # arithmetic or small talk: nothing was cited, so nothing to verify
         return style.dim("(answered by rule, no sources: " + ("computed exactly)" if answer.supported
