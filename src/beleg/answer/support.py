@@ -264,14 +264,6 @@ def focus_terms(question: str, terms: TermCoverage) -> dict[str, float]:
     return dict(ranked[:FOCUS_MAX_TERMS])
 
 
-#: A focus term found only in the heading path or the document title counts this much. Half
-#: weight (a heading names the whole section's topic, the sentence next to the answer's as
-#: much as the answer's) was measured and lost: on the demo set and realdocs it took
-#: `supported` from five right answers ("What does E-4130 mean?" under the heading "E-4130")
-#: for one wrong one; the anchors check does that work instead.
-HEADING_SHARE = 1.0
-
-
 def quote_context(source: Source, start: int, end: int) -> tuple[str, str]:
     """The quote with its immediate context, in two parts: its own text (the sentence before
     it, the quote, and the version and product the source is about: "in version 2.4" is
@@ -304,8 +296,12 @@ def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms:
         text, headings = quote_context(src, a, b)
         own |= set(analyze(text, lang))
         headed |= set(analyze(headings, lang))
-    total = sum(focus.values()) or 1.0
-    share = sum(w if t in own else HEADING_SHARE * w if t in headed else 0.0 for t, w in focus.items()) / total
+    # A focus term only in the heading path or title counts fully. Half weight (a heading names
+    # the whole section's topic, the sentence next to the answer's as much as the answer's) was
+    # measured and lost: on the demo set and realdocs it took `supported` from five right answers
+    # ("What does E-4130 mean?" under the heading "E-4130") for one wrong one; the anchors check
+    # does that work instead. The split only names such terms in the explanation.
+    share = TermCoverage.share(focus, own | headed)
     missing = [t for t in focus if t not in own and t not in headed]
     only_heading = [t for t in focus if t not in own and t in headed]
     ok = share >= FOCUS_MIN
