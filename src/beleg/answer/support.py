@@ -275,7 +275,12 @@ def quote_context(source: Source, start: int, end: int) -> tuple[str, str]:
     about = [f"version {source.version}" if source.version else "", str(hit.metadata.get("product") or "")]
     # Instruction-like headings and fields are withheld (quarantine.py): they support nothing.
     own = "\n".join([*map(shown_value, about), previous, hit.text[max(a, 0):max(b, 0)]])
-    return own, "\n".join([shown_value(hit.title), shown_heading_path(hit.heading_path, "\n")])
+    return own, heading_context(source)
+
+
+def heading_context(source: Source) -> str:
+    """A source's heading path and document title, as shown (instruction-like ones withheld)."""
+    return "\n".join([shown_value(source.hit.title), shown_heading_path(source.hit.heading_path, "\n")])
 
 
 def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms: TermCoverage,
@@ -352,7 +357,7 @@ def unmentioned(question: str, sources: Sequence[Source], same_language: bool) -
         return []
     # Withheld (instruction-like) sentences mention nothing: they are never evidence.
     text = "\n".join(part for s in sources for part in (
-        s.quarantine.redact(s.hit.text), quote_context(s, s.hit.start, s.hit.start)[1],
+        s.quarantine.redact(s.hit.text), heading_context(s),
         f"version {s.version}" if s.version else "", str(s.hit.metadata.get("product") or "")))
     return [a.text for a in missing_anchors(anchors, text)]
 
