@@ -51,16 +51,22 @@ class Anchor:
     kind: str
     pattern: re.Pattern[str]
 
-    def found_in(self, folded: str) -> bool:
+    def found_in(self, folded: str, compact: str | None = None) -> bool:
+        """Whether the case-folded text holds this anchor; ``compact`` is that text without
+        separators (computed here when not given: callers testing many anchors pass it once)."""
         if self.kind in STRONG:
             return self.pattern.search(folded) is not None
         # Names and compounds: inside a longer word and across spaces ("Super Bowl" for "Superbowl").
-        return self.pattern.search(re.sub(r"[\W_]+", "", folded)) is not None
+        return self.pattern.search(compact if compact is not None else _compact(folded)) is not None
 
     @property
     def year(self) -> bool:
         """A year ("in 2015"): questions add it as context that the answering text need not repeat."""
         return self.kind == "number" and re.fullmatch(r"(?:1[5-9]|20)\d\d", self.text) is not None
+
+
+def _compact(folded: str) -> str:
+    return re.sub(r"[\W_]+", "", folded)
 
 
 def _word_pattern(text: str, bounded: bool = True) -> re.Pattern[str]:
@@ -132,4 +138,5 @@ def _kind(token: str, language: str, opens: bool) -> str | None:
 def missing_anchors(anchors: list[Anchor], text: str, kinds: tuple[str, ...] | None = None) -> list[Anchor]:
     """The anchors (of ``kinds``, None: all) that ``text`` does not contain."""
     folded = text.casefold()
-    return [a for a in anchors if (kinds is None or a.kind in kinds) and not a.found_in(folded)]
+    compact = _compact(folded) if any(a.kind not in STRONG for a in anchors) else None
+    return [a for a in anchors if (kinds is None or a.kind in kinds) and not a.found_in(folded, compact)]

@@ -333,8 +333,8 @@ def _anchor_check(question: str, cited: Sequence[tuple[Source, int, int]]) -> Ch
     # acronym names what the passage is about, so anywhere in the cited chunk will do.
     chunks = "\n".join(src.quarantine.redact(src.hit.text) for src, _, _ in cited)
     context = context_text(cited)
-    missing = [a for a in missing_anchors(anchors, context)
-               if a.kind == "number" or not a.found_in(chunks.casefold())]
+    not_in_chunks = missing_anchors(anchors, chunks)
+    missing = [a for a in missing_anchors(anchors, context) if a.kind == "number" or a in not_in_chunks]
     share = 1.0 - len(missing) / len(anchors)
     names = ", ".join(a.text for a in anchors)
     if missing:
