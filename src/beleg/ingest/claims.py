@@ -108,9 +108,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    except OSError:
+    except OSError:  # PermissionError: it exists, owned by someone else; anything else: assume alive
         return True
     return True
 
