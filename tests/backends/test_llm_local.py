@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from beleg.answer.prompt import SYSTEM_PROMPT as ANSWER_SYSTEM
+from beleg.answer.types import REFUSAL
 from beleg.backends.llms import LLMConfig, Message, load_llm, resolve_llm_config
 from beleg.backends.llms.formats import (
     BRIDGE_SCHEMA,
@@ -122,6 +125,13 @@ def test_judge_and_verifier_calls_are_recognised() -> None:
     assert judge is not None and judge.json_schema == SCORE_SCHEMA
     verifier = format_for([Message("system", VERIFIER_SYSTEM), Message("user", "Claim ...")])
     assert verifier is not None and verifier.name == "verifier"
+    shown = '<source label="S1" rank="1">a</source>\n<source label="S2" rank="2">b</source>'
+    answer = format_for([Message("system", ANSWER_SYSTEM), Message("user", f"Sources:\n{shown}\n\nQuestion: q")])
+    assert answer is not None and answer.name == "cited-answer" and answer.grammar is not None
+    assert answer.grammar.startswith(f'root ::= "{REFUSAL}" | segment')
+    assert 'label ::= "S1" | "S2"' in answer.grammar  # only the labels of the sources shown
+    nothing = format_for([Message("system", ANSWER_SYSTEM), Message("user", "Sources:\n\nQuestion: q")])
+    assert nothing is not None and nothing.grammar == f'root ::= "{REFUSAL}"'
     assert format_for([Message("system", "You are a helpful assistant.")]) is None
     assert format_for([Message("user", "no system prompt")]) is None
 
@@ -251,6 +261,10 @@ def test_beleg_ask_with_a_local_model_is_honest_about_verification(model_path: P
     assert answer["backend"] == f"local:{model_path}"
     llm_trace = answer["trace"]["llm"]
     assert llm_trace["calls"] >= 1 and llm_trace["tokens"] > 0
+    # Decoded under the cited-answer grammar: the model's text, shown or withheld, is the
+    # refusal or closes every segment with a label (SmolLM2 unconstrained wrote neither).
+    raw = (answer["trace"].get("withheld_answer") or {}).get("text") or answer["answer"]
+    assert raw.startswith(REFUSAL) or re.search(r"\[S\d+(, ?S\d+)*\]\.?$", raw), raw
     text = answer["sources"][0]["text"]
     if answer["quotes_verified"]:
         assert answer["citations"] and all(c["quote"] in text for c in answer["citations"] if c.get("quote"))

@@ -9,7 +9,8 @@ The calls are recognised by their system prompt, which each call site owns as a 
 the formats below are keyed by those constants (imported lazily, so a changed prompt moves
 its key along with it). Line-oriented calls (rewrite, multi-query, decomposition) keep their
 text format and get a GBNF grammar for it (one line; exactly three lines; one to four lines);
-JSON calls (gap query, bridge, judge, claim verifier, self-query) get a JSON schema. A call whose system
+JSON calls (gap query, bridge, judge, claim verifier, self-query) get a JSON schema; an LLM
+answer gets a grammar that closes every segment with the label of a source it was shown. A call whose system
 prompt is not listed is unconstrained. ``tests/backends/test_llm_local.py`` runs each
 strategy with a recording scripted LLM and checks that its call is recognised here, so a
 prompt edit that breaks the match fails a test instead of silently dropping the constraint.
@@ -18,6 +19,7 @@ prompt edit that breaks the match fails a test instead of silently dropping the 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +32,8 @@ _LINE = r'line ::= [^\n]{1,200}'
 
 @dataclass(frozen=True, slots=True)
 class OutputFormat:
-    """What a call must return: a GBNF ``grammar`` or a ``json_schema`` (exactly one)."""
+    """What a call must return: a GBNF ``grammar`` or a ``json_schema`` (exactly one; the
+    cited-answer entry of the table gets its grammar per prompt, :func:`cited_answer_format`)."""
 
     name: str
     grammar: str | None = None
@@ -42,6 +45,42 @@ def lines_grammar(minimum: int, maximum: int) -> str:
     optional = "".join(' ("\\n" line' for _ in range(maximum - minimum)) + ")?" * (maximum - minimum)
     required = ' "\\n" '.join(["line"] * minimum)
     return f"{_LINE}\nroot ::= {required}{optional}"
+
+
+def cited_answer_grammar(refusal: str, labels: Sequence[str], max_segments: int = 5) -> str:
+    """GBNF for an LLM answer: exactly ``refusal``, or up to ``max_segments`` segments of text
+    each closed by citation labels drawn from ``labels`` (``... [S1].``, ``... [S1, S3]``).
+
+    Why: measured with Qwen2.5-1.5B, answers right in substance came back with no label at
+    all and failed the citation checks twice (docs/strategies-results.md); a local model
+    decoded under this grammar cannot leave a claim unlabelled or cite a source it was not
+    shown (SmolLM2 cited S4-S9 with two sources). Whether the label is the right one, and
+    the quote exact, is still checked in code afterwards. Segment text holds no square
+    brackets or line breaks, so a label can only come where the grammar puts it; 300
+    characters per segment keeps a rambling model from writing pages before it must cite.
+    """
+    if not labels:  # nothing shown, nothing to cite
+        return f'root ::= "{refusal}"'
+    more = "".join(' (sep segment' for _ in range(max_segments - 1)) + ")?" * (max_segments - 1)
+    label = " | ".join(f'"{name}"' for name in labels)
+    return "\n".join([
+        f'root ::= "{refusal}" | segment{more}',
+        'segment ::= [^\\[\\]\\n]{1,300} "[" label ("," " "? label)* "]" "."?',
+        f"label ::= {label}",
+        'sep ::= " " | "\\n"',
+    ])
+
+
+_SOURCE_LABEL = re.compile(r'<source label="(S\d+)"')
+
+
+def cited_answer_format(messages: Sequence[Message]) -> OutputFormat:
+    """The answer format for this prompt: the labels are those of the sources it shows."""
+    from beleg.answer.types import REFUSAL
+
+    labels = sorted({m for msg in messages if msg.role == "user" for m in _SOURCE_LABEL.findall(msg.content)},
+                    key=lambda name: int(name[1:]))
+    return OutputFormat("cited-answer", grammar=cited_answer_grammar(REFUSAL, labels))
 
 
 def _nullable_string() -> dict[str, Any]:
@@ -74,6 +113,7 @@ SELF_QUERY_SCHEMA = _object({"product": _VALUES, "version": _VALUES, "status": _
 def _known_formats() -> tuple[tuple[str, OutputFormat], ...]:
     """(system prompt prefix, format) for every structured call; prefixes end before any
     ``{placeholder}`` the call site fills in."""
+    from beleg.answer.prompt import SYSTEM_PROMPT as ANSWER_SYSTEM
     from beleg.answer.support import VERIFIER_SYSTEM
     from beleg.evaluate.answers import JUDGE_SYSTEM
     from beleg.query.self_query_llm import SYSTEM as SELF_QUERY_SYSTEM
@@ -91,6 +131,7 @@ def _known_formats() -> tuple[tuple[str, OutputFormat], ...]:
         ("You resolve multi-hop questions.", OutputFormat("bridge", json_schema=BRIDGE_SCHEMA)),
         (JUDGE_SYSTEM, OutputFormat("judge", json_schema=SCORE_SCHEMA)),
         (VERIFIER_SYSTEM, OutputFormat("verifier", json_schema=VERDICT_SCHEMA)),
+        (ANSWER_SYSTEM, OutputFormat("cited-answer")),  # grammar per prompt: cited_answer_format
         (SELF_QUERY_SYSTEM, OutputFormat("self-query", json_schema=SELF_QUERY_SCHEMA)),
     ]
     return tuple((prompt.split("{", 1)[0], fmt) for prompt, fmt in rows)
@@ -103,7 +144,7 @@ def format_for(messages: Sequence[Message]) -> OutputFormat | None:
         return None
     for prefix, fmt in _known_formats():
         if system.startswith(prefix):
-            return fmt
+            return cited_answer_format(messages) if fmt.name == "cited-answer" else fmt
     return None
 
 
