@@ -34,6 +34,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from beleg.ingest.injection_frames import frame_findings
 from beleg.ingest.injection_normalize import Normalized, normalize, table_columns
 from beleg.ingest.injection_patterns import FAMILIES, Rule
 from beleg.ingest.injection_version import DETECTOR_VERSION
@@ -201,6 +202,13 @@ def _detect(text: str, gated: bool) -> list[Finding]:
         spans = [span for view, present in zip(views, words)
                  for span in _family_spans(view, rules, check, present)]
         for start, end in _merge(spans):
+            raw.append((kind, start, end))
+    # v4: the frames add the sentences no phrase family matched (a phrase match keeps its
+    # narrower span, which is what reports and tests quote).
+    phrases = _merge([(start, end) for _, start, end in raw])
+    for kind, start, end in frame_findings(norm.text, gated):
+        start, end = norm.original_span(start, end)
+        if not any(a < end and start < b for a, b in phrases):
             raw.append((kind, start, end))
     raw.sort(key=lambda r: (r[1], r[2], r[0]))
     return [Finding(kind, start, end, _excerpt(text, start, end))

@@ -161,6 +161,8 @@ _MARKS = re.compile(r"(?P<keep><\|[^|<>\s]{1,40}\|>)|[*`|_]+|~~")
 _L = "A-Za-zÄÖÜäöüß"
 _SPACED = re.compile(rf"[{_L}](?<![\w.\-·][{_L}])([ .\-·])(?:[{_L}]\1)+[{_L}](?![\w·])")
 _SEPARATORS = re.compile(r"[ .\-·]")
+# A word hyphenated across a line break ("Vor-\ngaben", "instruc-\ntions") is one word to a reader.
+_LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])-[ \t]*\r?\n[ \t]*(?=[^\W\d_])")
 # Leetspeak: only words that mix letters with the digits 0 1 3 4 5 7 and nothing else,
 # so version numbers, error codes ("E-4012") and identifiers ("x86_64") are untouched.
 _MAYBE_LEET = re.compile(r"[A-Za-z][013457]|[013457][A-Za-z]")
@@ -202,6 +204,10 @@ def _mark(m: re.Match[str]) -> str | None:
     return " "
 
 
+def _drop(m: re.Match[str]) -> str:
+    return ""
+
+
 def _unspace(m: re.Match[str]) -> str:
     return _SEPARATORS.sub("", m.group(0))
 
@@ -232,6 +238,8 @@ def normalize(text: str) -> Normalized:
     if "-" in norm.text and "|" in norm.text:
         norm = _substitute(norm, _TABLE_RULE, _rule_row)
     norm = _substitute(norm, _MARKS, _mark)
+    if "-\n" in norm.text or "-\r\n" in norm.text:
+        norm = _substitute(norm, _LINE_HYPHEN, _drop)
     norm = _substitute(norm, _SPACED, _unspace)
     if _MAYBE_LEET.search(norm.text):
         norm = _substitute(norm, _LEET_RUN, _leet)

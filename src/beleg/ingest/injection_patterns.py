@@ -174,9 +174,9 @@ _GUIDANCE_DE = (r"(?:[\w-]*(?:anweisung(?:en)?|instruktion(?:en)?|regeln|vorgabe
 # A secret that must not leave: the reader's or user's credentials, and what the model
 # holds (environment variables, the conversation, its own prompt).
 _SECRET_ANY = (rf"(?:{_CRED}|session{{S}}cookies?|cookies|environment{{S}}variables?|env(?:ironment)?{{S}}vars?|"
-               r"\.env(?:{S}file)?|conversation(?:{S}history)?|chat(?:{S}history|{S}log)?|message{S}history|"
+               r"\.env(?:{S}file)?|conversation(?:{S}history)?(?!{S}(?:id|ids|number)\b)|chat(?:{S}history|{S}log)?|message{S}history|"
                r"previous{S}messages|transcript|system{S}prompt|(?:hidden|system|original){S}instructions)")
-_CONTEXT_SECRET = (r"(?:environment{S}variables?|env(?:ironment)?{S}vars?|\.env(?:{S}file)?|conversation(?:{S}history)?|"
+_CONTEXT_SECRET = (r"(?:environment{S}variables?|env(?:ironment)?{S}vars?|\.env(?:{S}file)?|conversation(?:{S}history)?(?!{S}(?:id|ids|number)\b)|"
                    r"chat(?:{S}history|{S}log)?|message{S}history|previous{S}messages|transcript|system{S}prompt|"
                    r"(?:hidden|system|original){S}instructions|(?:the{S})?user'?s{S}(?:[\w-]+{S})?(?:api[-\s_]?keys?|"
                    r"passwords?|tokens?|credentials|secrets?|e-?mail(?:{S}address)?|address|data))")
@@ -305,7 +305,8 @@ PROMPT_LEAK = [
     _p(rf"\byour{{S}}(?:system{{S}}(?:prompt|message|instructions)|{_LEAK_MOD}{{1,3}}{_LEAK_NOUN})\b", "your"),
     _p(rf"\b{_LEAK_VERB}{{S}}(?:(?:me|us){{S}})?(?:all{{S}})?(?:of{{S}})?your{{S}}{_LEAK_MOD}{{0,3}}"
        rf"(?:[\w-]+{{S}}(?:and|&){{S}})?{_LEAK_NOUN}\b", "your"),
-    _p(rf"\b{_LEAK_VERB}{{S}}(?:(?:me|us){{S}})?(?:all{{S}})?the{{S}}(?:hidden|secret|original|initial|system|internal){{S}}(?:prompt|instructions|message)\b", "hidden secret original initial system internal & prompt instructions message"),
+    _p(rf"\b{_LEAK_VERB}{{S}}(?:(?:me|us){{S}})?(?:all{{S}})?the{{S}}(?:hidden|secret|original|initial|system|internal){{S}}(?:prompt|instructions|message)\b"
+       r"(?!{S}(?:log|logs|history|queue|bus|id)\b)", "hidden secret original initial system internal & prompt instructions message"),
     _p(rf"\b{_LEAK_VERB}{{S}}(?:(?:me|us){{S}})?(?:all{{S}})?the{{S}}(?:text|words|content|instructions|prompt|messages?){{S}}"
        rf"(?:above|before{{S}}this|{_TOLD}|you{{S}}(?:were|have{{S}}been){{S}}given)\b", "above before told given taught instructed & reveal print show display output repeat recite dump list share leak disclose paste quote echo spell write tell give send"),
     _p(r"\b(?:deinen|deine|dein|deiner|deines){S}(?:System-?(?:prompt|anweisung(?:en)?|nachricht)|"
@@ -386,6 +387,7 @@ EXFILTRATION = [
     _p(r"!\[[^\]\n]*\]\(\s*https?://[^)\s]*\?[^)\s]*(?:\{[^}\s]*\}|\[[A-Za-z_]+\]|<[^>\s]+>|\$\{?\w+)", "http https"),
     _p(rf"\b(?:send|forward|share|post|upload|e-?mail|leak|copy)\s+(?:(?:the|this|our|your|all|every|entire|whole){{S}})*"
        rf"(?:[\w-]+{{S}})?(?:conversation|chat|chat{{S}}history|history|messages|context|transcript|dialog(?:ue)?)\b"
+       r"(?!{S}(?:id|ids|number|link|url)\b)"
        rf"(?:{{S}}[\w-]+){{0,3}}?{{S}}(?:to|with){{S}}{_RECIPIENT}", "conversation chat history messages context transcript dialog dialogue & send forward share post upload email mail leak copy"),
     # The variable name is matched case-sensitively: CONSTANT_CASE ending in a secret word.
     _p(r"\b(?i:print|output|reveal|show|echo|display|dump|leak|tell{S}me|give{S}me|send{S}me)\s+(?i:me\s+)?(?i:the\s+)?"
