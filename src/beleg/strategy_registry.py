@@ -25,6 +25,7 @@ STRATEGIES = Registry("strategies", {
     "iterative": ("beleg.strategies.iterative", "IterativeStrategy",
                   "search for what the evidence does not cover yet, until covered or out of budget"),
     "auto": ("beleg.strategies.auto", "AutoStrategy", "route: no retrieval / single / decomposed / iterative"),
+    "auto-llm": ("beleg.strategies.auto", "LLMRoutedStrategy", "the routes of auto, chosen by the LLM (one call)"),
     "graph": ("beleg.strategies.graph", "GraphStrategy",
               "entity graph from metadata and identifiers; bounded breadth-first traversal to evidence"),
     "agent": ("beleg.strategies.agent", "AgentStrategy",

@@ -147,6 +147,7 @@ def test_the_multi_hop_bridge_prompt_still_starts_as_the_format_expects() -> Non
 
 @pytest.mark.parametrize(("strategy", "question", "expected"), [
     ("rewrite", "What is the retry window?", "rewrite"),
+    ("auto-llm", "What is the retry window?", "router"),
     ("multi-query", "What is the retry window?", "multi-query"),
     ("decompose", "What do E-5040 and E-5042 mean, and are such deliveries retried?", "decompose"),
     ("iterative", "How long does a worker have to finish something it grabbed?", "gap"),

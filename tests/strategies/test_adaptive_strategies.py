@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from beleg.backends.llms.formats import ROUTE_SCHEMA
 from beleg.cli.main import main
 from beleg.evaluate.datasets import load_gold
 from beleg.evaluate.report_text import render_table
@@ -19,7 +20,7 @@ from beleg.strategies import (
     StrategyResult,
     run_strategy,
 )
-from beleg.strategies.auto import is_small_talk, looks_multi_part
+from beleg.strategies.auto import ROUTER_SYSTEM, ROUTES, is_small_talk, looks_multi_part
 from beleg.strategies.iterative import split_parts
 from beleg.strategies.multi_hop import find_unresolved
 from beleg.testing.scripted import ScriptedLLM
@@ -151,6 +152,25 @@ def test_auto_routes_poorly_covered_questions_to_iterative(demo_kb) -> None:
     result = run_strategy(demo_kb, "auto", "How long does a worker have to finish something it grabbed before "
                           "another worker can grab it too?")
     assert "route: iterative" in _notes(result) and result.trace.rounds >= 2
+
+
+def test_auto_llm_takes_the_route_the_model_names_and_falls_back_to_the_rules(demo_kb) -> None:
+    def routed(reply: str, question: str) -> StrategyResult:
+        llm = ScriptedLLM(responder=lambda messages: reply if messages[0].content == ROUTER_SYSTEM else "E-4012")
+        result = run_strategy(demo_kb, "auto-llm", question, llm=llm)
+        assert llm.calls[0][0].content == ROUTER_SYSTEM  # the route is asked first, once
+        return result
+
+    none = routed('{"route": "none", "reason": "a greeting"}', "What does error E-4012 mean?")
+    assert none.hits == [] and none.trace.rounds == 0 and "route: none (LLM router: a greeting)" in _notes(none)
+    single = routed('{"route": "single", "reason": "one fact"}', "hi there, what does E-4012 mean?")
+    assert single.trace.rounds == 1 and "reference/errors.md" in _docs(single.hits)[:3]
+    several = routed('{"route": "decompose", "reason": "two errors"}', "What do E-5040 and E-5042 mean?")
+    assert "route: decompose (LLM router" in _notes(several)
+    # A reply that names no route: the rules of auto decide, and the trace says so.
+    fallback = routed('{"route": "elsewhere"}', "What does error E-4012 mean?")
+    assert "names no route" in _notes(fallback) and "route: single" in _notes(fallback)
+    assert ROUTE_SCHEMA["properties"]["route"]["enum"] == list(ROUTES)
 
 
 # ---------------------------------------------------------------------- permissions

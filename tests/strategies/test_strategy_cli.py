@@ -16,7 +16,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
-@pytest.mark.parametrize("name", [n for n in STRATEGIES if n not in ("hyde", "agent")])
+@pytest.mark.parametrize("name", [n for n in STRATEGIES if n not in ("hyde", "agent", "auto-llm")])
 def test_search_json_has_the_trace_of_every_offline_strategy(demo_kb, capsys, name: str) -> None:
     code, out, err = _run(capsys, "search", "What do E-5040 and E-5042 mean?", "--index", str(demo_kb.path),
                           "--strategy", name, "--json", "-k", "5")
@@ -26,7 +26,7 @@ def test_search_json_has_the_trace_of_every_offline_strategy(demo_kb, capsys, na
     assert data["hits"] and len(data["hits"]) <= 5
 
 
-@pytest.mark.parametrize("name", ["hyde", "agent"])
+@pytest.mark.parametrize("name", ["hyde", "agent", "auto-llm"])
 def test_strategies_without_an_offline_method_say_so(demo_kb, capsys, name: str) -> None:
     code, _, err = _run(capsys, "search", "What is E-4012?", "--index", str(demo_kb.path), "--strategy", name)
     assert code == 1 and "needs an LLM" in err and len(err.strip().splitlines()) == 1

@@ -9,7 +9,7 @@ The calls are recognised by their system prompt, which each call site owns as a 
 the formats below are keyed by those constants (imported lazily, so a changed prompt moves
 its key along with it). Line-oriented calls (rewrite, multi-query, decomposition) keep their
 text format and get a GBNF grammar for it (one line; exactly three lines; one to four lines);
-JSON calls (gap query, bridge, judge, claim verifier, self-query) get a JSON schema; an LLM
+JSON calls (gap query, bridge, judge, claim verifier, self-query, router) get a JSON schema; an LLM
 answer gets a grammar that closes every segment with the label of a source it was shown. A call whose system
 prompt is not listed is unconstrained. ``tests/backends/test_llm_local.py`` runs each
 strategy with a recording scripted LLM and checks that its call is recognised here, so a
@@ -105,6 +105,9 @@ BRIDGE_SCHEMA = _object({"bridge": _nullable_string(), "query": {"type": "string
 _VALUES = {"anyOf": [{"type": "string", "maxLength": 60},
                      {"type": "array", "items": {"type": "string", "maxLength": 60}, "maxItems": 4}]}
 _DAY = {"type": "string", "maxLength": 10}
+#: The routes of beleg.strategies.auto (kept in step by tests/backends/test_llm_local.py).
+ROUTE_SCHEMA = _object({"route": {"enum": ["none", "single", "decompose", "multi-hop", "iterative"]},
+                        "reason": {"type": "string", "maxLength": 120}}, ["route", "reason"])
 SELF_QUERY_SCHEMA = _object({"product": _VALUES, "version": _VALUES, "status": _VALUES, "language": _VALUES,
                              "date": _object({"from": _DAY, "before": _DAY}, [])}, [])
 
@@ -118,6 +121,7 @@ def _known_formats() -> tuple[tuple[str, OutputFormat], ...]:
     from beleg.evaluate.answers import JUDGE_SYSTEM
     from beleg.query.self_query_llm import SYSTEM as SELF_QUERY_SYSTEM
     from beleg.strategies import iterative
+    from beleg.strategies.auto import ROUTER_SYSTEM
     from beleg.strategies.decompose import DECOMPOSE_SYSTEM, MAX_SUBQUESTIONS
     from beleg.strategies.multi_query import MULTI_QUERY_SYSTEM
     from beleg.strategies.rewrite import REWRITE_SYSTEM
@@ -133,6 +137,7 @@ def _known_formats() -> tuple[tuple[str, OutputFormat], ...]:
         (VERIFIER_SYSTEM, OutputFormat("verifier", json_schema=VERDICT_SCHEMA)),
         (ANSWER_SYSTEM, OutputFormat("cited-answer")),  # grammar per prompt: cited_answer_format
         (SELF_QUERY_SYSTEM, OutputFormat("self-query", json_schema=SELF_QUERY_SCHEMA)),
+        (ROUTER_SYSTEM, OutputFormat("router", json_schema=ROUTE_SCHEMA)),
     ]
     return tuple((prompt.split("{", 1)[0], fmt) for prompt, fmt in rows)
 
