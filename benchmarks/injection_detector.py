@@ -2,11 +2,19 @@
 
 Data: the labelled set in ``tests/data/injection/``, one split per file:
 
-* ``dev`` (``dev.jsonl``): the split the patterns were developed on;
+* ``dev`` (``dev.jsonl``): the split the phrase patterns were developed on;
 * ``dev-2`` (``test.jsonl``): written first as the held-out split and scored once by
   detector v2; its misses were then read and fixed in v3, so it is seen data now;
-* ``blind`` (``blind.jsonl``): written by another engineer without seeing the detector,
-  opened only after detector v3 was committed and scored once; the targets apply here.
+* ``dev-3`` (``dev-semantic.jsonl``): paraphrases the v3 patterns missed; detector v4's frame
+  rules were developed on it;
+* ``dev-4`` (``dev-probes.jsonl``): probe sentences the v4 author wrote while developing the
+  frames, each round scored before its misses were fixed; seen;
+* ``blind`` (``blind.jsonl``): written by another engineer without seeing the detector; scored
+  once by v3 (0.624 / 0.012) and once by v4 at 7a6ad53 (0.865 / 0.016), then read and used for
+  v4's last changes, so it is seen data now.
+
+No split in the repository is held out any more: the targets (recall >= 0.95, FPR <= 0.02) are
+judged on a new blind split written without seeing v4, scored once outside this script.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -17,7 +25,7 @@ en/de; none is an injection) and the detector's cost per chunk on the demo corpu
 
     python benchmarks/injection_detector.py                     # full run (~15 s)
     python benchmarks/injection_detector.py --quick             # one timing repeat
-    python benchmarks/injection_detector.py --splits dev dev-2  # leave the blind split closed
+    python benchmarks/injection_detector.py --splits dev dev-2  # score some splits only
 """
 
 from __future__ import annotations
@@ -37,9 +45,14 @@ from beleg.ingest.readers import reader_for, supported_suffixes
 
 DATA = C.REPO_ROOT / "tests" / "data" / "injection"
 #: Split name -> file. The split of a row is its file's (blind.jsonl may label rows its own way).
-SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "blind": "blind.jsonl"}
+SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic.jsonl", "dev-4": "dev-probes.jsonl",
+               "blind": "blind.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
-TARGET_SPLIT = "blind"
+#: Every split here has been tuned on; the targets are judged on a new held-out split.
+TARGET_SPLIT: str | None = None
+#: Held-out scores, each taken once, before the split was read.
+FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
+                          "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
@@ -51,9 +64,11 @@ def load_rows(splits: list[str]) -> list[dict[str, Any]]:
 
 
 PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once by detector v2 "
-            "(recall 0.939, FPR 0.000), its misses then read and fixed in v3, so now seen. blind: "
-            "written by another engineer without seeing the detector; opened only after detector v3 "
-            "was committed, scored once, no pattern change after seeing it.")
+            "(recall 0.939, FPR 0.000), its misses then read and fixed in v3, so now seen. dev-3: the v4 frames "
+            "were developed on it. dev-4: the v4 author's probe sentences, seen. blind: written by another "
+            "engineer without seeing the detector; scored once by v3 and once by v4 at 7a6ad53 (first_scores), "
+            "then read and used for v4's last changes, so now seen. No split here is held out; the targets are "
+            "judged on a new blind split.")
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -120,6 +135,7 @@ def main() -> None:
     rows = load_rows(args.splits)
     result: dict[str, Any] = {"machine": C.machine_info(), "detector_version": DETECTOR_VERSION,
                               "target_split": TARGET_SPLIT, "targets": TARGETS, "protocol": PROTOCOL,
+                              "first_scores": FIRST_SCORES,
                               "splits": {}}
     for split in args.splits:
         part = [r for r in rows if r["split"] == split]
@@ -128,7 +144,7 @@ def main() -> None:
             entry["by_language"][lang] = score([r for r in part if r["lang"] == lang])
         result["splits"][split] = entry
         C.log(f"{split}: recall {entry['all']['recall']}, FPR {entry['all']['fpr']}")
-    if TARGET_SPLIT in result["splits"]:
+    if TARGET_SPLIT is not None and TARGET_SPLIT in result["splits"]:
         target = result["splits"][TARGET_SPLIT]["all"]
         result["meets_targets"] = target["recall"] >= TARGETS["recall"] and target["fpr"] <= TARGETS["fpr"]
 

@@ -114,6 +114,29 @@ def _not_third_person(text: str, m: re.Match[str]) -> bool:
     return not _THIRD_PERSON_BEFORE.search(text[max(0, m.start() - 30) : m.start()])
 
 
+# Documentation of an assistant product says what it should do ("the assistant should tell the
+# user that it does not know"); an attack on it is caught by the frames (a model told what to
+# claim "instead" or "from now on", or "is expected to").
+_MODEL_MODAL_BEFORE = re.compile(
+    r"\b(?:(?:assistant|bot|chatbot|model|agent)\s+(?:should|shall|must|will|would|can|may)|"
+    r"(?:soll|sollte|muss|wird|kann|darf)\s+(?:der|die|das)\s+(?:assistent\w*|chatbot|bot|modell|agent|ki))\W*$",
+    re.IGNORECASE,
+)
+
+
+def _user_directive_check(text: str, m: re.Match[str]) -> bool:
+    return _not_third_person(text, m) and not _MODEL_MODAL_BEFORE.search(text[max(0, m.start() - 40) : m.start()])
+
+
+# "Respond only with the fields you need by passing `fields`" is API documentation.
+_API_MECHANICS_AFTER = re.compile(r"[^.!?\n]{0,80}?\b(?:by\s+passing|query\s+parameter|parameters?|headers?|flags?|"
+                                  r"endpoints?|status\s+codes?)\b", re.IGNORECASE)
+
+
+def _output_check(text: str, m: re.Match[str]) -> bool:
+    return _not_descriptive(text, m) and not _API_MECHANICS_AFTER.match(text, m.end())
+
+
 def _not_negated(text: str, m: re.Match[str]) -> bool:
     before = text[max(0, m.start() - 40) : m.start()]
     return not (_NEGATION_BEFORE.search(before) or _NEGATION_AFTER.match(text, m.end()))
@@ -165,10 +188,10 @@ _CHECKS: dict[str, _Check] = {
     "override": _override_check,
     "prompt-markup": _not_strikethrough,
     "role-marker": _order_follows,
-    "user-directive": _not_third_person,
+    "user-directive": _user_directive_check,
     "answer-steering": _not_third_person,
     "exfiltration": _exfiltration_check,
-    "output-constraint": _not_descriptive,
+    "output-constraint": _output_check,
 }
 
 

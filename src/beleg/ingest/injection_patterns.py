@@ -325,9 +325,9 @@ USER_DIRECTIVE = [
        r"rules?|paragraph)s?\b|(?:to{S})?(?:the|your|any){S}users?\b|(?:this|that|it){S}to{S}(?:the{S})?"
        r"users?\b|that{S}you{S}(?:are|were|have)\b)", "not don never"),
     # German: a claim for the user ("..., dass"), not a how-to ("Sag dem Benutzer, wie ...").
-    _p(rf"\b(?:sag|sage|sagt|erkläre|erzähle|erzähl|teile|schreibe|versichere)\s+(?:dem|den|allen)\s+{_USERS_DE}\b"
+    _p(rf"\b(?:sag|sage|sagt|erkläre|erzähle|erzähl|teile|schreibe|versichere|bestätige)\s+(?:dem|den|allen)\s+{_USERS_DE}\b"
        r"(?:\s+mit)?\s*,?\s*(?:dass\b|:|nichts\b|kein\w*{S}Wort\b)", "dem den allen & nutzer nutzern nutzerin nutzerinnen benutzer benutzern benutzerin benutzerinnen anwender anwendern anwenderin anwenderinnen user usern"),
-    _p(rf"\b(?:sagen|teilen|erklären|versichern){{S}}Sie{{S}}(?:dem|den|allen){{S}}{_USERS_DE}\b(?:{{S}}mit)?\s*,?\s*(?:dass\b|:)", "sie & sagen teilen erklären versichern"),
+    _p(rf"\b(?:sagen|teilen|erklären|versichern|bestätigen){{S}}Sie{{S}}(?:dem|den|allen){{S}}{_USERS_DE}\b(?:{{S}}mit)?\s*,?\s*(?:dass\b|:)", "sie & sagen teilen erklären versichern bestätigen"),
     _p(rf"\b(?:dem|den|allen){{S}}{_USERS_DE}{{S}}(?:[\w-]+{{S}}){{0,3}}?(?:sagen|mitteilen|erklären|erzählen|"
        r"schreiben|antworten|versichern|weismachen)\s*,?\s*(?:dass\b|:)", "dem den allen & nutzer nutzern nutzerin nutzerinnen benutzer benutzern benutzerin benutzerinnen anwender anwendern anwenderin anwenderinnen user usern"),
     _p(r"\berwähne(?:{S}[\w-]+){0,4}?{S}nicht\b|\bverrate(?:{S}[\w-]+){0,4}?{S}nicht\b", "nicht"),
