@@ -104,7 +104,7 @@ _GAP = r"(?:[\w'’-]+\s+)"
 
 # The model as addressee or subject. "model" and "bot" are everyday words ("the data model",
 # "bot accounts"); every frame that uses this class needs two more cues.
-_MODEL = (r"\b(?:ai|a\.i\.|llms?|gpts?|chatgpt|chat\s?bots?|bots?|(?:ai\s+|virtual\s+|digital\s+)?assistants?|"
+_MODEL = (r"\b(?:ai|llms?|gpts?|chatgpt|chat\s?bots?|bots?|(?:ai\s+|virtual\s+|digital\s+)?assistants?|"
           r"(?:large\s+)?language\s+models?|(?:ai|ml)\s+(?:models?|agents?|systems?)|models?(?!\s+(?:field|name|number|"
           r"id|version|file|type))|copilots?|claude|gemini|bard|llama|mistral|"
           r"ki|ki-\w+|(?:ki-?)?assistent(?:in|en)?|sprachmodell\w*|ki-?modell\w*|modell(?:e|s)?)\b")
@@ -259,9 +259,6 @@ def _priority(text: str, a: int, b: int) -> list[Span]:
 
 
 def _override(text: str, a: int, b: int) -> list[Span]:
-    priority = _priority(text, a, b)
-    if priority:
-        return priority
     cancel = _find(_CANCEL, text, a, b) or _find(_UNBOUND, text, a, b)
     if cancel is None or not _find(rf"{_CONTROL}|{_TOLD_WHAT}|{_CONTROL_MODEL}", text, a, b) or _find(
             _DOCS_SCOPE, text, a, b):
@@ -428,7 +425,15 @@ def _persona(text: str, a: int, b: int) -> list[Span]:
     for m in _rx(_PERSONA_STRONG).finditer(text, a, b):
         if _clause_initial(text, a, m.start()) and not _negated(text, a, m.start()):
             return [] if _find(_DOCS_SCOPE, text, a, b) else _spans(m)
-    for source in (_YOU_NOW, _PERSONA_VERB):
+    return _persona_order(text, a, b, _PERSONA_VERB)
+
+
+def _you_now(text: str, a: int, b: int) -> list[Span]:
+    return _persona_order(text, a, b, _YOU_NOW)
+
+
+def _persona_order(text: str, a: int, b: int, *sources: str) -> list[Span]:
+    for source in sources:
         for m in _rx(source).finditer(text, a, b):
             if m.group(0).startswith("act") and not _find(_PERSONA_COMMIT_STRONG, text, a, b):
                 continue  # "Act as the reviewer ... and approve it" is a workflow step
@@ -867,8 +872,8 @@ class Frame:
     needs: tuple[str, ...]
 
 
-_MODEL_STEMS = ("ai ml llm gpt chatgpt chat bot assistant language model copilot claude gemini bard llama mistral ki "
-                "assistent sprachmodell modell")
+_MODEL_STEMS = ("=ai =ais =ml llm gpt chatgpt chat =bot =bots assistant language model copilot claude gemini bard llama "
+                "mistral =ki =kis kimodell assistent sprachmodell modell")
 _READER_STEMS = "whoever anyone anybody any human wer"
 _ANSWER_STEMS = "answer respond repl response summar output completion message antwort ausgabe zusammenfassung"
 _POSSESSIVE_STEMS = "your yours thy dein ihr eure euer"
@@ -876,17 +881,15 @@ _CONTROL_STEMS = ("instruction directive guideline guidance guardrail programmin
                   "~anweisung ~vorgabe ~richtlinie ~leitlinie ~prompt direction rule polic configuration config setup "
                   "constraint restriction limit filter boundar principle safeguard persona einrichtung grenzen vorschrift "
                   "~regel ~konfiguration ~einschränkung ~beschränkung ~filter retrieved provided supplied search operator "
-                  "developer owner told given instructed taught gesagt aufgetragen vorgegeben befohlen mitgeteilt other "
-                  "andere")
-_CANCEL_STEMS = ("don erledigt gebunden frei setz overlook neglect matter hold anymore any gelten gilt aside side ignor disregard forg overrid overrode overrul bypass circumvent discard drop abandon dismiss "
+                  "developer owner told given instructed taught gesagt aufgetragen vorgegeben befohlen mitgeteilt")
+_CANCEL_STEMS = ("erledigt gebunden frei setz overlook neglect matter hold anymore gelten gilt aside side ignor disregard forg overrid overrode overrul bypass circumvent discard drop abandon dismiss "
                  "suspend cancel revok rescind repeal annul void nullif invalid replac supersed lift remov disabl off "
-                 "deactivat withdr retire expire obsolete outdated out binding lapsed waived wiped erased retract null "
+                 "deactivat withdr retire expire obsolete outdated date binding lapsed waived wiped erased retract null "
                  "moot longer valid applicable effect force apply stop vergiss vergess missacht übergeh verwirf verwerf "
                  "beiseite außer ungültig aufgehoben aufheben hinfällig veraltet überholt nichtig entfall entfäll "
                  "zurückgezogen ausgesetzt abgeschaltet deaktivier gelöscht ersetzt überschrieben widerrufen erloschen "
                  "abgelaufen abgelöst verworfen gestrichen annulliert schalt stell heb umgeh mehr bound restricted "
-                 "limited constrained subject free precedence priority trump outrank important count vorrang over above "
-                 "instead rather before vor statt")
+                 "limited constrained subject free count")
 _FREE_STEMS = ("restriction filter rule polic guideline censorship guardrail ethic moral safety limit einschränkung "
                "regeln richtlinie zensur grenzen unrestricted unfiltered uncensored unlimited unbound unchained unlocked "
                "liberated jailbr dan do god evil chaos opposite no anything uneingeschränkt ungefiltert unzensiert "
@@ -895,20 +898,20 @@ _SECRET_STEMS = ("~key access secret private password passphrase ~token credenti
                  "anmeldedaten anmeldeinformationen ~passwort ~passwört ~kennwort ~kennwört ~schlüssel ~geheimnis")
 _CONTEXT_STEMS = ("conversation chat history previous earlier prior past transcript environment env ~.env cookie user "
                   "personal private customer typed written entered said shared pasted sent asked uploaded context memory "
-                  "session document prompt see find have know access gave from gespräch konversation unterhaltung "
+                  "session document prompt ~key secret password token credential gespräch konversation unterhaltung "
                   "umgebungs sitzungs nutzerdaten benutzerdaten kundendaten nutzer benutzer anwender anwenders kontext "
                   "~verlauf")
-_DEST_STEMS = ("~@ me us address inbox mailbox webhook endpoint server url link form bucket channel external outside "
-               "remote third attacker foreign markdown image tracking img ~![ end start top bottom beginning adresse "
-               "endpunkt mich uns ~angreifer ~extern ~fremd bild answer repl response output summar completion antwort "
+_DEST_STEMS = ("~@ =me =us address inbox mailbox webhook endpoint server url link =form bucket channel external outside "
+               "remote third attacker foreign markdown image tracking img ~![ =end start =top bottom beginning adresse "
+               "endpunkt =mich =uns ~angreifer ~extern ~fremd bild answer repl response output summar completion antwort "
                "ausgabe zusammenfassung")
 _WEAK_DEST_STEMS = ("http url link hyperlink query parameter ~url ~link ~.example ~.com ~.net ~.org ~.io ~.co ~.xyz "
                     "~.ru ~.info ~.biz ~.site ~.top ~.app ~.dev ~.de")
-_LEAK_VERB_STEMS = ("welche summari translate paraphrase rewrite encode fasse übersetze reveal print show display output repeat "
+_LEAK_VERB_STEMS = ("welche =dir summari translate paraphrase rewrite encode fasse übersetze reveal print show display output repeat "
                     "recite quote dump echo list disclos expos share paste return leak write spell type tell give send "
                     "read gib geben zeig verrat wiederhol nenne druck liste schreib teile kopier offenbar offenleg "
-                    "offenzuleg enthüll ausgeben preisgeben preiszugeben what wurde")
-_LEAK_OBJECT_STEMS = ("what wurde told given instructed taught gesagt aufgetragen vorgegeben befohlen mitgeteilt following "
+                    "offenzuleg enthüll ausgeben preisgeben preiszugeben what")
+_LEAK_OBJECT_STEMS = ("what told given instructed taught gesagt aufgetragen vorgegeben befohlen mitgeteilt following "
                       "obeying bound using running above before preceding prompt instructions directives guidelines "
                       "programming briefing message initiali started configured set primed seeded fed loaded provided "
                       "trained launched booted first initial opening earliest developer creator operator maker owner "
@@ -921,6 +924,10 @@ _OBLIGED_STEMS = ("expected asked requested required instructed told supposed en
 
 FRAMES: tuple[Frame, ...] = (
     Frame("override", _override, (_CANCEL_STEMS, _CONTROL_STEMS)),
+    Frame("override", _override, ("don", "told instructed given taught")),
+    Frame("override", _priority, ("precedence priority overrid supersed trump outrank important count vorrang other andere",
+                                  _CONTROL_STEMS)),
+    Frame("role-hijack", _you_now, ("now henceforth longer here point starting rest bist", "you du bist")),
     Frame("role-hijack", _new_task, (_POSSESSIVE_STEMS, "task goal job objective purpose mission assignment priority aim "
                                      "aufgabe ziel auftrag zweck system prompt instructions directives guidelines "
                                      "programming anweisungen systemanweisungen vorgaben")),
@@ -930,10 +937,9 @@ FRAMES: tuple[Frame, ...] = (
     Frame("role-hijack", _mode, ("mode ~modus persona personality persönlichkeit",)),
     Frame("override", _obey_this, ("override follow obey comply execute carry folgen befolgen gehorchen ausführen",)),
     Frame("role-hijack", _persona, ("respond answer reply write talk speak antworte schreibe sprich "
-                                    "identity persona personality character play act become pretend identität "
-                                    "persönlichkeit dich turn transform behave roleplay role pose take assume adopt change "
-                                    "benimm verhalte verhalt nimm spiel übernimm tu sei now henceforth here point starting "
-                                    "rest longer bist",)),
+                                    "identity persona personality character =play =act become pretend identität "
+                                    "persönlichkeit dich =turn transform behave roleplay =role =pose =take assume adopt "
+                                    "=change benimm verhalte verhalt nimm =spiel =spiele übernimm =tu =tue =sei",)),
     Frame("role-hijack", _persona_noun, ("persona personality character identity ego persönlichkeit identität rolle "
                                          f"{_MODEL_STEMS}", f"you du {_MODEL_STEMS} {_FREE_STEMS}")),
     Frame("prompt-leak", _leak, (_LEAK_OBJECT_STEMS, _LEAK_VERB_STEMS)),
@@ -943,6 +949,9 @@ FRAMES: tuple[Frame, ...] = (
     Frame("tool-misuse", _tools, ("tool function plugin browser action werkzeug funktion",)),
     Frame("ai-address", _vocative, (_MODEL_STEMS,)),
     Frame("suppression", _suppression, (
+        "omit leave skip drop remove strip hide conceal suppress exclude withhold don do never no stop without make =say "
+        "under lass lasse lassen weglassen weg entfern verschweig verheimlich verberg unterdrück ohne kein erwähne nicht "
+        "nenne zitiere sag nichts",
         "source citation cite citing reference disclaimer caveat footnote attribution provenance beleg haftungsausschl "
         "fußnote zitat zitier herkunft warning note notice official documentation document docs dokumentation dokumente "
         "warnung from written posted taken copied fact disagree differ say contradict state wrote stammt stammen kommt "
@@ -983,28 +992,34 @@ def _trie(stems: set[str]) -> str:
 
 
 @functools.cache
-def _triggers() -> tuple[tuple[re.Pattern[str], ...], dict[str, frozenset[tuple[int, int]]]]:
-    """Two scans for the stems of every frame (word starts; parts of words): the matched stem ->
-    the ``(frame, group)`` pairs it satisfies. A stem also satisfies the groups of every shorter
-    stem it begins with, since a scan takes the longest."""
+def _triggers() -> tuple[tuple[re.Pattern[str], dict[str, frozenset[tuple[int, int]]]], ...]:
+    """Three scans for the stems of every frame (word starts; parts of words; ``=word``: whole
+    words, for short ones such as "ai" or "us" that begin many others), each with its table:
+    the matched stem -> the ``(frame, group)`` pairs it satisfies. A stem also satisfies the
+    groups of every shorter stem it begins with, since a scan takes the longest."""
     owners: dict[str, set[tuple[int, int]]] = {}
     for i, frame in enumerate(FRAMES):
         for g, group in enumerate(frame.needs):
             for stem in group.split():
                 owners.setdefault(stem, set()).add((i, g))
-    starts = {s for s in owners if not s.startswith("~")}
+    starts = {s for s in owners if s[0] not in "~="}
     insides = {s[1:] for s in owners if s.startswith("~")}
-    patterns = (re.compile(rf"\b{_trie(starts)}"), re.compile(_trie(insides)))
-    table: dict[str, frozenset[tuple[int, int]]] = {}
+    words = {s[1:] for s in owners if s.startswith("=")}
+    start_table: dict[str, frozenset[tuple[int, int]]] = {}
+    inside_table: dict[str, frozenset[tuple[int, int]]] = {}
     for stem in starts | insides:
-        pairs: set[tuple[int, int]] = set()
-        for other, owned in owners.items():
-            inside = other.startswith("~")
-            # A stem found at a word start also counts as found inside the word.
-            if stem.startswith(other.lstrip("~")) and (inside or stem in starts):
-                pairs |= owned
-        table[stem] = frozenset(pairs)
-    return patterns, table
+        for table, found_at_start in ((start_table, True), (inside_table, False)):
+            if stem not in (starts if found_at_start else insides):
+                continue
+            pairs: set[tuple[int, int]] = set()
+            for other, owned in owners.items():
+                # A stem found at a word start also counts as found inside the word.
+                if other[0] != "=" and stem.startswith(other.lstrip("~")) and (other[0] == "~" or found_at_start):
+                    pairs |= owned
+            table[stem] = frozenset(pairs)
+    word_table = {w: frozenset(owners["=" + w]) for w in words}
+    return ((re.compile(rf"\b{_trie(starts)}"), start_table), (re.compile(_trie(insides)), inside_table),
+            (re.compile(rf"\b{_trie(words)}\b"), word_table))
 
 
 def frame_findings(text: str, gated: bool = True) -> list[tuple[str, int, int]]:
@@ -1019,10 +1034,9 @@ def frame_findings(text: str, gated: bool = True) -> list[tuple[str, int, int]]:
         lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     todo: dict[int, set[int]] = {}
     if gated:
-        patterns, table = _triggers()
         starts = [s for s, _ in cut]
         satisfied: dict[int, set[tuple[int, int]]] = {}
-        for pattern in patterns:
+        for pattern, table in _triggers():
             for m in pattern.finditer(lowered):
                 stem_pairs = table.get(m.group(0))
                 if stem_pairs:
