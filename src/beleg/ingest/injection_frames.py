@@ -16,7 +16,9 @@ classes that must co-occur within one sentence, in any order:
 * **role-hijack**: a persona or mode change addressed to the model;
 * **prompt-leak**: a request for the model's own prompt, instructions or configuration;
 * **suppression** and **answer-steering**: leave out sources or disclaimers, hide where a
-  text came from, always answer X, addressed to an AI reader.
+  text came from, always answer X, addressed to an AI reader;
+* **tool-misuse** ("use your tools to delete ...") and **ai-address** (a note to a model,
+  "Hinweis für KI-Systeme:").
 
 Documentation says most of these words to people ("ignore the warning", "send your API key
 in the header", "act as a proxy", "your previous settings are kept"), so every frame names
@@ -26,10 +28,12 @@ what makes the *model* the addressee or the *model's rules* the object: a posses
 scope themselves to a reader's setup ("when you upgrade", a version number, a config file
 or a command-line flag) are documentation and skip the override, persona and leak frames.
 
-Each frame has a *trigger*, a class at least one word of which every sentence it flags
-contains; only the sentences around a trigger are cut and checked, so most chunks cost one
-scan per frame. The frames run on the normalised text of
-:mod:`beleg.ingest.injection_normalize`; a finding spans from its first to its last cue.
+Each frame names *trigger stems* (:attr:`Frame.needs`): groups of word beginnings, one of
+each group in every sentence it can flag. One scan per chunk finds the stems of all frames,
+and only the sentences that hold a stem of every group of a frame are checked by it. The
+checks run on the lower-cased normalised text of :mod:`beleg.ingest.injection_normalize`
+(same offsets); a finding spans from its first to its last cue. Measured on
+``tests/data/injection`` by ``benchmarks/injection_detector.py`` (docs/benchmarks.md).
 """
 
 from __future__ import annotations
