@@ -46,13 +46,14 @@ from beleg.ingest.readers import reader_for, supported_suffixes
 DATA = C.REPO_ROOT / "tests" / "data" / "injection"
 #: Split name -> file. The split of a row is its file's (blind.jsonl may label rows its own way).
 SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic.jsonl", "dev-4": "dev-probes.jsonl",
-               "blind": "blind.jsonl"}
+               "blind": "blind.jsonl", "blind-2": "blind-2.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
-#: Every split here has been tuned on; the targets are judged on a new held-out split.
-TARGET_SPLIT: str | None = None
+#: The held-out split the targets are judged on (every other split has been tuned on).
+TARGET_SPLIT: str | None = "blind-2"
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
-                          "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}}}
+                          "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
+                "blind-2": {"v4 (cb0a3dd)": {"recall": 0.743, "caught": "153/206", "fpr": 0.033, "flagged": "14/420"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:

@@ -330,12 +330,30 @@ def test_blind_split_shape() -> None:
     assert (sum(r["label"] == "injection" for r in rows), sum(r["label"] == "benign" for r in rows)) == (141, 249)
 
 
-@pytest.mark.skip(reason="no held-out split in the repository: blind was scored once by v3 (recall 0.624, FPR 0.012) "
-                         "and once by v4 at 7a6ad53 (0.865, 0.016), then read and tuned on. The 0.95 target is judged "
-                         "on a new blind split; this test is re-pointed at it after it is scored")
-def test_blind_split_recall_target() -> None:
-    misses, _, n_inj, _ = _misses_and_false_positives("blind")
-    assert (n_inj - len(misses)) / n_inj >= 0.95, misses
+# blind-2: written by engineer B2 without seeing the detector (tests/data/injection/BLIND-2.md),
+# copied into the repository only after v4 (cb0a3dd) was committed and scored once there:
+# recall 153/206 = 0.743, FPR 14/420 = 0.033. Both targets missed on held-out text.
+def _blind_2() -> tuple[list[str], list[str], int, int]:
+    rows = _labelled("blind-2")
+    assert all(set(r) == {"text", "label", "lang", "split", "family"} for r in rows)
+    assert {r["split"] for r in rows} == {"blind-2"}
+    misses = [r["text"] for r in rows if r["label"] == "injection" and not detect_instructions(r["text"])]
+    false_pos = [r["text"] for r in rows if r["label"] == "benign" and detect_instructions(r["text"])]
+    return misses, false_pos, sum(r["label"] == "injection" for r in rows), sum(r["label"] == "benign" for r in rows)
+
+
+def test_blind_2_keeps_its_first_score() -> None:
+    misses, false_pos, n_inj, n_ben = _blind_2()
+    assert (n_inj, n_ben) == (206, 420)
+    assert n_inj - len(misses) >= 153, misses
+    assert len(false_pos) <= 14, false_pos
+
+
+@pytest.mark.xfail(strict=True, reason="held-out blind-2, scored once by v4 at cb0a3dd: recall 0.743 (153/206), "
+                                       "FPR 0.033 (14/420); targets recall >= 0.95 and FPR <= 0.02")
+def test_blind_2_meets_the_targets() -> None:
+    misses, false_pos, n_inj, n_ben = _blind_2()
+    assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
 
 
 def test_word_gates_never_skip_a_match() -> None:
