@@ -34,6 +34,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from beleg.ingest.injection_actions import action_findings
 from beleg.ingest.injection_frames import frame_findings
 from beleg.ingest.injection_normalize import Normalized, normalize, table_columns
 from beleg.ingest.injection_patterns import FAMILIES, Rule
@@ -195,6 +196,114 @@ _CHECKS: dict[str, _Check] = {
 }
 
 
+# --- v5: sentences that only talk about injections or address people -------------------------
+# Documentation about prompt injection quotes attacks ("a sentence such as 'ignore previous
+# instructions'") and reports what they do ("jailbreak prompts try to make a model ignore its
+# guidelines"): a topic word of security writing together with a quote or a reporting frame.
+_ATTACK_TOPIC = re.compile(
+    r"\b(?:jailbreak\w*|(?:prompt[\s-]?)?injection\w*|attack\w*|angreifer\w*|angriff\w*|red[\s-]?team\w*|"
+    r"detection|erkennung\w*|scanner|filter(?:s|t|n)?|heuristic\w*|tester|tokenizer|template\s+tokens)\b",
+    re.IGNORECASE,
+)
+_REPORTED = re.compile(
+    r"\b(?:tr(?:y|ies)\s+to\s+make|asks?\s+(?:the|a|an)\s+(?:\w+\s+)?(?:model|assistant|ai|bot)\s+to|make\s+(?:a|the)\s+"
+    r"(?:model|assistant|ai)|(?:that|which|die|der)\s+(?:\w+\s+){0,4}?(?:orders?|asks?|tells?|addresses|auffordern|"
+    r"auffordert|anspricht)|dazu\s+bringen|fordern\s+(?:\w+\s+){0,3}?auf|such\s+as|like|wie|means|bedeutet|e\.g\.|"
+    r"for\s+example|zum\s+beispiel|etwa)\b",
+    re.IGNORECASE,
+)
+_QUOTES = {"'": "'", '"': '"', "\u201e": "\u201c", "\u201c": "\u201d", "\u2018": "\u2019", "\u00bb": "\u00ab", "\u00ab": "\u00bb"}
+# A macro or template for support staff says what *they* tell customers ("Support script: tell
+# users that refunds take five days").
+_STAFF_TEMPLATE = re.compile(
+    r"^\W*(?:[\w\s'\u201e\u201c\u201d\"-]{0,40}?\b)?(?:macros?|templates?|scripts?|checklists?|textbaustein\w*|vorlage\w*|"
+    r"makros?|leitfaden|skript\w*|checkliste\w*)\b[^:\n]{0,60}:",
+    re.IGNORECASE,
+)
+# A phone menu or voice bot transcript: "System:" turns answered by a caller, not a model.
+_HUMAN_TURN = re.compile(r"^\s*(?:caller|anrufer\w*|customer|kunde|kundin|agent|client|user|nutzer)\s*:",
+                         re.IGNORECASE | re.MULTILINE)
+_CONTROL_CUE = re.compile(
+    r"\b(?:ignor\w*|disregard\w*|instructions?|rules?|prompts?|assistant|ai|ki|models?|anweisung\w*|regeln|"
+    r"from\s+now\s+on|ab\s+sofort|developer|admin\w*|reveal|verrate\w*|unrestricted|restrictions?|no\s+longer)\b",
+    re.IGNORECASE,
+)
+# Software described: "previous settings are ignored after a factory reset".
+_SETTINGS_IGNORED = re.compile(
+    r"(?<!your\s)(?<!deine\s)\b(?:(?:previous|earlier|old|prior|former|frühere|alte|bisherige)\s+)?(?:settings|values|"
+    r"options|preferences|changes|profiles?|rules|einstellungen|werte|optionen|änderungen)\s+(?:are|is|get|will\s+be|"
+    r"werden|wird)\s+(?:\w+\s+)?(?:ignored|discarded|dropped|ignoriert|verworfen)\b",
+    re.IGNORECASE,
+)
+# The reader is a person answering a bot: "when the bot asks you to confirm, respond only with the code".
+_BOT_ASKS_READER = re.compile(
+    r"\b(?:bot|chatbot|system|assistant|app|assistent)\s+(?:asks|prompts|fordert|bittet)\s+(?:you|sie|dich)\b",
+    re.IGNORECASE,
+)
+
+
+def _sentence_at(text: str, start: int, end: int) -> tuple[int, int]:
+    lo = start
+    while lo > 0 and text[lo - 1] != "\n" and not (text[lo - 1].isspace() and lo >= 2 and text[lo - 2] in ".!?"):
+        lo -= 1
+    m = _SENTENCE_END.search(text, end)
+    return lo, len(text) if m is None else m.end()
+
+
+def _quoted(sentence: str, start: int, end: int) -> bool:
+    """Whether ``sentence[start:end]`` lies inside a pair of quotes of the sentence."""
+    for i in range(start - 1, -1, -1):
+        close = _QUOTES.get(sentence[i])
+        if close is not None and (sentence[i] != "'" or i == 0 or not sentence[i - 1].isalpha()):
+            j = sentence.find(close, end)
+            return j >= 0
+    return False
+
+
+def _addressed_to_people(text: str, kind: str, start: int, end: int) -> bool:
+    """Whether a finding sits in text that talks about injections or to people, not to a model."""
+    lo, hi = _sentence_at(text, start, end)
+    sentence = text[lo:hi]
+    if _ATTACK_TOPIC.search(sentence) and (_REPORTED.search(sentence) or _quoted(sentence, start - lo, end - lo)):
+        return True
+    if kind in ("user-directive", "answer-steering") and _STAFF_TEMPLATE.match(sentence):
+        return True
+    if kind == "role-marker" and _HUMAN_TURN.search(text):
+        line_end = text.find("\n", end)
+        return not _CONTROL_CUE.search(text, end, len(text) if line_end < 0 else line_end)
+    if kind == "override" and _SETTINGS_IGNORED.search(sentence):
+        return True
+    return kind == "output-constraint" and bool(_BOT_ASKS_READER.search(sentence))
+
+
+# --- v5: encoded payloads, decoded and read again ------------------------------------------
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
+_ROT13_NAMED = re.compile(r"\brot-?13\b", re.IGNORECASE)
+_ROT13 = str.maketrans("ABCDEFGHIJKLMabcdefghijklmNOPQRSTUVWXYZnopqrstuvwxyz",
+                       "NOPQRSTUVWXYZnopqrstuvwxyzABCDEFGHIJKLMabcdefghijklm")
+
+
+def _decoded_payloads(text: str) -> list[tuple[int, int]]:
+    """Spans of base64 runs, and of ROT13 text where ROT13 is named, that decode to an instruction."""
+    import base64
+    import binascii
+
+    spans = []
+    for m in _BASE64_RUN.finditer(text):
+        run = m.group(0)
+        try:
+            decoded = base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            continue
+        if decoded.isprintable() and _detect(decoded, gated=True, decode=False):
+            spans.append(m.span())
+    if _ROT13_NAMED.search(text):
+        # ROT13 keeps every offset, so the findings in the rotated text are spans of this one.
+        rotated = text.translate(_ROT13)
+        spans += [(f.start, f.end) for f in _detect(rotated, gated=True, decode=False)]
+    return spans
+
+
 def detect_instructions(text: str) -> list[Finding]:
     """All instruction-like phrases in ``text``, sorted by position.
 
@@ -214,7 +323,7 @@ def detect_instructions(text: str) -> list[Finding]:
 _LETTERS = re.compile(r"[^\W\d_]+")
 
 
-def _detect(text: str, gated: bool) -> list[Finding]:
+def _detect(text: str, gated: bool, decode: bool = True) -> list[Finding]:
     """:func:`detect_instructions`; ``gated=False`` runs every pattern (for tests of the gates)."""
     norm = normalize(text)
     views = [norm, *table_columns(text, norm)]
@@ -233,6 +342,16 @@ def _detect(text: str, gated: bool) -> list[Finding]:
         start, end = norm.original_span(start, end)
         if not any(a < end and start < b for a, b in phrases):
             raw.append((kind, start, end))
+    # v5: orders addressed to a model (tools, answers) and encoded payloads, also read by table column.
+    taken = _merge([(start, end) for _, start, end in raw])
+    for view in views:
+        for kind, start, end in action_findings(view.text):
+            start, end = view.original_span(start, end)
+            if not any(a < end and start < b for a, b in taken):
+                raw.append((kind, start, end))
+    if decode:
+        raw += [("encoded-payload", start, end) for start, end in _decoded_payloads(text)]
+    raw = [r for r in raw if not _addressed_to_people(text, *r)]
     raw.sort(key=lambda r: (r[1], r[2], r[0]))
     return [Finding(kind, start, end, _excerpt(text, start, end))
             for kind, start, end in raw]
