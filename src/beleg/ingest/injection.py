@@ -277,7 +277,10 @@ def _addressed_to_people(text: str, kind: str, start: int, end: int) -> bool:
 
 
 # --- v5: encoded payloads, decoded and read again ------------------------------------------
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{16,}={0,2}")
+# A payload is only worth decoding where the text names an encoding or decoding (a model is not
+# expected to decode a bare run of letters). Substring tests: a case-blind regex costs ten times more.
+_ENCODING_WORDS = ("base64", "base-64", "b64", "decod", "dekodier", "encod", "kodier", "codier", "rot13", "rot-13")
 _ROT13_NAMED = re.compile(r"\brot-?13\b", re.IGNORECASE)
 _ROT13 = str.maketrans("ABCDEFGHIJKLMabcdefghijklmNOPQRSTUVWXYZnopqrstuvwxyz",
                        "NOPQRSTUVWXYZnopqrstuvwxyzABCDEFGHIJKLMabcdefghijklm")
@@ -288,7 +291,10 @@ def _decoded_payloads(text: str) -> list[tuple[int, int]]:
     import base64
     import binascii
 
-    spans = []
+    spans: list[tuple[int, int]] = []
+    lowered = text.lower()
+    if not any(word in lowered for word in _ENCODING_WORDS):
+        return spans
     for m in _BASE64_RUN.finditer(text):
         run = m.group(0)
         try:
@@ -297,7 +303,7 @@ def _decoded_payloads(text: str) -> list[tuple[int, int]]:
             continue
         if decoded.isprintable() and _detect(decoded, gated=True, decode=False):
             spans.append(m.span())
-    if _ROT13_NAMED.search(text):
+    if ("rot13" in lowered or "rot-13" in lowered) and _ROT13_NAMED.search(text):
         # ROT13 keeps every offset, so the findings in the rotated text are spans of this one.
         rotated = text.translate(_ROT13)
         spans += [(f.start, f.end) for f in _detect(rotated, gated=True, decode=False)]
@@ -344,8 +350,8 @@ def _detect(text: str, gated: bool, decode: bool = True) -> list[Finding]:
             raw.append((kind, start, end))
     # v5: orders addressed to a model (tools, answers) and encoded payloads, also read by table column.
     taken = _merge([(start, end) for _, start, end in raw])
-    for view in views:
-        for kind, start, end in action_findings(view.text):
+    for view, present in zip(views, words):
+        for kind, start, end in action_findings(view.text, present):
             start, end = view.original_span(start, end)
             if not any(a < end and start < b for a, b in taken):
                 raw.append((kind, start, end))
