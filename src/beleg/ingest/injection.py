@@ -223,6 +223,8 @@ _STAFF_TEMPLATE = re.compile(
 # A phone menu or voice bot transcript: "System:" turns answered by a caller, not a model.
 _HUMAN_TURN = re.compile(r"^\s*(?:caller|anrufer\w*|customer|kunde|kundin|agent|client|user|nutzer)\s*:",
                          re.IGNORECASE | re.MULTILINE)
+# A finding that starts with a speaker's label on its own line ("\nAssistent: Gehen Sie zu ...").
+_SPEAKER_AT = re.compile(r"\n?[ \t]*[^\W\d_]+\s*:")
 _CONTROL_CUE = re.compile(
     r"\b(?:ignor\w*|disregard\w*|instructions?|rules?|prompts?|assistant|ai|ki|models?|anweisung\w*|regeln|"
     r"from\s+now\s+on|ab\s+sofort|developer|admin\w*|reveal|verrate\w*|unrestricted|restrictions?|no\s+longer)\b",
@@ -268,7 +270,7 @@ def _addressed_to_people(text: str, kind: str, start: int, end: int) -> bool:
         return True
     if kind in ("user-directive", "answer-steering") and _STAFF_TEMPLATE.match(sentence):
         return True
-    if kind == "role-marker" and _HUMAN_TURN.search(text):
+    if (kind == "role-marker" or (kind == "ai-address" and _SPEAKER_AT.match(text, start))) and _HUMAN_TURN.search(text):
         line_end = text.find("\n", end)
         return not _CONTROL_CUE.search(text, end, len(text) if line_end < 0 else line_end)
     if kind == "override" and _SETTINGS_IGNORED.search(sentence):

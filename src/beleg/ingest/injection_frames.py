@@ -189,8 +189,10 @@ _TOLD = (r"(?:that\s+|which\s+)?(?:you|u)(?:'ve|'d|\s+have|\s+had|\s+were|\s+may
 _HERE_BEFORE = (r"\b(?:before|preceding|above|prior\s+to|until)\s+this\s+(?:line|message|point|sentence|note|text|"
                 r"paragraph)\b|\bearlier\s+in\s+(?:this|the)\s+(?:conversation|chat|session|thread)\b|"
                 r"\b(?:of|in|from|at)\s+(?:the\s+start\s+of\s+)?(?:this|the)\s+(?:conversation|chat|session)\b")
-_TOLD_DE = (r",?\s*(?:die|den|das|welche)\s+(?:du|Sie)\s+(?:\w+\s+){0,4}?(?:erhalten|bekommen|gegeben|gesagt|"
-            r"mitgegeben|befolgt|gelernt)\s+(?:hast|haben|hattest|wurden?)\b")
+# v5: up to six words between ("die du vor dem Laden dieser Datei erhalten hast"), and the
+# dative with a passive ("die dir vorher gegeben wurden", "die Ihnen genannt wurden").
+_TOLD_DE = (r",?\s*(?:die|den|das|welche)\s+(?:du|Sie|dir|Ihnen)\s+(?:\w+\s+){0,6}?(?:erhalten|bekommen|gegeben|"
+            r"gesagt|genannt|mitgegeben|befolgt|gelernt|vorgegeben|aufgetragen)\s+(?:hast|haben|hattest|wurden?)\b")
 _TOLD_WHAT = (r"\b(?:everything|anything|whatever|all|what)\s+(?:that\s+)?(?:you|u)\s+(?:were|have\s+been|'ve\s+been|"
               r"had\s+been|got)\s+(?:told|given|instructed|taught)\b|\b(?:alles,?\s+)?was\s+(?:dir|Ihnen)\s+"
               r"(?:\w+\s+){0,3}?(?:gesagt|aufgetragen|vorgegeben|befohlen|mitgeteilt)\b")

@@ -183,13 +183,29 @@ def _inside_word(m: re.Match[str]) -> bool:
     return start > 0 and end < len(text) and text[start - 1].isalnum() and text[end].isalnum()
 
 
+# v5: a run of tags counts as one ("Ig<b></b>nore"), so the letters around the run decide.
+_ONE_TAG = r"</?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,300})?/?>"
+_TAGS_AFTER = re.compile(rf"(?:{_ONE_TAG})*")
+_TAGS_BEFORE = re.compile(rf"(?:{_ONE_TAG})+$")
+
+
+def _tag_inside_word(m: re.Match[str]) -> bool:
+    text, start = m.string, m.start()
+    end = _TAGS_AFTER.match(text, m.end()).end()  # type: ignore[union-attr]  # "*" always matches
+    if text[start - 1 : start] == ">":
+        before = _TAGS_BEFORE.search(text, max(0, start - 320), start)
+        if before:
+            start = before.start()
+    return start > 0 and end < len(text) and text[start - 1].isalnum() and text[end].isalnum()
+
+
 def _tag(m: re.Match[str]) -> str | None:
     """A tag becomes nothing inside a word ("Ig<b>nore</b>") and a space between words."""
     if m.group("keep"):
         return None
     if m.group("name") and m.group("name").lower() in _BLOCK_TAGS:
         return " "
-    return "" if _inside_word(m) else " "
+    return "" if _tag_inside_word(m) else " "
 
 
 def _rule_row(m: re.Match[str]) -> str:
