@@ -314,21 +314,35 @@ _GATE = re.compile(
 )
 
 
-# The same test as substrings, run first on the whole chunk: a case-folded substring test is ten
-# times cheaper than the regular expression, and most chunks hold none of them. The short
-# words ("ai", "ki") are looked up among the chunk's words.
-_GATE_SUBSTRINGS = ("assistant", "agent", "model", "chatbot", "chat bot", "copilot", "assistent", "decod", "dekodier",
-                    "entschlüssel", "unscrambl", "revers", "wandle", "convert", "rot13", "rot-13", "rotie", "base64",
-                    "base-64", "backwards", "rückwärts", "if you", "when you", "falls", "wenn du", "wenn sie", "sofern",
-                    "bitten", "we ask", "we kindly", "we request", "we urge")
-_GATE_WORDS = frozenset(("ai", "ki", "llm", "llms", "gpt", "gpts"))
+# The same test on the chunk's set of words, run first: a set lookup is far cheaper than the
+# regular expression, and most chunks hold none of these words. (Letters only: "KI-Agent" is
+# "ki" and "agent", "ROT13" is "rotie" after normalisation.)
+_GATE_WORDS = frozenset("""
+    ai ki llm llms gpt gpts assistant assistants assistent assistenten assistentin agent agents agenten model models
+    modell modelle sprachmodell sprachmodelle sprachmodells chatbot chatbots copilot copilots language
+    decode decoded decoding decodes dekodiere dekodieren dekodiert dekodieren entschlüssele entschlüsseln entschlüssle
+    unscramble reverse reversed wandle convert rotie backwards rückwärts
+    """.split())
+_REQUEST_WORDS = frozenset("ask request urge".split())
+# Capability conditions ("if you have access to a shell") need a condition word and an addressee.
+_CONDITION_WORDS = frozenset("if when falls wenn sofern".split())
+_CAPABILITY_START = re.compile(r"\b(?:if|when|falls|wenn|sofern)\s+(?:you|du|sie)\s+(?:have|has|hast|haben|can|are|"
+                               r"kannst|können|bist|sind)\b")
+_YOU_WORDS = frozenset("you du sie".split())
 
 
-def may_hold_actions(lowered: str, words: frozenset[str] | None) -> bool:
-    """Whether the lower-cased chunk (with its set of words, if known) can hold anything a v5 rule flags."""
-    if words is not None and not words.isdisjoint(_GATE_WORDS):
+def may_hold_actions(words: frozenset[str] | None, lowered: str) -> bool:
+    """Whether a chunk with these lower-cased words can hold anything the addressed or decode rules flag
+    (``None``: unknown, so it may)."""
+    if words is None:
         return True
-    return any(s in lowered for s in _GATE_SUBSTRINGS) or (words is None and bool(_GATE.search(lowered)))
+    if not words.isdisjoint(_GATE_WORDS):
+        return True
+    if "base" in words or ("we" in words and not words.isdisjoint(_REQUEST_WORDS)) or \
+            ("wir" in words and "bitten" in words):
+        return True
+    return (not words.isdisjoint(_CONDITION_WORDS) and not words.isdisjoint(_YOU_WORDS)
+            and bool(_CAPABILITY_START.search(lowered)))
 
 
 def action_findings(text: str, words: frozenset[str] | None = None) -> list[tuple[str, int, int]]:
@@ -341,7 +355,7 @@ def action_findings(text: str, words: frozenset[str] | None = None) -> list[tupl
         lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     text = lowered
     own = _own_rules(words)
-    if not own and not may_hold_actions(text, words):
+    if not own and not may_hold_actions(words, text):
         return []
     out = []
     prev = 0
