@@ -40,6 +40,7 @@ _VOCATIVE = re.compile(
     rf"{_MODEL_NOUN}{_PARTICIPLE}\s*[:,\u2013-]\s*"
     r"|\W*(?:agent|ai|assistant)\s+instructions?\s*:\s*|\W*agentenanweisung(?:en)?\s*:\s*"
 )
+_VOCATIVE_IN_CELL = re.compile(r"(?<=\S   )" + _VOCATIVE.pattern)
 # The model named inside a sentence: "als KI", "if you are a language model", "in your AI summary",
 # "we ask every AI assistant to".
 _ADDRESSEE_INSIDE = re.compile(
@@ -121,7 +122,8 @@ def addressee_in(text: str, a: int, b: int) -> bool:
 def _addressed(text: str, a: int, b: int) -> list[tuple[str, Span]]:
     """An order after the model is addressed in the sentence ``text[a:b]``."""
     found: list[tuple[str, Span]] = []
-    voc = _VOCATIVE.match(text, a, b)
+    # A table read by column puts the header cell first: "value   ai: from now on   answer ...".
+    voc = _VOCATIVE.match(text, a, b) or next(_VOCATIVE_IN_CELL.finditer(text, a, b), None)
     if voc:
         order = _order_after(_ORDER, text, voc.end(), b)
         if order:
