@@ -11,10 +11,17 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
   frames, each round scored before its misses were fixed; seen;
 * ``blind`` (``blind.jsonl``): written by another engineer without seeing the detector; scored
   once by v3 (0.624 / 0.012) and once by v4 at 7a6ad53 (0.865 / 0.016), then read and used for
-  v4's last changes, so it is seen data now.
+  v4's last changes, so it is seen data now;
+* ``blind-2`` (``blind-2.jsonl``): written by engineer B2 without seeing the repository; scored
+  once by v4 at cb0a3dd (0.743 / 0.033, its held-out figure), then read: detector v5 was
+  developed with it in view, so it is seen data now;
+* ``dev-5`` (``dev-probes-5.jsonl``): probes the v5 author wrote for the families blind-2
+  exposed, each round scored before its misses were fixed; seen.
 
 No split in the repository is held out any more: the targets (recall >= 0.95, FPR <= 0.02) are
-judged on a new blind split written without seeing v4, scored once outside this script.
+judged on a new blind split written without seeing v5, scored once outside this script.
+``TARGET_SPLIT`` stays "blind-2" until that split is scored, so ``meets_targets`` is a seen-data
+figure for v5.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -32,25 +39,31 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import _common as C
 
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.injection import DETECTOR_VERSION, detect_instructions
+from beleg.ingest.injection_actions import action_findings
+from beleg.ingest.injection_frames import frame_findings
+from beleg.ingest.injection_normalize import normalize
 from beleg.ingest.readers import reader_for, supported_suffixes
 
 DATA = C.REPO_ROOT / "tests" / "data" / "injection"
 #: Split name -> file. The split of a row is its file's (blind.jsonl may label rows its own way).
 SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic.jsonl", "dev-4": "dev-probes.jsonl",
-               "blind": "blind.jsonl", "blind-2": "blind-2.jsonl"}
+               "blind": "blind.jsonl", "blind-2": "blind-2.jsonl", "dev-5": "dev-probes-5.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
-#: The held-out split the targets are judged on (every other split has been tuned on).
+#: The split the targets were last judged on held out; seen since v5 (a new blind split replaces it
+#: once it has been scored by someone who did not write v5).
 TARGET_SPLIT: str | None = "blind-2"
-#: Held-out scores, each taken once, before the split was read.
+#: Held-out scores, each taken once, before the split was read. v5 has none yet.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
                 "blind-2": {"v4 (cb0a3dd)": {"recall": 0.743, "caught": "153/206", "fpr": 0.033, "flagged": "14/420"}}}
@@ -68,8 +81,12 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "(recall 0.939, FPR 0.000), its misses then read and fixed in v3, so now seen. dev-3: the v4 frames "
             "were developed on it. dev-4: the v4 author's probe sentences, seen. blind: written by another "
             "engineer without seeing the detector; scored once by v3 and once by v4 at 7a6ad53 (first_scores), "
-            "then read and used for v4's last changes, so now seen. No split here is held out; the targets are "
-            "judged on a new blind split.")
+            "then read and used for v4's last changes, so now seen. blind-2: written by engineer B2 without "
+            "seeing the repository, scored once by v4 at cb0a3dd (first_scores: 0.743 / 0.033, its held-out "
+            "figure), then read; v5 was developed with it in view, so its v5 figures are seen-data figures. "
+            "dev-5: the v5 author's probes, written before the fixes in two rounds (v4 on round 1: 28/77 "
+            "injections, 12/40 benign flagged; round 2 at 1183115: 10/26, 1/16), seen. No split here is held "
+            "out; the targets are judged on a new blind split (blind-3).")
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -126,6 +143,26 @@ def time_per_text(texts: list[str], repeats: int) -> dict[str, Any]:
             "us_per_text_median": C.rnd(statistics.median(passes), 1), "repeats": repeats}
 
 
+def rule_cost(texts: list[str], repeats: int) -> dict[str, Any]:
+    """Microseconds per text (best of ``repeats``) of the v4 frames and of the v5 rules alone, on the
+    normalised texts: what each adds to the phrase families (v3's cost is the rest)."""
+    norms = [normalize(t).text for t in texts]
+    # The word sets the detector builds for its gates anyway (the v5 rules are gated on them).
+    words = [frozenset(re.findall(r"[^\W\d_]+", text.lower())) for text in norms]
+    out = {}
+    rules: dict[str, Callable[[str, frozenset[str]], object]] = {
+        "frames_us": lambda text, _: frame_findings(text), "v5_rules_us": action_findings}
+    for name, rule in rules.items():
+        best = float("inf")
+        for _ in range(repeats):
+            t = time.perf_counter()
+            for text, present in zip(norms, words):
+                rule(text, present)
+            best = min(best, time.perf_counter() - t)
+        out[name] = C.rnd(best / len(norms) * 1e6, 1)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="one timing repeat")
@@ -155,8 +192,11 @@ def main() -> None:
 
     repeats = 1 if args.quick else 5
     chunks = demo_chunks()
+    contexts = [p.context for p in paragraphs]
     result["speed"] = {"demo_corpus_chunks": time_per_text(chunks, repeats),
-                       "xquad_paragraphs": time_per_text([p.context for p in paragraphs], repeats)}
+                       "xquad_paragraphs": time_per_text(contexts, repeats),
+                       "rule_cost_demo_chunks": rule_cost(chunks, repeats),
+                       "rule_cost_xquad_paragraphs": rule_cost(contexts, repeats)}
     flagged = sum(bool(detect_instructions(c)) for c in chunks)
     result["demo_corpus_chunks_flagged"] = flagged
     name = "injection_detector_quick" if args.quick else "injection_detector"
