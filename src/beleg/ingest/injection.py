@@ -288,12 +288,20 @@ _ROT13 = str.maketrans("ABCDEFGHIJKLMabcdefghijklmNOPQRSTUVWXYZnopqrstuvwxyz",
                        "NOPQRSTUVWXYZnopqrstuvwxyzABCDEFGHIJKLMabcdefghijklm")
 
 
-def _decoded_payloads(text: str) -> list[tuple[int, int]]:
+# The same words as the chunk's word set holds them (letters only: "base64" is "base", "ROT13" "rot"
+# or, normalised, "rotie"); a set lookup is cheaper than lower-casing the chunk.
+_ENCODING_GATE_WORDS = frozenset("base b decode decoded decodes decoding encode encoded encoding dekodiere dekodieren "
+                                 "dekodiert kodiert kodierte kodierten codiert rot rotie".split())
+
+
+def _decoded_payloads(text: str, words: frozenset[str] | None = None) -> list[tuple[int, int]]:
     """Spans of base64 runs, and of ROT13 text where ROT13 is named, that decode to an instruction."""
     import base64
     import binascii
 
     spans: list[tuple[int, int]] = []
+    if words is not None and words.isdisjoint(_ENCODING_GATE_WORDS):
+        return spans
     lowered = text.lower()
     if not any(word in lowered for word in _ENCODING_WORDS):
         return spans
@@ -407,7 +415,7 @@ def _detect(text: str, gated: bool, decode: bool = True) -> list[Finding]:
             if not any(a < end and start < b for a, b in taken):
                 raw.append((kind, start, end))
     if decode:
-        raw += [("encoded-payload", start, end) for start, end in _decoded_payloads(text)]
+        raw += [("encoded-payload", start, end) for start, end in _decoded_payloads(text, words[0])]
     raw = [r for r in raw if not _addressed_to_people(text, *r)]
     raw.sort(key=lambda r: (r[1], r[2], r[0]))
     return [Finding(kind, start, end, _excerpt(text, start, end))
