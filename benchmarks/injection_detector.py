@@ -163,6 +163,38 @@ def rule_cost(texts: list[str], repeats: int) -> dict[str, Any]:
     return out
 
 
+def cost_vs_earlier_versions(texts: dict[str, list[str]], repeats: int) -> dict[str, Any]:
+    """Microseconds per text of v5, of v5 with its own rules switched off (v4's rule set) and of the
+    phrase families alone (v3's), interleaved pass by pass so that a change of load hits all three;
+    best of ``repeats``. The rules are switched off by replacing them in the detector module."""
+    import beleg.ingest.injection as detector
+
+    def nothing(*args: object, **kwargs: object) -> list[Any]:
+        return []
+
+    own = (detector.action_findings, detector._decoded_payloads, detector.frame_findings)
+    variants = {"v5": own, "v4_rules": (nothing, nothing, own[2]), "v3_phrases": (nothing, nothing, nothing)}
+    best = {(v, k): float("inf") for v in variants for k in texts}
+    try:
+        for _ in range(repeats):
+            for name, (actions, decoder, frames) in variants.items():
+                detector.action_findings, detector._decoded_payloads, detector.frame_findings = (  # type: ignore[assignment]
+                    actions, decoder, frames)
+                for kind, items in texts.items():
+                    t = time.perf_counter()
+                    for text in items:
+                        detect_instructions(text)
+                    best[(name, kind)] = min(best[(name, kind)], (time.perf_counter() - t) / len(items) * 1e6)
+    finally:
+        detector.action_findings, detector._decoded_payloads, detector.frame_findings = own  # type: ignore[assignment]
+    out: dict[str, Any] = {}
+    for kind in texts:
+        us = {name: C.rnd(best[(name, kind)], 1) for name in variants}
+        out[kind] = {**us, "v5_over_v3": C.rnd(us["v5"] / us["v3_phrases"], 2),
+                     "v4_over_v3": C.rnd(us["v4_rules"] / us["v3_phrases"], 2)}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="one timing repeat")
@@ -196,7 +228,9 @@ def main() -> None:
     result["speed"] = {"demo_corpus_chunks": time_per_text(chunks, repeats),
                        "xquad_paragraphs": time_per_text(contexts, repeats),
                        "rule_cost_demo_chunks": rule_cost(chunks, repeats),
-                       "rule_cost_xquad_paragraphs": rule_cost(contexts, repeats)}
+                       "rule_cost_xquad_paragraphs": rule_cost(contexts, repeats),
+                       "interleaved_vs_earlier_rule_sets": cost_vs_earlier_versions(
+                           {"demo_corpus_chunks": chunks, "xquad_paragraphs": contexts}, 2 * repeats - 1)}
     flagged = sum(bool(detect_instructions(c)) for c in chunks)
     result["demo_corpus_chunks_flagged"] = flagged
     name = "injection_detector_quick" if args.quick else "injection_detector"
