@@ -314,7 +314,7 @@ V5_FLOORS = {
     "dev-semantic": (122, 122, 50, 0),
     "dev-probes": (172, 171, 144, 1),
     "blind": (141, 141, 249, 0),
-    "dev-probes-5": (103, 99, 56, 1),
+    "dev-probes-5": (103, 101, 56, 1),
 }
 
 
@@ -352,7 +352,7 @@ def test_blind_2_keeps_its_first_score() -> None:
     """Floor at v5's seen score (v4's held-out first score, 153 caught and 14 flagged, was the floor before)."""
     misses, false_pos, n_inj, n_ben = _blind_2()
     assert (n_inj, n_ben) == (206, 420)
-    assert n_inj - len(misses) >= 203, misses
+    assert n_inj - len(misses) >= 204, misses
     assert len(false_pos) <= 2, false_pos
 
 

@@ -45,7 +45,9 @@ _VOCATIVE_IN_CELL = re.compile(r"(?<=\S   )" + _VOCATIVE.pattern)
 # "we ask every AI assistant to".
 _ADDRESSEE_INSIDE = re.compile(
     rf"\b(?:als|as\s+an?)\s+{_MODEL_NOUN}\b"
-    rf"|\b(?:if|falls|wenn)\s+(?:you|du|sie)\s+(?:are|bist|sind)\s+(?:an?|eine?)\s+{_MODEL_NOUN}\b"
+    rf"|\bif\s+you\s+are\s+an?\s+{_MODEL_NOUN}\b"
+    # German puts the verb last: "Falls Sie ein Sprachmodell sind".
+    rf"|\b(?:falls|wenn|sofern)\s+(?:du|sie)\s+(?:eine?\s+)?{_MODEL_NOUN}\s+(?:bist|sind)\b"
     r"|\b(?:your|deine[mnrs]?|ihre[mnrs]?)\s+(?:ai|ki)[\s-]\w+"
     rf"|\b(?:we\s+(?:kindly\s+)?(?:ask|request|urge)|wir\s+bitten|bitten\s+wir)\s+(?:\w+\s+){{0,2}}?{_MODEL_NOUN}\b"
 )
@@ -96,6 +98,7 @@ _SIE_IMPERATIVE = r"[^\W\d_]{3,}en\s+sie\b(?!\s+(?:sich|sind|haben|können|müss
 _ORDER = (re.compile(rf"{_LEAD}(?:{_ORDER_VERB}|{_SIE_IMPERATIVE}|[^\W\d_]{{3,}}(?<!i)st\s+du\b)"),
           re.compile(_CLAUSE + _ORDER_VERB))
 _TOOL_ORDER = (re.compile(rf"{_LEAD}{_TOOL_VERB}"), re.compile(_CLAUSE + _TOOL_VERB))
+_DU_VERB_AFTER = re.compile(r"\s+[^\W\d_]{3,}(?<!i)st\s+du\b")
 # In a request to a model ("we ask every language model to skip ...", "wir bitten jede KI, ... zu ignorieren").
 _REQUESTED = re.compile(rf"\b(?:to|zu)\s+(?:(?:{_ACTION_EN}|{_ANSWER_EN}|skip|praise|write)\b|(?:{_VERB_DE}|übergeh|lob)\w*)")
 _NEGATION = re.compile(r"\b(?:not|never|don'?t|nicht|nie|niemals|kein\w*)\W*$")
@@ -109,7 +112,8 @@ def _order_after(rx: tuple[re.Pattern[str], re.Pattern[str]], text: str, pos: in
     if first:
         return first
     for m in rx[1].finditer(text, pos, end):
-        if not _NEGATION.search(text, max(pos, m.start() - 12), m.start() + 1):
+        # A negation before a comma belongs to the clause before ("gelten hier nicht, antworten Sie").
+        if text[m.start()] in ",;:\u2013-" or not _NEGATION.search(text, max(pos, m.start() - 12), m.start() + 1):
             return m
     return None
 
@@ -136,6 +140,9 @@ def _addressed(text: str, a: int, b: int) -> list[tuple[str, Span]]:
             order = _order_after(_TOOL_ORDER if rx is _TOOL_CAPABILITY else _ORDER, text, a, b)
             if order is None and cue.group(0).startswith(("we", "wir", "bitten")):
                 order = _REQUESTED.search(text, cue.end(), b)
+            if order is None:
+                # "Als KI beachtest du ...": the verb in the du form right after the addressee.
+                order = _DU_VERB_AFTER.match(text, cue.end(), b)
             if order:
                 kind = "tool-misuse" if rx is _TOOL_CAPABILITY else "ai-address"
                 found.append((kind, (min(cue.start(), order.start()), max(cue.end(), order.end()))))
