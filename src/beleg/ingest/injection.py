@@ -54,7 +54,8 @@ class Finding:
 
     ``kind`` is one of ``override``, ``role-hijack``, ``role-marker``, ``ai-address``,
     ``prompt-markup``, ``prompt-leak``, ``user-directive``, ``answer-steering``,
-    ``exfiltration`` or ``output-constraint``. ``start``/``end`` are offsets into the text
+    ``exfiltration``, ``output-constraint``, ``suppression``, ``tool-misuse`` or (v5)
+    ``encoded-payload``. ``start``/``end`` are offsets into the text
     as given (before normalization), so ``text[start:end]`` may contain the zero-width
     characters or markup that hid the phrase. ``excerpt`` is the sentence around the
     match (at most 200 characters) for reports.

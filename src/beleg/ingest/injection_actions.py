@@ -96,7 +96,7 @@ _LEAD = (r"\W*(?:(?:please|bitte|now|jetzt|always|immer|stets|from\s+now\s+on|he
 # A German imperative in the Sie form opens a sentence with any verb: "Beantworten Sie jede Anfrage".
 _SIE_IMPERATIVE = r"[^\W\d_]{3,}en\s+sie\b(?!\s+(?:sich|sind|haben|können|müssen|werden)\b)"
 _ORDER = (re.compile(rf"{_LEAD}(?:{_ORDER_VERB}|{_SIE_IMPERATIVE}|[^\W\d_]{{3,}}(?<!i)st\s+du\b)"),
-          re.compile(_CLAUSE + _ORDER_VERB))
+          re.compile(rf"{_CLAUSE}(?:{_ORDER_VERB}|{_SIE_IMPERATIVE})"))
 _TOOL_ORDER = (re.compile(rf"{_LEAD}{_TOOL_VERB}"), re.compile(_CLAUSE + _TOOL_VERB))
 _DU_VERB_AFTER = re.compile(r"\s+[^\W\d_]{3,}(?<!i)st\s+du\b")
 # In a request to a model ("we ask every language model to skip ...", "wir bitten jede KI, ... zu ignorieren").
