@@ -24,6 +24,12 @@ a pattern cannot express (negation, descriptive sentences, what follows a role m
 Measured on the project's labelled set (``tests/data/injection``) by
 ``benchmarks/injection_detector.py``; see docs/benchmarks.md.
 
+Since v5, :mod:`beleg.ingest.injection_actions` adds orders addressed to a model (tool
+misuse, answer orders after a vocative, "als KI" or a capability clause) and orders to decode
+a payload; this module decodes base64 and ROT13 payloads and reads them again, reads lines
+of a split instruction joined, and drops findings in text about injections or addressed to
+people (support macros, phone-menu dialogs).
+
 Bump :data:`~beleg.ingest.injection_version.DETECTOR_VERSION` whenever the patterns
 change, so stored flags can be recomputed.
 """
