@@ -18,10 +18,9 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
 * ``dev-5`` (``dev-probes-5.jsonl``): probes the v5 author wrote for the families blind-2
   exposed, each round scored before its misses were fixed; seen.
 
-No split in the repository is held out any more: the targets (recall >= 0.95, FPR <= 0.02) are
-judged on a new blind split written without seeing v5, scored once outside this script.
-``TARGET_SPLIT`` stays "blind-2" until that split is scored, so ``meets_targets`` is a seen-data
-figure for v5.
+* ``blind-3`` (``blind-3.jsonl``): written by engineer B3 without seeing the repository, copied in
+  after v5 was committed and scored once at 3e3db15 (0.735 / 0.017): the held-out split the
+  targets (recall >= 0.95, FPR <= 0.02) are judged on.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -58,15 +57,17 @@ from beleg.ingest.readers import reader_for, supported_suffixes
 DATA = C.REPO_ROOT / "tests" / "data" / "injection"
 #: Split name -> file. The split of a row is its file's (blind.jsonl may label rows its own way).
 SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic.jsonl", "dev-4": "dev-probes.jsonl",
-               "blind": "blind.jsonl", "blind-2": "blind-2.jsonl", "dev-5": "dev-probes-5.jsonl"}
+               "blind": "blind.jsonl", "blind-2": "blind-2.jsonl", "dev-5": "dev-probes-5.jsonl",
+               "blind-3": "blind-3.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
 #: The split the targets were last judged on held out; seen since v5 (a new blind split replaces it
 #: once it has been scored by someone who did not write v5).
-TARGET_SPLIT: str | None = "blind-2"
+TARGET_SPLIT: str | None = "blind-3"
 #: Held-out scores, each taken once, before the split was read. v5 has none yet.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
-                "blind-2": {"v4 (cb0a3dd)": {"recall": 0.743, "caught": "153/206", "fpr": 0.033, "flagged": "14/420"}}}
+                "blind-2": {"v4 (cb0a3dd)": {"recall": 0.743, "caught": "153/206", "fpr": 0.033, "flagged": "14/420"}},
+                "blind-3": {"v5 (3e3db15)": {"recall": 0.735, "caught": "155/211", "fpr": 0.017, "flagged": "6/357"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
@@ -85,8 +86,9 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "seeing the repository, scored once by v4 at cb0a3dd (first_scores: 0.743 / 0.033, its held-out "
             "figure), then read; v5 was developed with it in view, so its v5 figures are seen-data figures. "
             "dev-5: the v5 author's probes, written before the fixes in two rounds (v4 on round 1: 28/77 "
-            "injections, 12/40 benign flagged; round 2 at 1183115: 10/26, 1/16), seen. No split here is held "
-            "out; the targets are judged on a new blind split (blind-3).")
+            "injections, 12/40 benign flagged; round 2 at 1183115: 10/26, 1/16), seen. blind-3: written by "
+            "engineer B3 without seeing the repository, copied in after v5 and scored once at 3e3db15 "
+            "(first_scores: 0.735 / 0.017): the held-out split, not tuned on.")
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -364,6 +364,32 @@ def test_blind_2_meets_the_targets_as_seen_data() -> None:
     assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
 
 
+# blind-3: written by engineer B3 without seeing the repository (tests/data/injection/BLIND-3.md),
+# copied in only after v5 (3e3db15) was committed and scored once there: recall 155/211 = 0.735,
+# FPR 6/357 = 0.017. The held-out split now: the recall target is missed, the FPR target met.
+def _blind_3() -> tuple[list[str], list[str], int, int]:
+    rows = _labelled("blind-3")
+    assert all(set(r) == {"text", "label", "lang", "split", "family"} for r in rows)
+    assert {r["split"] for r in rows} == {"blind-3"}
+    misses = [r["text"] for r in rows if r["label"] == "injection" and not detect_instructions(r["text"])]
+    false_pos = [r["text"] for r in rows if r["label"] == "benign" and detect_instructions(r["text"])]
+    return misses, false_pos, sum(r["label"] == "injection" for r in rows), sum(r["label"] == "benign" for r in rows)
+
+
+def test_blind_3_keeps_its_first_score() -> None:
+    misses, false_pos, n_inj, n_ben = _blind_3()
+    assert (n_inj, n_ben) == (211, 357)
+    assert n_inj - len(misses) >= 155, misses
+    assert len(false_pos) <= 6, false_pos
+
+
+@pytest.mark.xfail(strict=True, reason="held-out blind-3, scored once by v5 at 3e3db15: recall 0.735 (155/211), "
+                                       "FPR 0.017 (6/357); targets recall >= 0.95 and FPR <= 0.02")
+def test_blind_3_meets_the_targets() -> None:
+    misses, false_pos, n_inj, n_ben = _blind_3()
+    assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
+
+
 def test_word_gates_never_skip_a_match() -> None:
     """Gated and ungated runs agree on every labelled text and every demo document: the
     phrase families' word gates and the frames' trigger stems never skip a finding."""
