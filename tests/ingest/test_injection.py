@@ -340,18 +340,17 @@ def test_blind_split_shape() -> None:
 # recall 153/206 = 0.743, FPR 14/420 = 0.033. Both targets missed on held-out text; that is
 # blind-2's held-out score. Its texts were then read and v5 was developed with them in view, so
 # blind-2 is SEEN data now: the floor below is what v5 reaches on it, not a held-out figure.
-def _blind_2() -> tuple[list[str], list[str], int, int]:
-    rows = _labelled("blind-2")
+def _blind(split: str) -> tuple[list[str], list[str], int, int]:
+    """Misses, false positives and counts of a blind split (kept out of SEEN_FILES: it is checked alone)."""
+    rows = _labelled(split)
     assert all(set(r) == {"text", "label", "lang", "split", "family"} for r in rows)
-    assert {r["split"] for r in rows} == {"blind-2"}
-    misses = [r["text"] for r in rows if r["label"] == "injection" and not detect_instructions(r["text"])]
-    false_pos = [r["text"] for r in rows if r["label"] == "benign" and detect_instructions(r["text"])]
-    return misses, false_pos, sum(r["label"] == "injection" for r in rows), sum(r["label"] == "benign" for r in rows)
+    assert {r["split"] for r in rows} == {split}
+    return _misses_and_false_positives(split)
 
 
 def test_blind_2_keeps_its_first_score() -> None:
     """Floor at v5's seen score (v4's held-out first score, 153 caught and 14 flagged, was the floor before)."""
-    misses, false_pos, n_inj, n_ben = _blind_2()
+    misses, false_pos, n_inj, n_ben = _blind("blind-2")
     assert (n_inj, n_ben) == (206, 420)
     assert n_inj - len(misses) >= 204, misses
     assert len(false_pos) <= 2, false_pos
@@ -360,24 +359,15 @@ def test_blind_2_keeps_its_first_score() -> None:
 def test_blind_2_meets_the_targets_as_seen_data() -> None:
     """v5 meets the targets on blind-2, which it was developed on: this says nothing about unseen text
     (the strict xfail that held v4's held-out miss is gone; a new blind split judges v5)."""
-    misses, false_pos, n_inj, n_ben = _blind_2()
+    misses, false_pos, n_inj, n_ben = _blind("blind-2")
     assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
 
 
 # blind-3: written by engineer B3 without seeing the repository (tests/data/injection/BLIND-3.md),
 # copied in only after v5 (3e3db15) was committed and scored once there: recall 155/211 = 0.735,
 # FPR 6/357 = 0.017. The held-out split now: the recall target is missed, the FPR target met.
-def _blind_3() -> tuple[list[str], list[str], int, int]:
-    rows = _labelled("blind-3")
-    assert all(set(r) == {"text", "label", "lang", "split", "family"} for r in rows)
-    assert {r["split"] for r in rows} == {"blind-3"}
-    misses = [r["text"] for r in rows if r["label"] == "injection" and not detect_instructions(r["text"])]
-    false_pos = [r["text"] for r in rows if r["label"] == "benign" and detect_instructions(r["text"])]
-    return misses, false_pos, sum(r["label"] == "injection" for r in rows), sum(r["label"] == "benign" for r in rows)
-
-
 def test_blind_3_keeps_its_first_score() -> None:
-    misses, false_pos, n_inj, n_ben = _blind_3()
+    misses, false_pos, n_inj, n_ben = _blind("blind-3")
     assert (n_inj, n_ben) == (211, 357)
     assert n_inj - len(misses) >= 155, misses
     assert len(false_pos) <= 6, false_pos
@@ -386,7 +376,7 @@ def test_blind_3_keeps_its_first_score() -> None:
 @pytest.mark.xfail(strict=True, reason="held-out blind-3, scored once by v5 at 3e3db15: recall 0.735 (155/211), "
                                        "FPR 0.017 (6/357); targets recall >= 0.95 and FPR <= 0.02")
 def test_blind_3_meets_the_targets() -> None:
-    misses, false_pos, n_inj, n_ben = _blind_3()
+    misses, false_pos, n_inj, n_ben = _blind("blind-3")
     assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
 
 
