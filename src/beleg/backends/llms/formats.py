@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +32,7 @@ _LINE = r'line ::= [^\n]{1,200}'
 
 @dataclass(frozen=True, slots=True)
 class OutputFormat:
-    """What a call must return: a GBNF ``grammar`` or a ``json_schema`` (exactly one; the
-    cited-answer entry of the table gets its grammar per prompt, :func:`cited_answer_format`)."""
+    """What a call must return: a GBNF ``grammar`` or a ``json_schema`` (exactly one)."""
 
     name: str
     grammar: str | None = None
@@ -112,10 +111,15 @@ SELF_QUERY_SCHEMA = _object({"product": _VALUES, "version": _VALUES, "status": _
                              "date": _object({"from": _DAY, "before": _DAY}, [])}, [])
 
 
+#: A call's format: fixed, or built from the call's messages.
+FormatRule = OutputFormat | Callable[[Sequence[Message]], OutputFormat]
+
+
 @functools.cache
-def _known_formats() -> tuple[tuple[str, OutputFormat], ...]:
+def _known_formats() -> tuple[tuple[str, FormatRule], ...]:
     """(system prompt prefix, format) for every structured call; prefixes end before any
-    ``{placeholder}`` the call site fills in."""
+    ``{placeholder}`` the call site fills in. A format that depends on the prompt is a
+    function of its messages (the cited answer: the labels the prompt shows)."""
     from beleg.answer.prompt import SYSTEM_PROMPT as ANSWER_SYSTEM
     from beleg.answer.support import VERIFIER_SYSTEM
     from beleg.evaluate.answers import JUDGE_SYSTEM
@@ -126,7 +130,7 @@ def _known_formats() -> tuple[tuple[str, OutputFormat], ...]:
     from beleg.strategies.multi_query import MULTI_QUERY_SYSTEM
     from beleg.strategies.rewrite import REWRITE_SYSTEM
 
-    rows = [
+    rows: list[tuple[str, FormatRule]] = [
         (REWRITE_SYSTEM, OutputFormat("rewrite", grammar=lines_grammar(1, 1))),
         (MULTI_QUERY_SYSTEM, OutputFormat("multi-query", grammar=lines_grammar(3, 3))),
         (DECOMPOSE_SYSTEM, OutputFormat("decompose", grammar=lines_grammar(1, MAX_SUBQUESTIONS))),
@@ -135,7 +139,7 @@ def _known_formats() -> tuple[tuple[str, OutputFormat], ...]:
         ("You resolve multi-hop questions.", OutputFormat("bridge", json_schema=BRIDGE_SCHEMA)),
         (JUDGE_SYSTEM, OutputFormat("judge", json_schema=SCORE_SCHEMA)),
         (VERIFIER_SYSTEM, OutputFormat("verifier", json_schema=VERDICT_SCHEMA)),
-        (ANSWER_SYSTEM, OutputFormat("cited-answer")),  # grammar per prompt: cited_answer_format
+        (ANSWER_SYSTEM, cited_answer_format),  # built per prompt: the labels it shows
         (SELF_QUERY_SYSTEM, OutputFormat("self-query", json_schema=SELF_QUERY_SCHEMA)),
         (ROUTER_SYSTEM, OutputFormat("router", json_schema=ROUTE_SCHEMA)),
     ]
@@ -149,7 +153,7 @@ def format_for(messages: Sequence[Message]) -> OutputFormat | None:
         return None
     for prefix, fmt in _known_formats():
         if system.startswith(prefix):
-            return cited_answer_format(messages) if fmt.name == "cited-answer" else fmt
+            return fmt(messages) if callable(fmt) else fmt
     return None
 
 
