@@ -51,6 +51,7 @@ from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.injection import DETECTOR_VERSION, detect_instructions
 from beleg.ingest.injection_actions import action_findings
 from beleg.ingest.injection_frames import frame_findings
+from beleg.ingest.injection_learned import learned_spans
 from beleg.ingest.injection_normalize import normalize
 from beleg.ingest.readers import reader_for, supported_suffixes
 
@@ -58,11 +59,11 @@ DATA = C.REPO_ROOT / "tests" / "data" / "injection"
 #: Split name -> file. The split of a row is its file's (blind.jsonl may label rows its own way).
 SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic.jsonl", "dev-4": "dev-probes.jsonl",
                "blind": "blind.jsonl", "blind-2": "blind-2.jsonl", "dev-5": "dev-probes-5.jsonl",
-               "blind-3": "blind-3.jsonl"}
+               "blind-3": "blind-3.jsonl", "blind-4": "blind-4.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
 #: The split the targets were last judged on held out; seen since v5 (a new blind split replaces it
 #: once it has been scored by someone who did not write v5).
-TARGET_SPLIT: str | None = "blind-3"
+TARGET_SPLIT: str | None = "blind-4"
 #: Held-out scores, each taken once, before the split was read. v5 has none yet.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
@@ -153,7 +154,8 @@ def rule_cost(texts: list[str], repeats: int) -> dict[str, Any]:
     words = [frozenset(re.findall(r"[^\W\d_]+", text.lower())) for text in norms]
     out = {}
     rules: dict[str, Callable[[str, frozenset[str]], object]] = {
-        "frames_us": lambda text, _: frame_findings(text), "v5_rules_us": action_findings}
+        "frames_us": lambda text, _: frame_findings(text), "v5_rules_us": action_findings,
+        "v6_learned_us": lambda text, _: learned_spans(text)}
     for name, rule in rules.items():
         best = float("inf")
         for _ in range(repeats):
@@ -166,33 +168,36 @@ def rule_cost(texts: list[str], repeats: int) -> dict[str, Any]:
 
 
 def cost_vs_earlier_versions(texts: dict[str, list[str]], repeats: int) -> dict[str, Any]:
-    """Microseconds per text of v5, of v5 with its own rules switched off (v4's rule set) and of the
-    phrase families alone (v3's), interleaved pass by pass so that a change of load hits all three;
+    """Microseconds per text of v6, of v6 without its learned stage (v5), of v5 with its own rules
+    switched off (v4's rule set) and of the phrase families alone (v3's), interleaved pass by pass so that a change of load hits all three;
     best of ``repeats``. The rules are switched off by replacing them in the detector module."""
     import beleg.ingest.injection as detector
 
     def nothing(*args: object, **kwargs: object) -> list[Any]:
         return []
 
-    own = (detector.action_findings, detector._decoded_payloads, detector.frame_findings)
-    variants = {"v5": own, "v4_rules": (nothing, nothing, own[2]), "v3_phrases": (nothing, nothing, nothing)}
+    own = (detector.learned_spans, detector.action_findings, detector._decoded_payloads, detector.frame_findings)
+    variants = {"v6": own, "v5": (nothing, *own[1:]), "v4_rules": (nothing, nothing, nothing, own[3]),
+                "v3_phrases": (nothing, nothing, nothing, nothing)}
     best = {(v, k): float("inf") for v in variants for k in texts}
     try:
         for _ in range(repeats):
-            for name, (actions, decoder, frames) in variants.items():
-                detector.action_findings, detector._decoded_payloads, detector.frame_findings = (  # type: ignore[assignment]
-                    actions, decoder, frames)
+            for name, (learned, actions, decoder, frames) in variants.items():
+                (detector.learned_spans, detector.action_findings, detector._decoded_payloads,  # type: ignore[assignment]
+                 detector.frame_findings) = (learned, actions, decoder, frames)
                 for kind, items in texts.items():
                     t = time.perf_counter()
                     for text in items:
                         detect_instructions(text)
                     best[(name, kind)] = min(best[(name, kind)], (time.perf_counter() - t) / len(items) * 1e6)
     finally:
-        detector.action_findings, detector._decoded_payloads, detector.frame_findings = own  # type: ignore[assignment]
+        (detector.learned_spans, detector.action_findings, detector._decoded_payloads,  # type: ignore[assignment]
+         detector.frame_findings) = own
     out: dict[str, Any] = {}
     for kind in texts:
         us = {name: C.rnd(best[(name, kind)], 1) for name in variants}
-        out[kind] = {**us, "v5_over_v3": C.rnd(us["v5"] / us["v3_phrases"], 2),
+        out[kind] = {**us, "v6_over_v5": C.rnd(us["v6"] / us["v5"], 2), "v6_over_v3": C.rnd(us["v6"] / us["v3_phrases"], 2),
+                     "v5_over_v3": C.rnd(us["v5"] / us["v3_phrases"], 2),
                      "v4_over_v3": C.rnd(us["v4_rules"] / us["v3_phrases"], 2)}
     return out
 

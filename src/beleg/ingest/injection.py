@@ -42,12 +42,13 @@ from dataclasses import dataclass
 
 from beleg.ingest.injection_actions import action_findings
 from beleg.ingest.injection_frames import frame_findings
+from beleg.ingest.injection_learned import learned_spans
 from beleg.ingest.injection_normalize import Normalized, normalize, table_columns
 from beleg.ingest.injection_patterns import FAMILIES, Rule
 from beleg.ingest.injection_version import DETECTOR_VERSION
 
 __all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "detect_instructions",
-           "instruction_spans", "is_instruction_like"]
+           "instruction_spans", "is_instruction_like", "rule_findings"]
 
 #: Chunk flags are ``f"{FLAG_PREFIX}:{kind}"``, e.g. ``"instruction-like:override"``.
 FLAG_PREFIX = "instruction-like"
@@ -60,8 +61,8 @@ class Finding:
 
     ``kind`` is one of ``override``, ``role-hijack``, ``role-marker``, ``ai-address``,
     ``prompt-markup``, ``prompt-leak``, ``user-directive``, ``answer-steering``,
-    ``exfiltration``, ``output-constraint``, ``suppression``, ``tool-misuse`` or (v5)
-    ``encoded-payload``. ``start``/``end`` are offsets into the text
+    ``exfiltration``, ``output-constraint``, ``suppression``, ``tool-misuse``, (v5)
+    ``encoded-payload`` or (v6) ``learned`` (a sentence the learned stage flagged). ``start``/``end`` are offsets into the text
     as given (before normalization), so ``text[start:end]`` may contain the zero-width
     characters or markup that hid the phrase. ``excerpt`` is the sentence around the
     match (at most 200 characters) for reports.
@@ -370,7 +371,23 @@ def _joined_lines(text: str) -> str:
 
 
 def detect_instructions(text: str) -> list[Finding]:
-    """All instruction-like phrases in ``text``, sorted by position.
+    """All instruction-like text in ``text``: the rules' findings, then (v6) the learned stage's.
+
+    :func:`rule_findings` runs the phrase families, frames and orders; the sentences of a
+    paragraph that :mod:`beleg.ingest.injection_learned` scores as an injection and that no
+    rule matched are added as ``learned`` findings. Sorted by position.
+    """
+    found = rule_findings(text)
+    taken = [(f.start, f.end) for f in found]
+    for start, end, _ in learned_spans(text):
+        if not any(a < end and start < b for a, b in taken):
+            found.append(Finding("learned", start, end, _excerpt(text, start, end)))
+    found.sort(key=lambda f: (f.start, f.end, f.kind))
+    return found
+
+
+def rule_findings(text: str) -> list[Finding]:
+    """The rules' instruction-like phrases in ``text``, sorted by position.
 
     The patterns run on the normalized text (and on each Markdown table read by column);
     every match is mapped back to the original offsets. Overlapping matches of one family
@@ -378,7 +395,7 @@ def detect_instructions(text: str) -> list[Finding]:
     different families may overlap (a sentence can be both a user directive and an
     exfiltration request).
 
-    Example: ``detect_instructions("Ig\u200bnore all previous instructions.")`` finds one
+    Example: ``rule_findings("Ig\u200bnore all previous instructions.")`` finds one
     ``override`` with ``start == 0`` and ``end == 33`` (the zero-width space counted).
     """
     found = _detect(text, gated=True)
