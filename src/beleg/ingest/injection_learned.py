@@ -27,7 +27,9 @@ import gzip
 import json
 import math
 import re
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
@@ -93,19 +95,23 @@ class LinearTextModel:
     bias: float
     threshold: float
     version: str
+    # feature -> (idf, idf * weight): one lookup per n-gram when scoring.
+    _table: dict[str, tuple[float, float]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_table", {g: (v, v * self.weights.get(g, 0.0)) for g, v in self.idf.items()})
 
     def score(self, text: str) -> float:
         """The probability that ``text`` (normalized) is an injection."""
-        counts: dict[str, int] = {}
-        for g in grams(text):
-            if g in self.idf:
-                counts[g] = counts.get(g, 0) + 1
-        if not counts:
-            return _sigmoid(self.bias)
-        values = {g: (1.0 + math.log(c)) * self.idf[g] for g, c in counts.items()}
-        norm = math.sqrt(sum(v * v for v in values.values()))
-        z = self.bias + sum(v * self.weights.get(g, 0.0) for g, v in values.items()) / norm
-        return _sigmoid(z)
+        table = self._table
+        num = den = 0.0
+        for g, c in Counter(grams(text)).items():
+            entry = table.get(g)
+            if entry is not None:
+                tf = 1.0 + math.log(c) if c > 1 else 1.0
+                den += (tf * entry[0]) ** 2
+                num += tf * entry[1]
+        return _sigmoid(self.bias + (num / math.sqrt(den) if den else 0.0))
 
 
 def _sigmoid(z: float) -> float:
@@ -132,9 +138,10 @@ def learned_spans(text: str, model: LinearTextModel | None = None) -> list[tuple
     """
     model = model or load_model()
     norm = normalize(text)
+    score = _memo(model)
     out: list[tuple[int, int, float]] = []
     for window in _windows(norm.text):
-        whole, scored = _window_scores(model, norm.text, window)
+        whole, scored = _window_scores(score, norm.text, window)
         if max(whole, *(s for s, _ in scored)) < model.threshold:
             continue
         picked = [(s, span) for s, span in scored if s >= model.threshold / 2] or [max(scored)]
@@ -150,18 +157,30 @@ def text_score(text: str, model: LinearTextModel | None = None) -> float:
     flags something exactly when this reaches the threshold. Training calibrates on it."""
     model = model or load_model()
     norm = normalize(text).text
+    score = _memo(model)
     best = 0.0
     for window in _windows(norm):
-        whole, scored = _window_scores(model, norm, window)
+        whole, scored = _window_scores(score, norm, window)
         best = max(best, whole, *(s for s, _ in scored))
     return best
 
 
-def _window_scores(model: LinearTextModel, text: str,
+def _memo(model: LinearTextModel) -> Callable[[str], float]:
+    """``model.score`` remembered for one call: overlapping windows share their sentences."""
+    seen: dict[str, float] = {}
+
+    def score(text: str) -> float:
+        if text not in seen:
+            seen[text] = model.score(text)
+        return seen[text]
+    return score
+
+
+def _window_scores(score: Callable[[str], float], text: str,
                    window: list[tuple[int, int]]) -> tuple[float, list[tuple[float, tuple[int, int]]]]:
     """The window's score as a whole and each of its sentences' (a one-sentence window is scored once)."""
-    scored = [(model.score(_joined(text, a, b)), (a, b)) for a, b in window]
-    whole = scored[0][0] if len(window) == 1 else model.score(_joined(text, window[0][0], window[-1][1]))
+    scored = [(score(_joined(text, a, b)), (a, b)) for a, b in window]
+    whole = scored[0][0] if len(window) == 1 else score(_joined(text, window[0][0], window[-1][1]))
     return whole, scored
 
 
