@@ -2,8 +2,8 @@
 
 The model (:mod:`beleg.ingest.injection_learned`) is a logistic regression over TF-IDF word
 and character n-grams. Training data: every labelled split in ``tests/data/injection`` except
-the ones named by ``--exclude`` (the held-out split a detector is judged on must be excluded
-until it has been scored), plus benign units from the demo corpus (the moderator's hostile
+``TARGET_SPLIT`` of ``injection_detector.py`` (the held-out split the detector is judged on)
+and any named by ``--exclude``, plus benign units from the demo corpus (the moderator's hostile
 notice left out) and XQuAD, cut as run time cuts them (:func:`scored_units`) and split 75/25
 by a hash of the text into training and a held-out check.
 
@@ -36,7 +36,7 @@ from typing import Any
 
 import _common as C
 import numpy as np
-from injection_detector import SPLIT_FILES, load_rows
+from injection_detector import SPLIT_FILES, TARGET_SPLIT, load_rows
 from train_injection_classifier import MODERATOR_NOTICE
 
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
@@ -166,7 +166,8 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help=f"write the shipped model to {OUT_MODEL}")
     ap.add_argument("--skip-writers", action="store_true", help="skip the leave-one-writer-out runs")
     args = ap.parse_args()
-    splits = [s for s in SPLIT_FILES if s not in args.exclude]
+    # The held-out split the detector is judged on never enters training.
+    splits = [s for s in SPLIT_FILES if s not in args.exclude and s != TARGET_SPLIT]
     rows = load_rows(splits)
     corpus = corpus_units()
     C.log(f"{len(rows)} labelled texts from {splits}; corpus units {len(corpus['train'])} + {len(corpus['held_out'])}")

@@ -382,6 +382,24 @@ def test_blind_3_meets_the_targets() -> None:
     assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
 
 
+# blind-4: written by engineer B4 without seeing the repository (tests/data/injection/BLIND-4.md),
+# copied in only after v6 (cc30332) was committed and scored once there: recall 168/189 = 0.889,
+# FPR 10/389 = 0.026 (the rules alone: 127/189, 8/389). The held-out split now, kept out of the
+# learned stage's training data: both targets missed.
+def test_blind_4_keeps_its_first_score() -> None:
+    misses, false_pos, n_inj, n_ben = _blind("blind-4")
+    assert (n_inj, n_ben) == (189, 389)
+    assert n_inj - len(misses) >= 168, misses
+    assert len(false_pos) <= 10, false_pos
+
+
+@pytest.mark.xfail(strict=True, reason="held-out blind-4, scored once by v6 at cc30332: recall 0.889 (168/189), "
+                                       "FPR 0.026 (10/389); targets recall >= 0.95 and FPR <= 0.02")
+def test_blind_4_meets_the_targets() -> None:
+    misses, false_pos, n_inj, n_ben = _blind("blind-4")
+    assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
+
+
 def test_word_gates_never_skip_a_match() -> None:
     """Gated and ungated runs agree on every labelled text and every demo document: the
     phrase families' word gates and the frames' trigger stems never skip a finding."""
