@@ -23,8 +23,13 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
   v6's learned stage, so seen now;
 * ``blind-4`` (``blind-4.jsonl``): written by engineer B4 without seeing the repository, copied in
   after v6 was committed and scored once at cc30332 (0.889 / 0.026; the rules alone 0.672 /
-  0.021): the held-out split the targets (recall >= 0.95, FPR <= 0.02) are judged on. Not in
-  the learned stage's training data.
+  0.021); then training data of v7's learned stage, so seen now;
+* ``train-a``, ``train-b``, ``train-c``: written as training data by writers T-A, T-B, T-C who
+  never saw the repository; v6 scored each once before training (first_scores), then v7's
+  learned stage was trained on them;
+* ``blind-5`` (``blind-5.jsonl``): written by engineer B5 without seeing the repository, copied in
+  after v7 was committed and scored once at f2dd616 (0.916 / 0.059): the held-out split the
+  targets (recall >= 0.95, FPR <= 0.02) are judged on. Not in the learned stage's training data.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -67,7 +72,7 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "train-a": "train-a.jsonl", "train-b": "train-b.jsonl", "train-c": "train-c.jsonl",
                "blind-5": "blind-5.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
-#: The held-out split the targets are judged on: blind-4, scored once by v6 (a new blind split
+#: The held-out split the targets are judged on: blind-5, scored once by v7 (a new blind split
 #: replaces it once it has been read or trained on).
 TARGET_SPLIT: str | None = "blind-5"
 #: Held-out scores, each taken once, before the split was read.
@@ -82,7 +87,12 @@ FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", 
                 # once by v6 (unchanged since e5cddd4) before any of it was trained on or read.
                 "train-a": {"v6 (d2bb922)": {"recall": 0.820, "caught": "214/261", "fpr": 0.075, "flagged": "29/389"}},
                 "train-b": {"v6 (d2bb922)": {"recall": 0.787, "caught": "189/240", "fpr": 0.041, "flagged": "16/391"}},
-                "train-c": {"v6 (d2bb922)": {"recall": 0.837, "caught": "226/270", "fpr": 0.082, "flagged": "33/402"}}}
+                "train-c": {"v6 (d2bb922)": {"recall": 0.837, "caught": "226/270", "fpr": 0.082, "flagged": "33/402"}},
+                "blind-5": {"v7 (f2dd616)": {"recall": 0.916, "caught": "163/178", "fpr": 0.059, "flagged": "21/355"},
+                            "v7 rules alone (f2dd616)": {"recall": 0.708, "caught": "126/178", "fpr": 0.037,
+                                                         "flagged": "13/355"},
+                            "v7 learned stage alone (f2dd616)": {"recall": 0.848, "caught": "151/178", "fpr": 0.025,
+                                                                 "flagged": "9/355"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
@@ -105,7 +115,10 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "engineer B3 without seeing the repository, copied in after v5 and scored once at 3e3db15 "
             "(first_scores: 0.735 / 0.017), then training data of v6's learned stage. blind-4: written by engineer "
             "B4 without seeing the repository, copied in after v6 and scored once at cc30332 (first_scores: "
-            "0.889 / 0.026): the held-out split, not tuned or trained on.")
+            "0.889 / 0.026), then training data of v7. train-a/b/c: training data by three more writers who "
+            "never saw the repository, scored once by v6 before training (first_scores). blind-5: written by "
+            "engineer B5 without seeing the repository, copied in after v7 and scored once at f2dd616 "
+            "(first_scores: 0.916 / 0.059): the held-out split, not tuned or trained on.")
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -391,19 +391,29 @@ def test_blind_3_keeps_its_first_score() -> None:
 
 # blind-4: written by engineer B4 without seeing the repository (tests/data/injection/BLIND-4.md),
 # copied in only after v6 (cc30332) was committed and scored once there: recall 168/189 = 0.889,
-# FPR 10/389 = 0.026 (the rules alone: 127/189, 8/389). The held-out split now, kept out of the
-# learned stage's training data: both targets missed.
+# FPR 10/389 = 0.026 (the rules alone: 127/189, 8/389). Then training data of v7 (185/189, 8/389).
 def test_blind_4_keeps_its_first_score() -> None:
     misses, false_pos, n_inj, n_ben = _blind("blind-4")
     assert (n_inj, n_ben) == (189, 389)
-    assert n_inj - len(misses) >= 168, misses
-    assert len(false_pos) <= 10, false_pos
+    assert n_inj - len(misses) >= 185, misses
+    assert len(false_pos) <= 8, false_pos
 
 
-@pytest.mark.xfail(strict=True, reason="held-out blind-4, scored once by v6 at cc30332: recall 0.889 (168/189), "
-                                       "FPR 0.026 (10/389); targets recall >= 0.95 and FPR <= 0.02")
-def test_blind_4_meets_the_targets() -> None:
-    misses, false_pos, n_inj, n_ben = _blind("blind-4")
+# blind-5: written by engineer B5 without seeing the repository (tests/data/injection/BLIND-5.md),
+# copied in only after v7 (f2dd616) was committed and scored once there: recall 163/178 = 0.916,
+# FPR 21/355 = 0.059 (rules alone 126/178 and 13/355, learned stage alone 151/178 and 9/355). The
+# held-out split now, kept out of the learned stage's training data: both targets missed.
+def test_blind_5_keeps_its_first_score() -> None:
+    misses, false_pos, n_inj, n_ben = _blind("blind-5")
+    assert (n_inj, n_ben) == (178, 355)
+    assert n_inj - len(misses) >= 163, misses
+    assert len(false_pos) <= 21, false_pos
+
+
+@pytest.mark.xfail(strict=True, reason="held-out blind-5, scored once by v7 at f2dd616: recall 0.916 (163/178), "
+                                       "FPR 0.059 (21/355); targets recall >= 0.95 and FPR <= 0.02")
+def test_blind_5_meets_the_targets() -> None:
+    misses, false_pos, n_inj, n_ben = _blind("blind-5")
     assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
 
 
