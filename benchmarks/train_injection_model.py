@@ -4,7 +4,7 @@ The model (:mod:`beleg.ingest.injection_learned`) is a logistic regression over 
 and character n-grams. Training data: every labelled split in ``tests/data/injection`` except
 ``TARGET_SPLIT`` of ``injection_detector.py`` (the held-out split the detector is judged on)
 and any named by ``--exclude``, plus benign units from the demo corpus (the moderator's hostile
-notice left out) and XQuAD, cut as run time cuts them (:func:`scored_units`) and split 75/25
+notice left out), XQuAD and (since v8) the READMEs of three quarters of the installed packages, cut as run time cuts them (:func:`scored_units`) and split 75/25
 by a hash of the text into training and a held-out check.
 
 The threshold is chosen without the held-out split: the lowest one at which the
@@ -32,6 +32,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import re
 from typing import Any
 
 import _common as C
@@ -45,7 +46,7 @@ from beleg.ingest.injection_learned import LinearTextModel, grams, learned_spans
 from beleg.ingest.injection_normalize import normalize
 from beleg.ingest.readers import reader_for, supported_suffixes
 
-MODEL_VERSION = "2"
+MODEL_VERSION = "3"
 SEED = 20261202
 FOLDS = 5
 REGULARIZATION_C = 16.0
@@ -55,6 +56,7 @@ TARGET_OOF_FPR = 0.01
 WRITERS = ["blind", "blind-2", "blind-3", "blind-4", "train-a", "train-b", "train-c"]
 RULES_SEEN = {"blind", "blind-2"}
 HELD_OUT_SHARE = 0.25
+README_UNITS_PER_PACKAGE = 60
 OUT_MODEL = C.REPO_ROOT / "src" / "beleg" / "ingest" / "data" / "injection_model.json.gz"
 
 
@@ -75,6 +77,34 @@ def corpus_units() -> dict[str, list[str]]:
                 seen.add(unit)
                 h = int(hashlib.sha256(unit.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
                 out["held_out" if h < HELD_OUT_SHARE else "train"].append(unit)
+    return out
+
+
+def readme_units() -> dict[str, Any]:
+    """Benign units of the installed packages' descriptions (their READMEs, mostly Markdown with
+    links, badges and code): real documentation nobody here wrote, split 75/25 by a hash of the
+    package name, so the held-out quarter measures false positives on unseen projects. At most
+    ``README_UNITS_PER_PACKAGE`` units per package, so a few long READMEs do not dominate."""
+    import importlib.metadata as md
+
+    out: dict[str, Any] = {"train": [], "held_out_paragraphs": [], "packages": []}
+    seen: set[str] = set()
+    for dist in sorted(md.distributions(), key=lambda d: (d.metadata["Name"] or "").lower()):
+        name = (dist.metadata["Name"] or "").lower()
+        body = dist.metadata.get_payload() or dist.metadata.get("Description") or ""  # type: ignore[attr-defined]
+        if not name or any(p.startswith(f"{name}==") for p in out["packages"]) or not body.strip():
+            continue
+        out["packages"].append(f"{name}=={dist.version}")
+        h = int(hashlib.sha256(name.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
+        paragraphs = [p for p in re.split(r"\n\s*\n", body) if len(p.strip()) >= 40]
+        if h < HELD_OUT_SHARE:
+            out["held_out_paragraphs"] += paragraphs
+            continue
+        units = []
+        for paragraph in paragraphs:
+            units += [u for u in scored_units(paragraph) if u not in seen]
+            seen.update(units)
+        out["train"] += units[:README_UNITS_PER_PACKAGE]
     return out
 
 
@@ -182,6 +212,8 @@ def main() -> None:
     splits = [s for s in SPLIT_FILES if s not in args.exclude and s != TARGET_SPLIT]
     rows = load_rows(splits)
     corpus = corpus_units()
+    readmes = readme_units()
+    corpus["train"] += readmes["train"]
     C.log(f"{len(rows)} labelled texts from {splits}; corpus units {len(corpus['train'])} + {len(corpus['held_out'])}")
     result: dict[str, Any] = {"protocol": __doc__, "splits": splits, "excluded": args.exclude,
                               "regularization_c": REGULARIZATION_C, "target_oof_fpr": TARGET_OOF_FPR}
@@ -210,6 +242,9 @@ def main() -> None:
     check = {"threshold": C.rnd(model.threshold), "features": len(model.idf),
              "labelled_texts": len(rows), "corpus_units": len(corpus["train"]),
              "held_out_corpus_units_flagged": f"{sum(model.score(u) >= model.threshold for u in held_units)}/{len(held_units)}",
+             "held_out_readme_paragraphs_flagged": f"{sum(bool(learned_spans(p, model)) for p in readmes['held_out_paragraphs'])}"
+                                                   f"/{len(readmes['held_out_paragraphs'])}",
+             "readme_packages": readmes["packages"], "readme_units": len(readmes["train"]),
              "labelled_benign_flagged_in_sample": f"{sum(bool(learned_spans(r['text'], model)) for r in rows if r['label'] == 'benign')}"
                                                  f"/{sum(r['label'] == 'benign' for r in rows)}"}
     result["shipped"] = check
@@ -217,7 +252,8 @@ def main() -> None:
     if args.write:
         OUT_MODEL.parent.mkdir(parents=True, exist_ok=True)
         OUT_MODEL.write_bytes(serialize(model, {"splits": splits, "labelled_texts": len(rows),
-                                                "corpus_units": len(corpus["train"]), "seed": SEED}))
+                                                "corpus_units": len(corpus["train"]), "seed": SEED,
+                                                "readme_packages": readmes["packages"]}))
         C.log(f"wrote {OUT_MODEL} ({OUT_MODEL.stat().st_size} bytes)")
         load_model.cache_clear()
         shipped = load_model()

@@ -92,3 +92,24 @@ def test_ordinary_documentation_is_not_flagged() -> None:
                  "Senden Sie Ihren API-Schlüssel im Header Authorization.",
                  "Follow the instructions above to install the driver."]:
         assert L.learned_spans(text) == [], text
+
+
+@pytest.mark.parametrize("text", [
+    "For the **full documentation**, see **[docs.example.org](https://docs.example.org)**.",
+    "[![CI](https://ci.example.org/badge.svg)](https://ci.example.org/run) "
+    "[![PyPI](https://img.example.org/v/pkg.svg)](https://pypi.org/project/pkg/)",
+    "Run the following to check the output in your terminal:",
+    "Join our [community chat](https://chat.example.org) and say hello.",
+    "Questions? Write to help@example.org or open an issue at https://github.com/example/pkg/issues.",
+    pytest.param("The above command prints the following output:", marks=pytest.mark.xfail(
+        strict=True, reason="a v8 false positive: 'above' + 'following' + 'output' read like an order")),
+])
+def test_readme_style_links_and_pointers_are_not_flagged(text: str) -> None:
+    """v7 flagged 29 of 498 held-out README paragraphs, mostly on links and badges (their
+    letters looked like exfiltration URLs); v8 reads a URL as one token and trains on READMEs."""
+    assert detect_instructions(text) == []
+
+
+def test_urls_and_addresses_are_single_tokens() -> None:
+    words = [g for g in L.grams("See [docs](https://x.example/a?b=1) or mail a.b@example.com") if g.startswith("w:")]
+    assert words == ["w:see", "w:docs", "w:weburl", "w:or", "w:mail", "w:emailaddress"]
