@@ -184,7 +184,7 @@ def rule_cost(texts: list[str], repeats: int) -> dict[str, Any]:
     out = {}
     rules: dict[str, Callable[[str, frozenset[str]], object]] = {
         "frames_us": lambda text, _: frame_findings(text), "v5_rules_us": action_findings,
-        "v6_learned_us": lambda text, _: learned_spans(text)}
+        "learned_stage_us": lambda text, _: learned_spans(text)}
     for name, rule in rules.items():
         best = float("inf")
         for _ in range(repeats):
@@ -197,7 +197,7 @@ def rule_cost(texts: list[str], repeats: int) -> dict[str, Any]:
 
 
 def cost_vs_earlier_versions(texts: dict[str, list[str]], repeats: int) -> dict[str, Any]:
-    """Microseconds per text of v6, of v6 without its learned stage (v5), of v5 with its own rules
+    """Microseconds per text of the detector with its learned stage (v6 on), without it (v5's rules), of v5 with its own rules
     switched off (v4's rule set) and of the phrase families alone (v3's), interleaved pass by pass so that a change of load hits all three;
     best of ``repeats``. The rules are switched off by replacing them in the detector module."""
     import beleg.ingest.injection as detector
@@ -206,7 +206,7 @@ def cost_vs_earlier_versions(texts: dict[str, list[str]], repeats: int) -> dict[
         return []
 
     own = (detector.learned_spans, detector.action_findings, detector._decoded_payloads, detector.frame_findings)
-    variants = {"v6": own, "v5": (nothing, *own[1:]), "v4_rules": (nothing, nothing, nothing, own[3]),
+    variants = {"with_learned": own, "v5": (nothing, *own[1:]), "v4_rules": (nothing, nothing, nothing, own[3]),
                 "v3_phrases": (nothing, nothing, nothing, nothing)}
     best = {(v, k): float("inf") for v in variants for k in texts}
     try:
@@ -225,7 +225,8 @@ def cost_vs_earlier_versions(texts: dict[str, list[str]], repeats: int) -> dict[
     out: dict[str, Any] = {}
     for kind in texts:
         us = {name: C.rnd(best[(name, kind)], 1) for name in variants}
-        out[kind] = {**us, "v6_over_v5": C.rnd(us["v6"] / us["v5"], 2), "v6_over_v3": C.rnd(us["v6"] / us["v3_phrases"], 2),
+        out[kind] = {**us, "with_learned_over_v5": C.rnd(us["with_learned"] / us["v5"], 2),
+                     "with_learned_over_v3": C.rnd(us["with_learned"] / us["v3_phrases"], 2),
                      "v5_over_v3": C.rnd(us["v5"] / us["v3_phrases"], 2),
                      "v4_over_v3": C.rnd(us["v4_rules"] / us["v3_phrases"], 2)}
     return out
