@@ -1,11 +1,13 @@
-"""Train the learned injection stage (detector v6) and measure it on writers it never saw.
+"""Train the learned injection stage (detector v6 on) and measure it on writers it never saw.
 
 The model (:mod:`beleg.ingest.injection_learned`) is a logistic regression over TF-IDF word
 and character n-grams. Training data: every labelled split in ``tests/data/injection`` except
 ``TARGET_SPLIT`` of ``injection_detector.py`` (the held-out split the detector is judged on)
 and any named by ``--exclude``, plus benign units from the demo corpus (the moderator's hostile
-notice left out), XQuAD and (since v8) the READMEs of three quarters of the installed packages, cut as run time cuts them (:func:`scored_units`) and split 75/25
-by a hash of the text into training and a held-out check.
+notice left out), XQuAD and (since v8) the READMEs of three quarters of the
+installed packages (by a hash of the package name), cut as run time cuts them
+(:func:`scored_units`); the corpus units are split 75/25 by a hash of the text into
+training and a held-out check.
 
 The threshold is chosen without the held-out split: the lowest one at which the
 out-of-fold (5-fold) false-positive rate on the labelled benign texts is at most 1 %.
@@ -38,13 +40,11 @@ from typing import Any
 import _common as C
 import numpy as np
 from injection_detector import SPLIT_FILES, TARGET_SPLIT, load_rows
-from train_injection_classifier import MODERATOR_NOTICE
+from train_injection_classifier import demo_chunk_texts
 
-from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.injection import rule_findings
 from beleg.ingest.injection_learned import LinearTextModel, grams, learned_spans, load_model, scored_units, text_score
 from beleg.ingest.injection_normalize import normalize
-from beleg.ingest.readers import reader_for, supported_suffixes
 
 MODEL_VERSION = "3"
 SEED = 20261202
@@ -62,13 +62,7 @@ OUT_MODEL = C.REPO_ROOT / "src" / "beleg" / "ingest" / "data" / "injection_model
 
 def corpus_units() -> dict[str, list[str]]:
     """Benign units (gated windows) of the demo corpus and XQuAD, unique, split by a text hash."""
-    texts = []
-    for path in sorted(C.DEMO_CORPUS.rglob("*")):
-        if path.is_file() and path.suffix.lower() in supported_suffixes():
-            parsed = reader_for(path).read(path.read_bytes(), path)
-            texts += [c.text for c in chunk_document(path.stem, parsed, path.stem, ChunkingConfig())
-                      if MODERATOR_NOTICE not in c.text]
-    texts += [p.context for p in C.load_xquad(["en", "de"])]
+    texts = demo_chunk_texts() + [p.context for p in C.load_xquad(["en", "de"])]
     seen: set[str] = set()
     out: dict[str, list[str]] = {"train": [], "held_out": []}
     for text in texts:
