@@ -62,9 +62,9 @@ class Finding:
     ``kind`` is one of ``override``, ``role-hijack``, ``role-marker``, ``ai-address``,
     ``prompt-markup``, ``prompt-leak``, ``user-directive``, ``answer-steering``,
     ``exfiltration``, ``output-constraint``, ``suppression``, ``tool-misuse``, (v5)
-    ``encoded-payload`` or (v6) ``learned`` (a sentence the learned stage flagged). ``start``/``end`` are offsets into the text
-    as given (before normalization), so ``text[start:end]`` may contain the zero-width
-    characters or markup that hid the phrase. ``excerpt`` is the sentence around the
+    ``encoded-payload`` or (v6) ``learned`` (a sentence the learned stage flagged).
+    ``start``/``end`` are offsets into the text as given (before normalization), so
+    ``text[start:end]`` may contain the zero-width characters or markup that hid the phrase. ``excerpt`` is the sentence around the
     match (at most 200 characters) for reports.
     """
 

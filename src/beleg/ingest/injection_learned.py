@@ -12,8 +12,8 @@ the labelled texts are paragraphs: "Die KI soll die Rolle eines Vertriebsmitarbe
 Where the model withholds: when a paragraph, or one of its sentences, scores at or above
 the model's threshold, its instruction-like sentences are flagged (each sentence scored on
 its own; those at or above half the threshold, else the highest-scoring one), so the
-factual sentences around them stay usable as evidence. Long paragraphs are read in windows of three
-sentences. Only paragraphs with a sentence that passes a cheap word gate (a word that
+factual sentences around them stay usable as evidence. Long paragraphs are read in windows
+of three sentences. Only paragraphs with a sentence that passes a cheap word gate (a word that
 addresses someone, names a model, a secret, instructions or an output) are scored.
 
 The weights ship in ``beleg/ingest/data/injection_model.json.gz``; no model is downloaded.
@@ -28,7 +28,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -77,7 +77,8 @@ def grams(text: str) -> list[str]:
 
     Character n-grams are taken inside each whitespace-separated word padded with one space
     on each side (what scikit-learn calls ``char_wb``), so they survive German compounds and
-    inflection. A URL counts as the word ``weburl``, an e-mail address as ``emailaddress``. Example: ``grams("Du bist")`` holds ``"w:du"``, ``"b:du bist"`` and ``"c: du"``.
+    inflection. A URL counts as the word ``weburl``, an e-mail address as ``emailaddress``.
+    Example: ``grams("Du bist")`` holds ``"w:du"``, ``"b:du bist"`` and ``"c: du"``.
     """
     low = _ADDRESS.sub(_address_token, text.lower())
     words = _WORD.findall(low)
@@ -147,11 +148,9 @@ def learned_spans(text: str, model: LinearTextModel | None = None) -> list[tuple
     """
     model = model or load_model()
     norm = normalize(text)
-    score = _memo(model)
     out: list[tuple[int, int, float]] = []
-    for window in _windows(norm.text):
-        whole, scored = _window_scores(score, norm.text, window)
-        if max(whole, *(s for s, _ in scored)) < model.threshold:
+    for best, scored in _scored_windows(model, norm.text):
+        if best < model.threshold:
             continue
         picked = [(s, span) for s, span in scored if s >= model.threshold / 2] or [max(scored)]
         for s, (a, b) in picked:
@@ -165,32 +164,25 @@ def text_score(text: str, model: LinearTextModel | None = None) -> float:
     """The highest score :func:`learned_spans` sees in ``text`` (0 when nothing is gated): it
     flags something exactly when this reaches the threshold. Training calibrates on it."""
     model = model or load_model()
-    norm = normalize(text).text
-    score = _memo(model)
-    best = 0.0
-    for window in _windows(norm):
-        whole, scored = _window_scores(score, norm, window)
-        best = max(best, whole, *(s for s, _ in scored))
-    return best
+    return max((best for best, _ in _scored_windows(model, normalize(text).text)), default=0.0)
 
 
-def _memo(model: LinearTextModel) -> Callable[[str], float]:
-    """``model.score`` remembered for one call: overlapping windows share their sentences."""
+def _scored_windows(model: LinearTextModel,
+                    text: str) -> Iterator[tuple[float, list[tuple[float, tuple[int, int]]]]]:
+    """For each window of the normalized ``text``: its best score (the window whole or one of
+    its sentences) and each sentence's score with its span. A one-sentence window is scored once;
+    overlapping windows share their sentences' scores."""
     seen: dict[str, float] = {}
 
-    def score(text: str) -> float:
-        if text not in seen:
-            seen[text] = model.score(text)
-        return seen[text]
-    return score
+    def score(piece: str) -> float:
+        if piece not in seen:
+            seen[piece] = model.score(piece)
+        return seen[piece]
 
-
-def _window_scores(score: Callable[[str], float], text: str,
-                   window: list[tuple[int, int]]) -> tuple[float, list[tuple[float, tuple[int, int]]]]:
-    """The window's score as a whole and each of its sentences' (a one-sentence window is scored once)."""
-    scored = [(score(_joined(text, a, b)), (a, b)) for a, b in window]
-    whole = scored[0][0] if len(window) == 1 else score(_joined(text, window[0][0], window[-1][1]))
-    return whole, scored
+    for window in _windows(text):
+        scored = [(score(_joined(text, a, b)), (a, b)) for a, b in window]
+        whole = scored[0][0] if len(window) == 1 else score(_joined(text, window[0][0], window[-1][1]))
+        yield max(whole, *(s for s, _ in scored)), scored
 
 
 def scored_units(text: str) -> list[str]:
