@@ -174,9 +174,13 @@ def corpus_sentences() -> dict[str, list[str]]:
             if s.text in seen:
                 continue
             seen.add(s.text)
-            h = int(hashlib.sha256(s.text.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
-            out["held_out" if h < HELD_OUT_SHARE else "train"].append(s.text)
+            out["held_out" if held_out_by_hash(s.text) else "train"].append(s.text)
     return out
+
+
+def held_out_by_hash(key: str) -> bool:
+    """Whether ``key`` falls in the held-out share: a fixed split by the key's hash, the same on every machine."""
+    return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF < HELD_OUT_SHARE
 
 
 def row_sentences(text: str) -> list[str]:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import re
 from typing import Any
@@ -40,7 +39,7 @@ from typing import Any
 import _common as C
 import numpy as np
 from injection_detector import SPLIT_FILES, TARGET_SPLIT, load_rows
-from train_injection_classifier import demo_chunk_texts
+from train_injection_classifier import demo_chunk_texts, held_out_by_hash
 
 from beleg.ingest.injection import rule_findings
 from beleg.ingest.injection_learned import LinearTextModel, grams, learned_spans, load_model, scored_units, text_score
@@ -55,7 +54,6 @@ TARGET_OOF_FPR = 0.01
 #: blind and blind-2 afterwards; the others the rules never saw).
 WRITERS = ["blind", "blind-2", "blind-3", "blind-4", "train-a", "train-b", "train-c"]
 RULES_SEEN = {"blind", "blind-2"}
-HELD_OUT_SHARE = 0.25
 README_UNITS_PER_PACKAGE = 60
 OUT_MODEL = C.REPO_ROOT / "src" / "beleg" / "ingest" / "data" / "injection_model.json.gz"
 
@@ -69,8 +67,7 @@ def corpus_units() -> dict[str, list[str]]:
         for unit in scored_units(text):
             if unit not in seen:
                 seen.add(unit)
-                h = int(hashlib.sha256(unit.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
-                out["held_out" if h < HELD_OUT_SHARE else "train"].append(unit)
+                out["held_out" if held_out_by_hash(unit) else "train"].append(unit)
     return out
 
 
@@ -89,9 +86,8 @@ def readme_units() -> dict[str, Any]:
         if not name or any(p.startswith(f"{name}==") for p in out["packages"]) or not body.strip():
             continue
         out["packages"].append(f"{name}=={dist.version}")
-        h = int(hashlib.sha256(name.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
         paragraphs = [p for p in re.split(r"\n\s*\n", body) if len(p.strip()) >= 40]
-        if h < HELD_OUT_SHARE:
+        if held_out_by_hash(name):
             out["held_out_paragraphs"] += paragraphs
             continue
         units = []
@@ -172,8 +168,9 @@ def rates(rows: list[dict[str, Any]], flagged: list[bool]) -> dict[str, Any]:
             "fpr": C.rnd(sum(ben) / len(ben)), "flagged": f"{sum(ben)}/{len(ben)}"}
 
 
-def judge(model: LinearTextModel, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    learned = [bool(learned_spans(r["text"], model)) for r in rows]
+def judge(model: LinearTextModel, rows: list[dict[str, Any]], scores: list[float]) -> dict[str, Any]:
+    """Rates of the learned stage (``scores``: :func:`text_score` of each row), the rules and both."""
+    learned = [s >= model.threshold for s in scores]
     rules = [bool(rule_findings(r["text"])) for r in rows]
     return {"learned": rates(rows, learned), "rules": rates(rows, rules),
             "both": rates(rows, [a or b for a, b in zip(learned, rules)])}
@@ -217,9 +214,10 @@ def main() -> None:
         for writer in [w for w in WRITERS if w in splits]:
             model = train([r for r in rows if r["split"] != writer], corpus["train"])
             held = [r for r in rows if r["split"] == writer]
-            result["leave_one_writer_out"][writer] = {"threshold": C.rnd(model.threshold), **judge(model, held)}
-            oof += [{"split": writer, "text": r["text"], "label": r["label"], "score": text_score(r["text"], model),
-                     "threshold": model.threshold} for r in held]
+            scores = [text_score(r["text"], model) for r in held]
+            result["leave_one_writer_out"][writer] = {"threshold": C.rnd(model.threshold), **judge(model, held, scores)}
+            oof += [{"split": writer, "text": r["text"], "label": r["label"], "score": score,
+                     "threshold": model.threshold} for r, score in zip(held, scores)]
             C.log(f"{writer}: {result['leave_one_writer_out'][writer]}")
         # Pooled over the writers the rules were never developed on: the combined detector's
         # held-out figure (the learned stage's is held out on every writer).
