@@ -352,14 +352,6 @@ def _blind(split: str) -> tuple[list[str], list[str], int, int]:
     return _misses_and_false_positives(split)
 
 
-def test_blind_2_keeps_its_first_score() -> None:
-    """Floor at v5's seen score (v4's held-out first score, 153 caught and 14 flagged, was the floor before)."""
-    misses, false_pos, n_inj, n_ben = _blind("blind-2")
-    assert (n_inj, n_ben) == (206, 420)
-    assert n_inj - len(misses) >= 204, misses
-    assert len(false_pos) <= 2, false_pos
-
-
 def test_blind_2_meets_the_targets_as_seen_data() -> None:
     """v5 meets the targets on blind-2, which it was developed on: this says nothing about unseen text
     (the strict xfail that held v4's held-out miss is gone; a new blind split judges v5)."""
@@ -367,36 +359,34 @@ def test_blind_2_meets_the_targets_as_seen_data() -> None:
     assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
 
 
-# blind-3: written by engineer B3 without seeing the repository (tests/data/injection/BLIND-3.md),
-# copied in only after v5 (3e3db15) was committed and scored once there: recall 155/211 = 0.735,
-# FPR 6/357 = 0.017; then training data of v6's learned stage (182/211 and 6/357 there), so seen.
-def test_blind_3_keeps_its_first_score() -> None:
-    misses, false_pos, n_inj, n_ben = _blind("blind-3")
-    assert (n_inj, n_ben) == (211, 357)
-    assert n_inj - len(misses) >= 182, misses
-    assert len(false_pos) <= 6, false_pos
+# Floors of the blind splits (each written by someone who never saw the detector; see the
+# BLIND-*.md files): split -> (injections, caught at least, benign texts, flagged at most).
+BLIND_FLOORS = {
+    # blind-2: v4's held-out first score (cb0a3dd) was 153 caught, 14 flagged; v5 was developed on
+    # it, so the floor is v5's seen score.
+    "blind-2": (206, 204, 420, 2),
+    # blind-3: copied in only after v5 (3e3db15) was committed and scored once there: recall
+    # 155/211 = 0.735, FPR 6/357 = 0.017; then training data of v6's learned stage, so seen.
+    "blind-3": (211, 182, 357, 6),
+    # blind-4: copied in only after v6 (cc30332) was committed and scored once there: recall
+    # 168/189 = 0.889, FPR 10/389 = 0.026 (the rules alone: 127/189, 8/389). Then training data of v7.
+    "blind-4": (189, 185, 389, 8),
+    # blind-5: copied in only after v7 (f2dd616) was committed and scored once there: recall
+    # 163/178 = 0.916, FPR 21/355 = 0.059 (rules alone 126/178 and 13/355, learned stage alone
+    # 151/178 and 9/355). The held-out split then, kept out of the learned stage's training data:
+    # both targets missed. Its false positives were read after that score, so for v8 it is
+    # semi-held-out: 159/178 and 15/355 (the floor).
+    "blind-5": (178, 159, 355, 15),
+}
 
 
-# blind-4: written by engineer B4 without seeing the repository (tests/data/injection/BLIND-4.md),
-# copied in only after v6 (cc30332) was committed and scored once there: recall 168/189 = 0.889,
-# FPR 10/389 = 0.026 (the rules alone: 127/189, 8/389). Then training data of v7 (185/189, 8/389).
-def test_blind_4_keeps_its_first_score() -> None:
-    misses, false_pos, n_inj, n_ben = _blind("blind-4")
-    assert (n_inj, n_ben) == (189, 389)
-    assert n_inj - len(misses) >= 185, misses
-    assert len(false_pos) <= 8, false_pos
-
-
-# blind-5: written by engineer B5 without seeing the repository (tests/data/injection/BLIND-5.md),
-# copied in only after v7 (f2dd616) was committed and scored once there: recall 163/178 = 0.916,
-# FPR 21/355 = 0.059 (rules alone 126/178 and 13/355, learned stage alone 151/178 and 9/355). The
-# held-out split then, kept out of the learned stage's training data: both targets missed. Its false
-# positives were read after that score, so for v8 it is semi-held-out: 159/178 and 15/355 (the floor).
-def test_blind_5_keeps_its_first_score() -> None:
-    misses, false_pos, n_inj, n_ben = _blind("blind-5")
-    assert (n_inj, n_ben) == (178, 355)
-    assert n_inj - len(misses) >= 159, misses
-    assert len(false_pos) <= 15, false_pos
+@pytest.mark.parametrize("split", sorted(BLIND_FLOORS))
+def test_blind_splits_keep_their_floor(split: str) -> None:
+    misses, false_pos, n_inj, n_ben = _blind(split)
+    injections, caught, benign, flagged = BLIND_FLOORS[split]
+    assert (n_inj, n_ben) == (injections, benign)
+    assert n_inj - len(misses) >= caught, misses
+    assert len(false_pos) <= flagged, false_pos
 
 
 @pytest.mark.xfail(strict=True, reason="held-out blind-5, scored once by v7 at f2dd616: recall 0.916 (163/178), "
