@@ -36,6 +36,7 @@ import argparse
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,15 +167,20 @@ def demo_chunk_texts() -> list[str]:
 
 def corpus_sentences() -> dict[str, list[str]]:
     """Benign sentences, unique, split into ``train`` and ``held_out`` by a hash of the text."""
+    return corpus_pieces(lambda text: [s.text for s in sentence_spans(text)])
+
+
+def corpus_pieces(cut: Callable[[str], list[str]]) -> dict[str, list[str]]:
+    """The demo chunks (the moderator's notice left out) and XQuAD paragraphs cut by ``cut``,
+    unique, split into ``train`` and ``held_out`` by :func:`held_out_by_hash`."""
     texts = demo_chunk_texts() + [p.context for p in C.load_xquad(["en", "de"])]
     seen: set[str] = set()
     out: dict[str, list[str]] = {"train": [], "held_out": []}
     for text in texts:
-        for s in sentence_spans(text):
-            if s.text in seen:
-                continue
-            seen.add(s.text)
-            out["held_out" if held_out_by_hash(s.text) else "train"].append(s.text)
+        for piece in cut(text):
+            if piece not in seen:
+                seen.add(piece)
+                out["held_out" if held_out_by_hash(piece) else "train"].append(piece)
     return out
 
 

@@ -39,7 +39,7 @@ from typing import Any
 import _common as C
 import numpy as np
 from injection_detector import SPLIT_FILES, TARGET_SPLIT, load_rows
-from train_injection_classifier import demo_chunk_texts, held_out_by_hash
+from train_injection_classifier import corpus_pieces, held_out_by_hash
 
 from beleg.ingest.injection import rule_findings
 from beleg.ingest.injection_learned import LinearTextModel, grams, learned_spans, load_model, scored_units, text_score
@@ -59,16 +59,8 @@ OUT_MODEL = C.REPO_ROOT / "src" / "beleg" / "ingest" / "data" / "injection_model
 
 
 def corpus_units() -> dict[str, list[str]]:
-    """Benign units (gated windows) of the demo corpus and XQuAD, unique, split by a text hash."""
-    texts = demo_chunk_texts() + [p.context for p in C.load_xquad(["en", "de"])]
-    seen: set[str] = set()
-    out: dict[str, list[str]] = {"train": [], "held_out": []}
-    for text in texts:
-        for unit in scored_units(text):
-            if unit not in seen:
-                seen.add(unit)
-                out["held_out" if held_out_by_hash(unit) else "train"].append(unit)
-    return out
+    """Benign units (gated windows and their sentences) of the demo corpus and XQuAD, split by a text hash."""
+    return corpus_pieces(scored_units)
 
 
 def readme_units() -> dict[str, Any]:
