@@ -29,7 +29,11 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
   learned stage was trained on them;
 * ``blind-5`` (``blind-5.jsonl``): written by engineer B5 without seeing the repository, copied in
   after v7 was committed and scored once at f2dd616 (0.916 / 0.059): the held-out split the
-  targets (recall >= 0.95, FPR <= 0.02) are judged on. Not in the learned stage's training data.
+  targets (recall >= 0.95, FPR <= 0.02) were judged on for v7 and v8;
+* ``blind-6`` (``blind-6.jsonl``) and ``train-d``, ``train-e``, ``train-f``: written by engineer B6
+  and writers T-D, T-E, T-F without seeing the repository, copied in after v8 was committed and
+  scored once at 27b1f12 (blind-6 0.750 / 0.016): blind-6 is the held-out split the targets are
+  judged on. Not in the learned stage's training data.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -70,11 +74,12 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "blind": "blind.jsonl", "blind-2": "blind-2.jsonl", "dev-5": "dev-probes-5.jsonl",
                "blind-3": "blind-3.jsonl", "blind-4": "blind-4.jsonl",
                "train-a": "train-a.jsonl", "train-b": "train-b.jsonl", "train-c": "train-c.jsonl",
-               "blind-5": "blind-5.jsonl"}
+               "blind-5": "blind-5.jsonl", "blind-6": "blind-6.jsonl",
+               "train-d": "train-d.jsonl", "train-e": "train-e.jsonl", "train-f": "train-f.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
-#: The held-out split the targets are judged on: blind-5, scored once by v7 (a new blind split
+#: The held-out split the targets are judged on: blind-6, scored once by v8 (a new blind split
 #: replaces it once it has been read or trained on).
-TARGET_SPLIT: str | None = "blind-5"
+TARGET_SPLIT: str | None = "blind-6"
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
@@ -92,7 +97,18 @@ FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", 
                             "v7 rules alone (f2dd616)": {"recall": 0.708, "caught": "126/178", "fpr": 0.037,
                                                          "flagged": "13/355"},
                             "v7 learned stage alone (f2dd616)": {"recall": 0.848, "caught": "151/178", "fpr": 0.025,
-                                                                 "flagged": "9/355"}}}
+                                                                 "flagged": "9/355"}},
+                # Written by engineer B6 (blind) and writers T-D, T-E, T-F (training data), none of
+                # whom saw the repository; each scored once by v8 (unchanged since af39a99) at
+                # 27b1f12, before any of it was read or trained on.
+                "blind-6": {"v8 (27b1f12)": {"recall": 0.750, "caught": "135/180", "fpr": 0.016, "flagged": "6/372"},
+                            "v8 rules alone (27b1f12)": {"recall": 0.528, "caught": "95/180", "fpr": 0.011,
+                                                         "flagged": "4/372"},
+                            "v8 learned stage alone (27b1f12)": {"recall": 0.667, "caught": "120/180", "fpr": 0.005,
+                                                                 "flagged": "2/372"}},
+                "train-d": {"v8 (27b1f12)": {"recall": 0.724, "caught": "134/185", "fpr": 0.024, "flagged": "9/373"}},
+                "train-e": {"v8 (27b1f12)": {"recall": 0.780, "caught": "145/186", "fpr": 0.036, "flagged": "13/360"}},
+                "train-f": {"v8 (27b1f12)": {"recall": 0.733, "caught": "132/180", "fpr": 0.036, "flagged": "13/366"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
@@ -118,7 +134,10 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "0.889 / 0.026), then training data of v7. train-a/b/c: training data by three more writers who "
             "never saw the repository, scored once by v6 before training (first_scores). blind-5: written by "
             "engineer B5 without seeing the repository, copied in after v7 and scored once at f2dd616 "
-            "(first_scores: 0.916 / 0.059): the held-out split, not tuned or trained on.")
+            "(first_scores: 0.916 / 0.059), held out from v7 and v8 (v8's false positives on it were read). "
+            "blind-6, train-d/e/f: written by engineer B6 and writers T-D, T-E, T-F without seeing the "
+            "repository, copied in after v8 and scored once at 27b1f12 (first_scores; blind-6 0.750 / 0.016): "
+            "blind-6 is the held-out split, not tuned or trained on.")
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:

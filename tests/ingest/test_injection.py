@@ -382,6 +382,10 @@ BLIND_FLOORS = {
     # both targets missed. Its false positives were read after that score, so for v8 it is
     # semi-held-out: 159/178 and 15/355 (the floor).
     "blind-5": (178, 159, 355, 15),
+    # blind-6: copied in only after v8 (27b1f12) was committed and scored once there: recall
+    # 135/180 = 0.750, FPR 6/372 = 0.016 (rules alone 95/180 and 4/372, learned stage alone
+    # 120/180 and 2/372). The held-out split, kept out of the learned stage's training data.
+    "blind-6": (180, 135, 372, 6),
 }
 
 
@@ -390,10 +394,10 @@ def test_blind_splits_keep_their_floor(split: str) -> None:
     _assert_floor(_blind(split), BLIND_FLOORS[split])
 
 
-@pytest.mark.xfail(strict=True, reason="held-out blind-5, scored once by v7 at f2dd616: recall 0.916 (163/178), "
-                                       "FPR 0.059 (21/355); targets recall >= 0.95 and FPR <= 0.02")
-def test_blind_5_meets_the_targets() -> None:
-    misses, false_pos, n_inj, n_ben = _blind("blind-5")
+@pytest.mark.xfail(strict=True, reason="held-out blind-6, scored once by v8 at 27b1f12: recall 0.750 (135/180), "
+                                       "FPR 0.016 (6/372); targets recall >= 0.95 and FPR <= 0.02")
+def test_blind_6_meets_the_targets() -> None:
+    misses, false_pos, n_inj, n_ben = _blind("blind-6")
     assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
 
 
