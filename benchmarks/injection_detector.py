@@ -77,9 +77,10 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "blind-5": "blind-5.jsonl", "blind-6": "blind-6.jsonl",
                "train-d": "train-d.jsonl", "train-e": "train-e.jsonl", "train-f": "train-f.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
-#: The held-out split the targets are judged on: blind-6, scored once by v8 (a new blind split
-#: replaces it once it has been read or trained on).
-TARGET_SPLIT: str | None = "blind-6"
+#: The held-out split the targets are judged on (a new blind split replaces it once it has been
+#: read or trained on). None while v9 is being committed: blind-6 is its training data, and
+#: blind-7 stays outside the repository until v9 is committed.
+TARGET_SPLIT: str | None = None
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},

@@ -7,7 +7,7 @@ and any named by ``--exclude``, plus benign units from the demo corpus (the mode
 notice left out), XQuAD and (since v8) the READMEs of three quarters of the
 installed packages (by a hash of the package name), cut as run time cuts them
 (:func:`scored_units`); the corpus units are split 75/25 by a hash of the text into
-training and a held-out check.
+training and a held-out check, and (since v9) each training unit counts ``CORPUS_WEIGHT`` times.
 
 The threshold is chosen without the held-out split: the lowest one at which the
 out-of-fold (5-fold) false-positive rate on the labelled benign texts is at most 1 %.
@@ -45,16 +45,23 @@ from beleg.ingest.injection import rule_findings
 from beleg.ingest.injection_learned import LinearTextModel, grams, learned_spans, load_model, scored_units, text_score
 from beleg.ingest.injection_normalize import normalize
 
-MODEL_VERSION = "3"
+MODEL_VERSION = "4"
 SEED = 20261202
 FOLDS = 5
 REGULARIZATION_C = 16.0
 TARGET_OOF_FPR = 0.01
 #: Splits each written by one person who never saw the detector (the rules were developed on
 #: blind and blind-2 afterwards; the others the rules never saw).
-WRITERS = ["blind", "blind-2", "blind-3", "blind-4", "train-a", "train-b", "train-c"]
+WRITERS = ["blind", "blind-2", "blind-3", "blind-4", "train-a", "train-b", "train-c", "blind-5", "blind-6",
+           "train-d", "train-e", "train-f"]
 RULES_SEEN = {"blind", "blind-2"}
 README_UNITS_PER_PACKAGE = 60
+#: Each unit of real documentation (demo, XQuAD, READMEs) enters training this many times. v9's
+#: new writers pushed the model towards "send", "reply" and "output" in ordinary documentation
+#: (6 of 498 held-out README paragraphs flagged with weight 1); weight 2 was chosen among
+#: {1, 2} x {60, 200 README units per package} by the held-out README paragraphs and the pinned
+#: near-miss tests, before the leave-one-writer-out figures of the choice were measured.
+CORPUS_WEIGHT = 2
 OUT_MODEL = C.REPO_ROOT / "src" / "beleg" / "ingest" / "data" / "injection_model.json.gz"
 
 
@@ -115,6 +122,7 @@ def training_units(rows: list[dict[str, Any]], corpus: list[str]) -> tuple[list[
             extra = [u for u in scored_units(r["text"]) if u != texts[-1]]
             texts += extra
             y += [False] * len(extra)
+    corpus = corpus * CORPUS_WEIGHT
     return texts + corpus, np.array(y + [False] * len(corpus))
 
 
@@ -199,7 +207,8 @@ def main() -> None:
     corpus["train"] += readmes["train"]
     C.log(f"{len(rows)} labelled texts from {splits}; corpus units {len(corpus['train'])} + {len(corpus['held_out'])}")
     result: dict[str, Any] = {"protocol": __doc__, "splits": splits, "excluded": args.exclude,
-                              "regularization_c": REGULARIZATION_C, "target_oof_fpr": TARGET_OOF_FPR}
+                              "regularization_c": REGULARIZATION_C, "target_oof_fpr": TARGET_OOF_FPR,
+                              "corpus_weight": CORPUS_WEIGHT}
     if not args.skip_writers:
         result["leave_one_writer_out"] = {}
         oof: list[dict[str, Any]] = []
