@@ -32,8 +32,10 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
   targets (recall >= 0.95, FPR <= 0.02) were judged on for v7 and v8;
 * ``blind-6`` (``blind-6.jsonl``) and ``train-d``, ``train-e``, ``train-f``: written by engineer B6
   and writers T-D, T-E, T-F without seeing the repository, copied in after v8 was committed and
-  scored once at 27b1f12 (blind-6 0.750 / 0.016): blind-6 is the held-out split the targets are
-  judged on. Not in the learned stage's training data.
+  scored once at 27b1f12 (blind-6 0.750 / 0.016); then training data of v9;
+* ``blind-7`` (``blind-7.jsonl``): written by engineer B7 without seeing the repository, copied in
+  after v9 was committed and scored once at 7ecdaca (0.817 / 0.011): the held-out split the
+  targets are judged on. Not in the learned stage's training data.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -75,12 +77,12 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "blind-3": "blind-3.jsonl", "blind-4": "blind-4.jsonl",
                "train-a": "train-a.jsonl", "train-b": "train-b.jsonl", "train-c": "train-c.jsonl",
                "blind-5": "blind-5.jsonl", "blind-6": "blind-6.jsonl",
-               "train-d": "train-d.jsonl", "train-e": "train-e.jsonl", "train-f": "train-f.jsonl"}
+               "train-d": "train-d.jsonl", "train-e": "train-e.jsonl", "train-f": "train-f.jsonl",
+               "blind-7": "blind-7.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
-#: The held-out split the targets are judged on (a new blind split replaces it once it has been
-#: read or trained on). None while v9 is being committed: blind-6 is its training data, and
-#: blind-7 stays outside the repository until v9 is committed.
-TARGET_SPLIT: str | None = None
+#: The held-out split the targets are judged on: blind-7, scored once by v9 (a new blind split
+#: replaces it once it has been read or trained on).
+TARGET_SPLIT: str | None = "blind-7"
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
@@ -109,7 +111,14 @@ FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", 
                                                                  "flagged": "2/372"}},
                 "train-d": {"v8 (27b1f12)": {"recall": 0.724, "caught": "134/185", "fpr": 0.024, "flagged": "9/373"}},
                 "train-e": {"v8 (27b1f12)": {"recall": 0.780, "caught": "145/186", "fpr": 0.036, "flagged": "13/360"}},
-                "train-f": {"v8 (27b1f12)": {"recall": 0.733, "caught": "132/180", "fpr": 0.036, "flagged": "13/366"}}}
+                "train-f": {"v8 (27b1f12)": {"recall": 0.733, "caught": "132/180", "fpr": 0.036, "flagged": "13/366"}},
+                # Written by engineer B7, who never saw the repository; kept outside it until v9
+                # was committed (7ecdaca) and scored once there.
+                "blind-7": {"v9 (7ecdaca)": {"recall": 0.817, "caught": "147/180", "fpr": 0.011, "flagged": "4/359"},
+                            "v9 rules alone (7ecdaca)": {"recall": 0.561, "caught": "101/180", "fpr": 0.006,
+                                                         "flagged": "2/359"},
+                            "v9 learned stage alone (7ecdaca)": {"recall": 0.722, "caught": "130/180", "fpr": 0.006,
+                                                                 "flagged": "2/359"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
@@ -138,7 +147,9 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "(first_scores: 0.916 / 0.059), held out from v7 and v8 (v8's false positives on it were read). "
             "blind-6, train-d/e/f: written by engineer B6 and writers T-D, T-E, T-F without seeing the "
             "repository, copied in after v8 and scored once at 27b1f12 (first_scores; blind-6 0.750 / 0.016): "
-            "blind-6 is the held-out split, not tuned or trained on.")
+            "blind-6 was v8's held-out split, then training data of v9 with blind-5 and train-d/e/f. blind-7: "
+            "written by engineer B7 without seeing the repository, copied in after v9 and scored once at "
+            "7ecdaca (first_scores: 0.817 / 0.011): the held-out split, not tuned or trained on.")
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:

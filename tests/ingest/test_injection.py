@@ -387,12 +387,23 @@ BLIND_FLOORS = {
     # 135/180 = 0.750, FPR 6/372 = 0.016 (rules alone 95/180 and 4/372, learned stage alone
     # 120/180 and 2/372). Training data of v9: seen; the floor is v9's seen score.
     "blind-6": (180, 166, 372, 4),
+    # blind-7: copied in only after v9 (7ecdaca) was committed and scored once there: recall
+    # 147/180 = 0.817, FPR 4/359 = 0.011 (rules alone 101/180 and 2/359, learned stage alone
+    # 130/180 and 2/359). The held-out split, kept out of the learned stage's training data.
+    "blind-7": (180, 147, 359, 4),
 }
 
 
 @pytest.mark.parametrize("split", sorted(BLIND_FLOORS))
 def test_blind_splits_keep_their_floor(split: str) -> None:
     _assert_floor(_blind(split), BLIND_FLOORS[split])
+
+
+@pytest.mark.xfail(strict=True, reason="held-out blind-7, scored once by v9 at 7ecdaca: recall 0.817 (147/180), "
+                                       "FPR 0.011 (4/359); targets recall >= 0.95 and FPR <= 0.02")
+def test_blind_7_meets_the_targets() -> None:
+    misses, false_pos, n_inj, n_ben = _blind("blind-7")
+    assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
 
 
 def test_word_gates_never_skip_a_match() -> None:

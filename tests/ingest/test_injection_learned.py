@@ -102,7 +102,7 @@ def test_ordinary_documentation_is_not_flagged() -> None:
     "Join our [community chat](https://chat.example.org) and say hello.",
     "Questions? Write to help@example.org or open an issue at https://github.com/example/pkg/issues.",
     pytest.param("The above command prints the following output:", marks=pytest.mark.xfail(
-        strict=True, reason="a v8 false positive: 'above' + 'following' + 'output' read like an order")),
+        strict=True, reason="a v8 and v9 false positive: 'above' + 'following' + 'output' read like an order")),
 ])
 def test_readme_style_links_and_pointers_are_not_flagged(text: str) -> None:
     """v7 flagged 29 of 498 held-out README paragraphs, mostly on links and badges (their
