@@ -29,7 +29,8 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
   learned stage was trained on them;
 * ``blind-5`` (``blind-5.jsonl``): written by engineer B5 without seeing the repository, copied in
   after v7 was committed and scored once at f2dd616 (0.916 / 0.059): the held-out split the
-  targets (recall >= 0.95, FPR <= 0.02) were judged on for v7 and v8;
+  targets (recall >= 0.95, FPR <= 0.02) were judged on for v7 (semi-held-out for v8, whose
+  author had read its v7 false positives); training data of v9;
 * ``blind-6`` (``blind-6.jsonl``) and ``train-d``, ``train-e``, ``train-f``: written by engineer B6
   and writers T-D, T-E, T-F without seeing the repository, copied in after v8 was committed and
   scored once at 27b1f12 (blind-6 0.750 / 0.016); then training data of v9;
