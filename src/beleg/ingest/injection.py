@@ -64,8 +64,8 @@ class Finding:
     ``exfiltration``, ``output-constraint``, ``suppression``, ``tool-misuse``, (v5)
     ``encoded-payload`` or (v6) ``learned`` (a sentence the learned stage flagged).
     ``start``/``end`` are offsets into the text as given (before normalization), so
-    ``text[start:end]`` may contain the zero-width characters or markup that hid the phrase. ``excerpt`` is the sentence around the
-    match (at most 200 characters) for reports.
+    ``text[start:end]`` may contain the zero-width characters or markup that hid the phrase.
+    ``excerpt`` is the sentence around the match (at most 200 characters) for reports.
     """
 
     kind: str
