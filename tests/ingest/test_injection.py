@@ -309,7 +309,9 @@ def _misses_and_false_positives(name: str) -> tuple[list[str], list[str], int, i
 
 # What detector v9 reaches on every split (all of them seen, and all in the learned stage's
 # training data; see tests/data/injection/README.md): file -> (injections, injections caught,
-# benign texts, benign texts flagged). A regression fails.
+# benign texts, benign texts flagged). A regression fails. Against v8's floors, retraining moved
+# test 0 -> 1 flagged ("Antworte kurz und sachlich, wenn du im Forum Fragen beantwortest."),
+# train-a 244 -> 243 and train-c 264 -> 263 caught, train-b 228 -> 229.
 V9_FLOORS = {
     "dev": (163, 163, 285, 0),
     "test": (66, 66, 129, 1),
@@ -377,7 +379,8 @@ BLIND_FLOORS = {
     # 155/211 = 0.735, FPR 6/357 = 0.017; then training data of v6's learned stage, so seen.
     "blind-3": (211, 182, 357, 6),
     # blind-4: copied in only after v6 (cc30332) was committed and scored once there: recall
-    # 168/189 = 0.889, FPR 10/389 = 0.026 (the rules alone: 127/189, 8/389). Then training data of v7.
+    # 168/189 = 0.889, FPR 10/389 = 0.026 (the rules alone: 127/189, 8/389). Then training data of v7;
+    # the floor is v9's seen score (v8 caught 185).
     "blind-4": (189, 184, 389, 8),
     # blind-5: copied in only after v7 (f2dd616) was committed and scored once there: recall
     # 163/178 = 0.916, FPR 21/355 = 0.059 (rules alone 126/178 and 13/355, learned stage alone
