@@ -37,11 +37,14 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
 * ``blind-7`` (``blind-7.jsonl``): written by engineer B7 without seeing the repository, copied in
   after v9 was committed and scored once at 7ecdaca (0.817 / 0.011): the held-out split the
   targets are judged on. Not in the learned stage's training data.
+* ``blind-8``, ``blind-9``: written by engineers B8 and B9 without seeing the repository, copied in
+  after v9 and scored once at 13b45ed (0.801 / 0.030 and 0.816 / 0.028; the detector of 7ecdaca
+  unchanged): held out with blind-7, in no training data.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
 on benign sentences, the counts, every miss and every false positive (with what fired), and
-recall per family. Also: findings on the XQuAD dev paragraphs (real encyclopaedic text,
+recall per family, and the same rates for each stage alone (the rules, the learned stage). Also: findings on the XQuAD dev paragraphs (real encyclopaedic text,
 en/de; none is an injection) and the detector's cost per chunk on the demo corpus chunks
 (as ingest cuts them) and on the XQuAD paragraphs.
 
@@ -59,12 +62,14 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import _common as C
 
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
-from beleg.ingest.injection import DETECTOR_VERSION, detect_instructions
+from beleg.ingest.injection import DETECTOR_VERSION, Finding, detect_instructions, rule_findings
 from beleg.ingest.injection_actions import action_findings
 from beleg.ingest.injection_frames import frame_findings
 from beleg.ingest.injection_learned import learned_spans
@@ -79,11 +84,11 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "train-a": "train-a.jsonl", "train-b": "train-b.jsonl", "train-c": "train-c.jsonl",
                "blind-5": "blind-5.jsonl", "blind-6": "blind-6.jsonl",
                "train-d": "train-d.jsonl", "train-e": "train-e.jsonl", "train-f": "train-f.jsonl",
-               "blind-7": "blind-7.jsonl"}
+               "blind-7": "blind-7.jsonl", "blind-8": "blind-8.jsonl", "blind-9": "blind-9.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
-#: The held-out split the targets are judged on: blind-7, scored once by v9 (a new blind split
-#: replaces it once it has been read or trained on).
-TARGET_SPLIT: str | None = "blind-7"
+#: The held-out splits the targets are judged on, each scored once by v9 before it was read; none
+#: is in any training data (a new blind split replaces one once it has been read or trained on).
+HELD_OUT_SPLITS: tuple[str, ...] = ("blind-7", "blind-8", "blind-9")
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
@@ -119,7 +124,19 @@ FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", 
                             "v9 rules alone (7ecdaca)": {"recall": 0.561, "caught": "101/180", "fpr": 0.006,
                                                          "flagged": "2/359"},
                             "v9 learned stage alone (7ecdaca)": {"recall": 0.722, "caught": "130/180", "fpr": 0.006,
-                                                                 "flagged": "2/359"}}}
+                                                                 "flagged": "2/359"}},
+                # Written by engineers B8 and B9, who never saw the repository; kept outside it until
+                # they were scored once by v9 (the detector of 7ecdaca) at 13b45ed.
+                "blind-8": {"v9 (13b45ed)": {"recall": 0.801, "caught": "145/181", "fpr": 0.030, "flagged": "11/364"},
+                            "v9 rules alone (13b45ed)": {"recall": 0.519, "caught": "94/181", "fpr": 0.027,
+                                                         "flagged": "10/364"},
+                            "v9 learned stage alone (13b45ed)": {"recall": 0.729, "caught": "132/181", "fpr": 0.005,
+                                                                 "flagged": "2/364"}},
+                "blind-9": {"v9 (13b45ed)": {"recall": 0.816, "caught": "155/190", "fpr": 0.028, "flagged": "10/360"},
+                            "v9 rules alone (13b45ed)": {"recall": 0.579, "caught": "110/190", "fpr": 0.028,
+                                                         "flagged": "10/360"},
+                            "v9 learned stage alone (13b45ed)": {"recall": 0.716, "caught": "136/190", "fpr": 0.0,
+                                                                 "flagged": "0/360"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
@@ -150,27 +167,46 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "repository, copied in after v8 and scored once at 27b1f12 (first_scores; blind-6 0.750 / 0.016): "
             "blind-6 was v8's held-out split, then training data of v9 with blind-5 and train-d/e/f. blind-7: "
             "written by engineer B7 without seeing the repository, copied in after v9 and scored once at "
-            "7ecdaca (first_scores: 0.817 / 0.011): the held-out split, not tuned or trained on.")
+            "7ecdaca (first_scores: 0.817 / 0.011). blind-8, blind-9: written by engineers B8 and B9 without "
+            "seeing the repository, copied in after v9 and scored once at 13b45ed (first_scores: 0.801 / 0.030, "
+            "0.816 / 0.028). blind-7, blind-8 and blind-9 are the held-out splits, not tuned or trained on.")
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """What the detector and each of its stages make of one text."""
+
+    findings: list[Finding]
+    rules: bool
+    learned: bool
+
+
+@cache
+def judged(text: str) -> Judged:
+    """Each text is run through the detector and its two stages once, however often it is scored."""
+    return Judged(detect_instructions(text), bool(rule_findings(text)), bool(learned_spans(text)))
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Recall/FPR with the misses and false positives spelled out."""
+    """Recall/FPR with the misses and false positives spelled out, and each stage's rates alone."""
     inj = [r for r in rows if r["label"] == "injection"]
     ben = [r for r in rows if r["label"] == "benign"]
-    misses, false_pos = [], []
-    for r in inj:
-        if not detect_instructions(r["text"]):
-            misses.append({"text": r["text"], "family": r["family"]})
-    for r in ben:
-        found = detect_instructions(r["text"])
-        if found:
-            false_pos.append({"text": r["text"], "findings": [f"{f.kind}: {r['text'][f.start:f.end]}" for f in found]})
+    misses = [{"text": r["text"], "family": r["family"]} for r in inj if not judged(r["text"]).findings]
+    false_pos = [{"text": r["text"], "findings": [f"{f.kind}: {r['text'][f.start:f.end]}" for f in judged(r["text"]).findings]}
+                 for r in ben if judged(r["text"]).findings]
     caught = len(inj) - len(misses)
+    stages = {}
+    for stage in ("rules", "learned"):
+        hit = sum(getattr(judged(r["text"]), stage) for r in inj)
+        flagged = sum(getattr(judged(r["text"]), stage) for r in ben)
+        stages[stage] = {"recall": C.rnd(hit / len(inj)) if inj else None, "caught": f"{hit}/{len(inj)}",
+                         "fpr": C.rnd(flagged / len(ben)) if ben else None, "flagged": f"{flagged}/{len(ben)}"}
     return {
         "injections": len(inj), "caught": caught,
         "recall": C.rnd(caught / len(inj)) if inj else None,
         "benign": len(ben), "false_positives": len(false_pos),
         "fpr": C.rnd(len(false_pos) / len(ben)) if ben else None,
+        "stages_alone": stages,
         "misses": misses, "false_positive_texts": false_pos,
     }
 
@@ -180,7 +216,7 @@ def by_family(rows: list[dict[str, Any]]) -> dict[str, str]:
     for r in rows:
         if r["label"] == "injection":
             counts[r["family"]][1] += 1
-            counts[r["family"]][0] += bool(detect_instructions(r["text"]))
+            counts[r["family"]][0] += bool(judged(r["text"]).findings)
     return {fam: f"{hit}/{n}" for fam, (hit, n) in sorted(counts.items())}
 
 
@@ -273,7 +309,7 @@ def main() -> None:
     args = ap.parse_args()
     rows = load_rows(args.splits)
     result: dict[str, Any] = {"machine": C.machine_info(), "detector_version": DETECTOR_VERSION,
-                              "target_split": TARGET_SPLIT, "targets": TARGETS, "protocol": PROTOCOL,
+                              "held_out_splits": list(HELD_OUT_SPLITS), "targets": TARGETS, "protocol": PROTOCOL,
                               "first_scores": FIRST_SCORES,
                               "splits": {}}
     for split in args.splits:
@@ -283,9 +319,10 @@ def main() -> None:
             entry["by_language"][lang] = score([r for r in part if r["lang"] == lang])
         result["splits"][split] = entry
         C.log(f"{split}: recall {entry['all']['recall']}, FPR {entry['all']['fpr']}")
-    if TARGET_SPLIT is not None and TARGET_SPLIT in result["splits"]:
-        target = result["splits"][TARGET_SPLIT]["all"]
-        result["meets_targets"] = target["recall"] >= TARGETS["recall"] and target["fpr"] <= TARGETS["fpr"]
+    held = [result["splits"][s]["all"] for s in HELD_OUT_SPLITS if s in result["splits"]]
+    if held:
+        # Met only when every held-out split meets both targets.
+        result["meets_targets"] = all(h["recall"] >= TARGETS["recall"] and h["fpr"] <= TARGETS["fpr"] for h in held)
 
     paragraphs = C.load_xquad(["en", "de"])
     xquad_hits = [f"{f.kind}: {f.excerpt}" for p in paragraphs for f in detect_instructions(p.context)]

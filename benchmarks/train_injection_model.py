@@ -2,7 +2,7 @@
 
 The model (:mod:`beleg.ingest.injection_learned`) is a logistic regression over TF-IDF word
 and character n-grams. Training data: every labelled split in ``tests/data/injection`` except
-``TARGET_SPLIT`` of ``injection_detector.py`` (the held-out split the detector is judged on)
+``HELD_OUT_SPLITS`` of ``injection_detector.py`` (the held-out splits the detector is judged on)
 and any named by ``--exclude``, plus benign units from the demo corpus (the moderator's hostile
 notice left out), XQuAD and (since v8) the READMEs of three quarters of the
 installed packages (by a hash of the package name), cut as run time cuts them
@@ -38,7 +38,7 @@ from typing import Any
 
 import _common as C
 import numpy as np
-from injection_detector import SPLIT_FILES, TARGET_SPLIT, load_rows
+from injection_detector import HELD_OUT_SPLITS, SPLIT_FILES, load_rows
 from train_injection_classifier import corpus_pieces, held_out_by_hash
 
 from beleg.ingest.injection import rule_findings
@@ -199,8 +199,8 @@ def main() -> None:
     ap.add_argument("--save-oof", help="write each writer's held-out scores (JSON lines) here")
     ap.add_argument("--skip-writers", action="store_true", help="skip the leave-one-writer-out runs")
     args = ap.parse_args()
-    # The held-out split the detector is judged on never enters training.
-    splits = [s for s in SPLIT_FILES if s not in args.exclude and s != TARGET_SPLIT]
+    # The held-out splits the detector is judged on never enter training.
+    splits = [s for s in SPLIT_FILES if s not in args.exclude and s not in HELD_OUT_SPLITS]
     rows = load_rows(splits)
     corpus = corpus_units()
     readmes = readme_units()

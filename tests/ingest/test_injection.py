@@ -394,6 +394,13 @@ BLIND_FLOORS = {
     # 147/180 = 0.817, FPR 4/359 = 0.011 (rules alone 101/180 and 2/359, learned stage alone
     # 130/180 and 2/359). The held-out split, kept out of the learned stage's training data.
     "blind-7": (180, 147, 359, 4),
+    # blind-8 and blind-9: copied in only after v9 was committed and scored once at 13b45ed (the
+    # detector of 7ecdaca): blind-8 recall 145/181 = 0.801, FPR 11/364 = 0.030 (rules alone 94/181
+    # and 10/364, learned stage alone 132/181 and 2/364); blind-9 recall 155/190 = 0.816, FPR
+    # 10/360 = 0.028 (rules alone 110/190 and 10/360, learned stage alone 136/190 and 0/360).
+    # Held out with blind-7.
+    "blind-8": (181, 145, 364, 11),
+    "blind-9": (190, 155, 360, 10),
 }
 
 
@@ -402,10 +409,17 @@ def test_blind_splits_keep_their_floor(split: str) -> None:
     _assert_floor(_blind(split), BLIND_FLOORS[split])
 
 
-@pytest.mark.xfail(strict=True, reason="held-out blind-7, scored once by v9 at 7ecdaca: recall 0.817 (147/180), "
-                                       "FPR 0.011 (4/359); targets recall >= 0.95 and FPR <= 0.02")
-def test_blind_7_meets_the_targets() -> None:
-    misses, false_pos, n_inj, n_ben = _blind("blind-7")
+# The held-out splits' first scores by v9 miss the targets (recall >= 0.95, FPR <= 0.02): blind-7
+# on recall, blind-8 and blind-9 on both. Strict, so a detector that meets them says so here.
+HELD_OUT_FIRST_SCORES = {"blind-7": "v9 at 7ecdaca: recall 0.817 (147/180), FPR 0.011 (4/359)",
+                         "blind-8": "v9 at 13b45ed: recall 0.801 (145/181), FPR 0.030 (11/364)",
+                         "blind-9": "v9 at 13b45ed: recall 0.816 (155/190), FPR 0.028 (10/360)"}
+
+
+@pytest.mark.parametrize("split", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=f"held-out {s}, {why}"))
+                                   for s, why in HELD_OUT_FIRST_SCORES.items()])
+def test_held_out_split_meets_the_targets(split: str) -> None:
+    misses, false_pos, n_inj, n_ben = _blind(split)
     assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
 
 
