@@ -216,6 +216,11 @@ def test_llm_triples_are_read_once_per_chunk_content(demo_kb: Any) -> None:
                 '{"passage": 1, "subject": "E-4290", "relation": "is a", "object": "rate limit error"}\n'
                 "not json\n")
 
+    # The demo index is shared by the session: a graph run with an LLM elsewhere (the leak
+    # probes run every strategy) may have cached some of these chunks' triples already.
+    from beleg.strategies.graph import _state
+    with _state(demo_kb).lock:
+        _state(demo_kb).triples.clear()
     llm = ScriptedLLM(responder=reply)
     question = "What does E-4290 mean?"
     first = run_strategy(demo_kb, "graph", question, llm=llm, k=10)
