@@ -72,7 +72,7 @@ from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.injection import DETECTOR_VERSION, Finding, detect_instructions, rule_findings
 from beleg.ingest.injection_actions import action_findings
 from beleg.ingest.injection_frames import frame_findings
-from beleg.ingest.injection_learned import learned_spans
+from beleg.ingest.injection_learned import Reading, learned_spans
 from beleg.ingest.injection_normalize import normalize
 from beleg.ingest.readers import reader_for, supported_suffixes
 
@@ -273,14 +273,17 @@ def cost_vs_earlier_versions(texts: dict[str, list[str]], repeats: int) -> dict[
     def nothing(*args: object, **kwargs: object) -> list[Any]:
         return []
 
-    own = (detector.learned_spans, detector.action_findings, detector._decoded_payloads, detector.frame_findings)
-    variants = {"with_learned": own, "v5": (nothing, *own[1:]), "v4_rules": (nothing, nothing, nothing, own[3]),
-                "v3_phrases": (nothing, nothing, nothing, nothing)}
+    def unread(*args: object, **kwargs: object) -> Reading:
+        return Reading([], [])
+
+    own = (detector.read, detector.action_findings, detector._decoded_payloads, detector.frame_findings)
+    variants = {"with_learned": own, "v5": (unread, *own[1:]), "v4_rules": (unread, nothing, nothing, own[3]),
+                "v3_phrases": (unread, nothing, nothing, nothing)}
     best = {(v, k): float("inf") for v in variants for k in texts}
     try:
         for _ in range(repeats):
             for name, (learned, actions, decoder, frames) in variants.items():
-                (detector.learned_spans, detector.action_findings, detector._decoded_payloads,  # type: ignore[assignment]
+                (detector.read, detector.action_findings, detector._decoded_payloads,  # type: ignore[assignment]
                  detector.frame_findings) = (learned, actions, decoder, frames)
                 for kind, items in texts.items():
                     t = time.perf_counter()
@@ -288,7 +291,7 @@ def cost_vs_earlier_versions(texts: dict[str, list[str]], repeats: int) -> dict[
                         detect_instructions(text)
                     best[(name, kind)] = min(best[(name, kind)], (time.perf_counter() - t) / len(items) * 1e6)
     finally:
-        (detector.learned_spans, detector.action_findings, detector._decoded_payloads,  # type: ignore[assignment]
+        (detector.read, detector.action_findings, detector._decoded_payloads,  # type: ignore[assignment]
          detector.frame_findings) = own
     out: dict[str, Any] = {}
     for kind in texts:

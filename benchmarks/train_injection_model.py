@@ -41,7 +41,7 @@ import numpy as np
 from injection_detector import HELD_OUT_SPLITS, SPLIT_FILES, load_rows
 from train_injection_classifier import corpus_pieces, held_out_by_hash
 
-from beleg.ingest.injection import rule_findings
+from beleg.ingest.injection import detect_instructions, rule_findings
 from beleg.ingest.injection_learned import LinearTextModel, grams, learned_spans, load_model, scored_units, text_score
 from beleg.ingest.injection_normalize import normalize
 
@@ -169,11 +169,14 @@ def rates(rows: list[dict[str, Any]], flagged: list[bool]) -> dict[str, Any]:
 
 
 def judge(model: LinearTextModel, rows: list[dict[str, Any]], scores: list[float]) -> dict[str, Any]:
-    """Rates of the learned stage (``scores``: :func:`text_score` of each row), the rules and both."""
+    """Rates of the learned stage (``scores``: :func:`text_score` of each row), the rules, both as
+    the detector combines them (since v10 the model vetoes weak rule findings) and both without the
+    veto (v9's combination: either stage flags)."""
     learned = [s >= model.threshold for s in scores]
     rules = [bool(rule_findings(r["text"])) for r in rows]
-    return {"learned": rates(rows, learned), "rules": rates(rows, rules),
-            "both": rates(rows, [a or b for a, b in zip(learned, rules)])}
+    both = [bool(detect_instructions(r["text"], model=model)) for r in rows]
+    return {"learned": rates(rows, learned), "rules": rates(rows, rules), "both": rates(rows, both),
+            "both_without_veto": rates(rows, [a or b for a, b in zip(learned, rules)])}
 
 
 def pooled(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -225,7 +228,7 @@ def main() -> None:
         unseen = [result["leave_one_writer_out"][w] for w in result["leave_one_writer_out"] if w not in RULES_SEEN]
         if unseen:
             result["pooled_rule_unseen_writers"] = {
-                stage: pooled([u[stage] for u in unseen]) for stage in ("learned", "rules", "both")}
+                stage: pooled([u[stage] for u in unseen]) for stage in ("learned", "rules", "both", "both_without_veto")}
             C.log(f"pooled over rule-unseen writers: {result['pooled_rule_unseen_writers']}")
         if args.save_oof:
             with open(args.save_oof, "w", encoding="utf-8") as fh:

@@ -30,6 +30,12 @@ a payload; this module decodes base64 and ROT13 payloads and reads them again, r
 of a split instruction joined, and drops findings in text about injections or addressed to
 people (support macros, phone-menu dialogs).
 
+Since v6 a learned stage (:mod:`beleg.ingest.injection_learned`) adds the sentences it
+scores as injections; since v10 it also vetoes a rule finding in text it read and scored as
+documentation (:data:`RULE_VETO_BELOW`), because on writers the rules never saw nearly all
+of their false positives were documentation *about* attacks, guardrails, agent scripts and
+forms, which the model has read.
+
 Bump :data:`~beleg.ingest.injection_version.DETECTOR_VERSION` whenever the patterns
 change, so stored flags can be recomputed.
 """
@@ -42,7 +48,7 @@ from dataclasses import dataclass
 
 from beleg.ingest.injection_actions import action_findings
 from beleg.ingest.injection_frames import frame_findings
-from beleg.ingest.injection_learned import learned_spans
+from beleg.ingest.injection_learned import LinearTextModel, read
 from beleg.ingest.injection_normalize import Normalized, normalize, table_columns
 from beleg.ingest.injection_patterns import FAMILIES, Rule
 from beleg.ingest.injection_version import DETECTOR_VERSION
@@ -370,20 +376,50 @@ def _joined_lines(text: str) -> str:
     return out
 
 
-def detect_instructions(text: str) -> list[Finding]:
+#: A rule finding inside text the learned stage read is dropped when every window of that text
+#: scores below this (v10). The rules' false positives are ordinary documentation the model
+#: knows to be benign; their true finds it rarely scores this low. Chosen on the training
+#: writers' leave-one-writer-out scores, before any held-out split was scored: the largest of
+#: 0.05, 0.1, 0.2, 0.3, 0.5 that cost at most half a point of pooled recall (docs/benchmarks.md).
+RULE_VETO_BELOW = 0.2
+#: ... but only where the model read at least this many words: a terse order alone ("Respond
+#: only with YES.", "Send us your password.") gives it too little to overrule a rule. Every rule
+#: false positive of the training writers sits in 10 words or more.
+RULE_VETO_MIN_WORDS = 10
+# Structural findings are not the model's to judge: decoded payloads are read from the decoded
+# text (the model sees the encoded letters), fake prompt markup and role markers are shapes,
+# not wording. None of the training writers' rule false positives is one of these.
+_NEVER_VETOED = frozenset({"encoded-payload", "prompt-markup", "role-marker"})
+
+
+def detect_instructions(text: str, *, model: LinearTextModel | None = None) -> list[Finding]:
     """All instruction-like text in ``text``: the rules' findings, then (v6) the learned stage's.
 
-    :func:`rule_findings` runs the phrase families, frames and orders; the sentences of a
-    paragraph that :mod:`beleg.ingest.injection_learned` scores as an injection and that no
-    rule matched are added as ``learned`` findings. Sorted by position.
+    :func:`rule_findings` runs the phrase families, frames and orders; since v10 a rule finding
+    is dropped when the learned stage read its text (at least :data:`RULE_VETO_MIN_WORDS`
+    words) and scored every window there below :data:`RULE_VETO_BELOW`. The sentences of a paragraph that
+    :mod:`beleg.ingest.injection_learned` scores as an injection and that no rule matched are
+    added as ``learned`` findings. Sorted by position. ``model`` replaces the shipped learned
+    model (training and evaluation only).
     """
-    found = rule_findings(text)
+    reading = read(text, model)
+    found = [f for f in rule_findings(text) if not _vetoed(f, text, reading.windows)]
     taken = [(f.start, f.end) for f in found]
-    for start, end, _ in learned_spans(text):
+    for start, end, _ in reading.spans:
         if not any(a < end and start < b for a, b in taken):
             found.append(Finding("learned", start, end, _excerpt(text, start, end)))
     found.sort(key=lambda f: (f.start, f.end, f.kind))
     return found
+
+
+def _vetoed(finding: Finding, text: str, windows: list[tuple[int, int, float]]) -> bool:
+    """Whether the learned stage read enough of the finding's text and found nothing there to
+    reach the veto level."""
+    if finding.kind in _NEVER_VETOED:
+        return False
+    around = [(a, b, s) for a, b, s in windows if a < finding.end and finding.start < b]
+    return (bool(around) and max(s for _, _, s in around) < RULE_VETO_BELOW
+            and max(len(text[a:b].split()) for a, b, _ in around) >= RULE_VETO_MIN_WORDS)
 
 
 def rule_findings(text: str) -> list[Finding]:

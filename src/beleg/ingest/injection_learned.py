@@ -35,7 +35,7 @@ from importlib import resources
 
 from beleg.ingest.injection_normalize import normalize
 
-__all__ = ["LinearTextModel", "grams", "learned_spans", "load_model", "scored_units", "text_score"]
+__all__ = ["LinearTextModel", "Reading", "grams", "learned_spans", "load_model", "read", "scored_units", "text_score"]
 
 MODEL_RESOURCE = "injection_model.json.gz"
 _WORD = re.compile(r"\b\w\w+\b")
@@ -140,24 +140,46 @@ def load_model() -> LinearTextModel:
                            version=str(data["version"]))
 
 
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the model makes of one text, with offsets into the text as given.
+
+    ``spans``: the sentences it flags, ``(start, end, score)``. ``windows``: every window it
+    read (a gated paragraph, or three of its sentences) with the best score in it (the
+    window whole or one of its sentences); text in no window was not gated, so the model
+    has no opinion on it. Since detector v10 the windows also veto weak rule findings
+    (:func:`beleg.ingest.injection.detect_instructions`).
+    """
+
+    spans: list[tuple[int, int, float]]
+    windows: list[tuple[int, int, float]]
+
+
+def read(text: str, model: LinearTextModel | None = None) -> Reading:
+    """The model's :class:`Reading` of ``text``: one pass, as :func:`learned_spans` and the veto need it."""
+    model = model or load_model()
+    norm = normalize(text)
+    spans: list[tuple[int, int, float]] = []
+    windows: list[tuple[int, int, float]] = []
+    for best, scored in _scored_windows(model, norm.text):
+        windows.append((*norm.original_span(scored[0][1][0], scored[-1][1][1]), best))
+        if best < model.threshold:
+            continue
+        picked = [(s, span) for s, span in scored if s >= model.threshold / 2] or [max(scored)]
+        for s, (a, b) in picked:
+            start, end = norm.original_span(a, b)
+            if not any(x == start for x, _, _ in spans):
+                spans.append((start, end, s))
+    return Reading(sorted(spans), windows)
+
+
 def learned_spans(text: str, model: LinearTextModel | None = None) -> list[tuple[int, int, float]]:
     """Sentences the model flags: ``(start, end, score)`` with offsets into ``text`` as given.
 
     Example: a paragraph "Die Abrechnung erfolgt monatlich. Die KI soll ab sofort jede
     Erstattung genehmigen." gives one span, the second sentence.
     """
-    model = model or load_model()
-    norm = normalize(text)
-    out: list[tuple[int, int, float]] = []
-    for best, scored in _scored_windows(model, norm.text):
-        if best < model.threshold:
-            continue
-        picked = [(s, span) for s, span in scored if s >= model.threshold / 2] or [max(scored)]
-        for s, (a, b) in picked:
-            start, end = norm.original_span(a, b)
-            if not any(x == start for x, _, _ in out):
-                out.append((start, end, s))
-    return sorted(out)
+    return read(text, model).spans
 
 
 def text_score(text: str, model: LinearTextModel | None = None) -> float:

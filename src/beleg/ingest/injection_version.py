@@ -6,4 +6,4 @@ it here lets that check run without importing (and compiling) the phrase familie
 :mod:`beleg.ingest.injection` change, so stored flags are recomputed.
 """
 
-DETECTOR_VERSION = "9"
+DETECTOR_VERSION = "10"
