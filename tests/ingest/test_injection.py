@@ -411,10 +411,10 @@ def test_blind_splits_keep_their_floor(split: str) -> None:
 
 
 # The held-out splits' first scores by v9 miss the targets (recall >= 0.95, FPR <= 0.02): blind-7
-# on recall, blind-8 and blind-9 on both. Strict, so a detector that meets them says so here.
-HELD_OUT_FIRST_SCORES = {"blind-7": "v9 at 7ecdaca: recall 0.817 (147/180), FPR 0.011 (4/359)",
-                         "blind-8": "v9 at 13b45ed: recall 0.801 (145/181), FPR 0.030 (11/364)",
-                         "blind-9": "v9 at 13b45ed: recall 0.816 (155/190), FPR 0.028 (10/360)"}
+# on recall, blind-8 and blind-9 on both; v10 misses recall on all three and FPR on blind-8. Strict, so a detector that meets them says so here.
+HELD_OUT_FIRST_SCORES = {"blind-7": "v9 at 7ecdaca: recall 0.817 (147/180), FPR 0.011 (4/359); v10: 147/180, 2/359",
+                         "blind-8": "v9 at 13b45ed: recall 0.801 (145/181), FPR 0.030 (11/364); v10: 144/181, 8/364",
+                         "blind-9": "v9 at 13b45ed: recall 0.816 (155/190), FPR 0.028 (10/360); v10: 154/190, 4/360"}
 
 
 @pytest.mark.parametrize("split", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=f"held-out {s}, {why}"))
