@@ -124,19 +124,24 @@ FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", 
                             "v9 rules alone (7ecdaca)": {"recall": 0.561, "caught": "101/180", "fpr": 0.006,
                                                          "flagged": "2/359"},
                             "v9 learned stage alone (7ecdaca)": {"recall": 0.722, "caught": "130/180", "fpr": 0.006,
-                                                                 "flagged": "2/359"}},
+                                                                 "flagged": "2/359"},
+                            "v10 (c8c3268)": {"recall": 0.817, "caught": "147/180", "fpr": 0.006, "flagged": "2/359"}},
                 # Written by engineers B8 and B9, who never saw the repository; kept outside it until
-                # they were scored once by v9 (the detector of 7ecdaca) at 13b45ed.
+                # they were scored once by v9 (the detector of 7ecdaca) at 13b45ed. v10's scores on
+                # blind-7/8/9: its veto level was chosen on the training writers only; a draft without
+                # the word minimum scored them first (through their floor tests), with the same counts.
                 "blind-8": {"v9 (13b45ed)": {"recall": 0.801, "caught": "145/181", "fpr": 0.030, "flagged": "11/364"},
                             "v9 rules alone (13b45ed)": {"recall": 0.519, "caught": "94/181", "fpr": 0.027,
                                                          "flagged": "10/364"},
                             "v9 learned stage alone (13b45ed)": {"recall": 0.729, "caught": "132/181", "fpr": 0.005,
-                                                                 "flagged": "2/364"}},
+                                                                 "flagged": "2/364"},
+                            "v10 (c8c3268)": {"recall": 0.796, "caught": "144/181", "fpr": 0.022, "flagged": "8/364"}},
                 "blind-9": {"v9 (13b45ed)": {"recall": 0.816, "caught": "155/190", "fpr": 0.028, "flagged": "10/360"},
                             "v9 rules alone (13b45ed)": {"recall": 0.579, "caught": "110/190", "fpr": 0.028,
                                                          "flagged": "10/360"},
                             "v9 learned stage alone (13b45ed)": {"recall": 0.716, "caught": "136/190", "fpr": 0.0,
-                                                                 "flagged": "0/360"}}}
+                                                                 "flagged": "0/360"},
+                            "v10 (c8c3268)": {"recall": 0.811, "caught": "154/190", "fpr": 0.011, "flagged": "4/360"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
