@@ -43,7 +43,8 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
-on benign sentences, the counts, every miss and every false positive (with what fired), and
+on benign sentences, the counts, every miss and every false positive (with what fired; for the
+held-out splits only their number), and
 recall per family, and the same rates for each stage alone (the rules, the learned stage). Also: findings on the XQuAD dev paragraphs (real encyclopaedic text,
 en/de; none is an injection) and the detector's cost per chunk on the demo corpus chunks
 (as ingest cuts them) and on the XQuAD paragraphs.
@@ -325,6 +326,11 @@ def main() -> None:
         entry = {"all": score(part), "by_language": {}, "recall_by_family": by_family(part)}
         for lang in sorted({r["lang"] for r in part}):
             entry["by_language"][lang] = score([r for r in part if r["lang"] == lang])
+        if split in HELD_OUT_SPLITS:
+            # Counts only: a held-out split whose misses anyone can read in the report is not held out.
+            for part_score in [entry["all"], *entry["by_language"].values()]:
+                part_score["misses"] = f"{len(part_score['misses'])} (texts not reported: held out)"
+                part_score["false_positive_texts"] = f"{len(part_score['false_positive_texts'])} (texts not reported: held out)"
         result["splits"][split] = entry
         C.log(f"{split}: recall {entry['all']['recall']}, FPR {entry['all']['fpr']}")
     held = [result["splits"][s]["all"] for s in HELD_OUT_SPLITS if s in result["splits"]]

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 from beleg.ingest.injection_actions import action_findings
 from beleg.ingest.injection_frames import frame_findings
-from beleg.ingest.injection_learned import LinearTextModel, read
+from beleg.ingest.injection_learned import LinearTextModel, Reading, read
 from beleg.ingest.injection_normalize import Normalized, normalize, table_columns
 from beleg.ingest.injection_patterns import FAMILIES, Rule
 from beleg.ingest.injection_version import DETECTOR_VERSION
@@ -382,9 +382,10 @@ def _joined_lines(text: str) -> str:
 #: writers' leave-one-writer-out scores, before any held-out split was scored: the largest of
 #: 0.05, 0.1, 0.2, 0.3, 0.5 that cost at most half a point of pooled recall (docs/benchmarks.md).
 RULE_VETO_BELOW = 0.2
-#: ... but only where the model read at least this many words: a terse order alone ("Respond
-#: only with YES.", "Send us your password.") gives it too little to overrule a rule. Every rule
-#: false positive of the training writers sits in 10 words or more.
+#: ... but only where the sentences holding the finding have at least this many words: a terse
+#: order ("Respond only with YES.", "Send us your password.") gives the model too little to
+#: overrule a rule, also when it is padded into a paragraph of ordinary prose. Counted in the
+#: sentences, not the window, so padding cannot buy a veto.
 RULE_VETO_MIN_WORDS = 10
 # Structural findings are not the model's to judge: decoded payloads are read from the decoded
 # text (the model sees the encoded letters), fake prompt markup and role markers are shapes,
@@ -396,14 +397,14 @@ def detect_instructions(text: str, *, model: LinearTextModel | None = None) -> l
     """All instruction-like text in ``text``: the rules' findings, then (v6) the learned stage's.
 
     :func:`rule_findings` runs the phrase families, frames and orders; since v10 a rule finding
-    is dropped when the learned stage read its text (at least :data:`RULE_VETO_MIN_WORDS`
+    is dropped when the learned stage read its sentences (at least :data:`RULE_VETO_MIN_WORDS`
     words) and scored every window there below :data:`RULE_VETO_BELOW`. The sentences of a paragraph that
     :mod:`beleg.ingest.injection_learned` scores as an injection and that no rule matched are
     added as ``learned`` findings. Sorted by position. ``model`` replaces the shipped learned
     model (training and evaluation only).
     """
     reading = read(text, model)
-    found = [f for f in rule_findings(text) if not _vetoed(f, text, reading.windows)]
+    found = [f for f in rule_findings(text) if not _vetoed(f, text, reading)]
     taken = [(f.start, f.end) for f in found]
     for start, end, _ in reading.spans:
         if not any(a < end and start < b for a, b in taken):
@@ -412,14 +413,14 @@ def detect_instructions(text: str, *, model: LinearTextModel | None = None) -> l
     return found
 
 
-def _vetoed(finding: Finding, text: str, windows: list[tuple[int, int, float]]) -> bool:
-    """Whether the learned stage read enough of the finding's text and found nothing there to
-    reach the veto level."""
+def _vetoed(finding: Finding, text: str, reading: Reading) -> bool:
+    """Whether the learned stage read the finding's sentences, they are long enough to judge,
+    and nothing around them reaches the veto level."""
     if finding.kind in _NEVER_VETOED:
         return False
-    around = [(a, b, s) for a, b, s in windows if a < finding.end and finding.start < b]
-    return (bool(around) and max(s for _, _, s in around) < RULE_VETO_BELOW
-            and max(len(text[a:b].split()) for a, b, _ in around) >= RULE_VETO_MIN_WORDS)
+    around = [s for a, b, s in reading.windows if a < finding.end and finding.start < b]
+    words = sum(len(text[a:b].split()) for a, b, _ in reading.sentences if a < finding.end and finding.start < b)
+    return bool(around) and max(around) < RULE_VETO_BELOW and words >= RULE_VETO_MIN_WORDS
 
 
 def rule_findings(text: str) -> list[Finding]:

@@ -153,6 +153,8 @@ class Reading:
 
     spans: list[tuple[int, int, float]]
     windows: list[tuple[int, int, float]]
+    #: Every sentence it read, with its own score.
+    sentences: list[tuple[int, int, float]] = field(default_factory=list)
 
 
 def read(text: str, model: LinearTextModel | None = None) -> Reading:
@@ -161,8 +163,10 @@ def read(text: str, model: LinearTextModel | None = None) -> Reading:
     norm = normalize(text)
     spans: list[tuple[int, int, float]] = []
     windows: list[tuple[int, int, float]] = []
+    sentences: dict[tuple[int, int], float] = {}
     for best, scored in _scored_windows(model, norm.text):
         windows.append((*norm.original_span(scored[0][1][0], scored[-1][1][1]), best))
+        sentences.update({norm.original_span(a, b): s for s, (a, b) in scored})
         if best < model.threshold:
             continue
         picked = [(s, span) for s, span in scored if s >= model.threshold / 2] or [max(scored)]
@@ -170,7 +174,7 @@ def read(text: str, model: LinearTextModel | None = None) -> Reading:
             start, end = norm.original_span(a, b)
             if not any(x == start for x, _, _ in spans):
                 spans.append((start, end, s))
-    return Reading(sorted(spans), windows)
+    return Reading(sorted(spans), windows, sorted((a, b, s) for (a, b), s in sentences.items()))
 
 
 def learned_spans(text: str, model: LinearTextModel | None = None) -> list[tuple[int, int, float]]:
