@@ -280,7 +280,7 @@ def cost_vs_earlier_versions(texts: dict[str, list[str]], repeats: int) -> dict[
         return []
 
     def unread(*args: object, **kwargs: object) -> Reading:
-        return Reading([], [])
+        return Reading([], [], [])
 
     own = (detector.read, detector.action_findings, detector._decoded_payloads, detector.frame_findings)
     variants = {"with_learned": own, "v5": (unread, *own[1:]), "v4_rules": (unread, nothing, nothing, own[3]),

@@ -46,7 +46,7 @@ from typing import Any
 import _common as C
 import numpy as np
 from injection_detector import HELD_OUT_SPLITS, SPLIT_FILES, load_rows
-from train_injection_model import RULES_SEEN, WRITERS, corpus_units, readme_units, row_text
+from train_injection_model import RULES_SEEN, WRITERS, corpus_units, readme_units, row_text, threshold_at_fpr
 
 from beleg.ingest.injection import rule_findings
 from beleg.ingest.injection_learned import load_model, scored_units
@@ -134,8 +134,7 @@ class Vectors:
             train[idx[folds == k]] = False
             test = idx[(folds == k) & ~self.y[idx]]
             benign += self.scores(self.bank(train), test).tolist()
-        ranked = np.sort(benign)[::-1]
-        return float(np.nextafter(ranked[int(TARGET_OOF_FPR * len(ranked))], 1.0))
+        return threshold_at_fpr(benign, TARGET_OOF_FPR)
 
 
 def rates(flags: np.ndarray, y: np.ndarray) -> list[int]:
@@ -166,8 +165,7 @@ def stacked(per_writer: dict[str, dict[str, np.ndarray]], tau: float, fpr: float
         x = np.vstack([features(per_writer[w]) for w in others])
         y = np.concatenate([per_writer[w]["y"] for w in others])
         model = LogisticRegression(C=1.0, class_weight="balanced").fit(x, y)
-        benign = np.sort(model.decision_function(x[~y]))[::-1]
-        threshold = np.nextafter(benign[int(fpr * len(benign))], np.inf)
+        threshold = threshold_at_fpr(model.decision_function(x[~y]), fpr)
         d = per_writer[writer]
         flags = model.decision_function(features(d)) >= threshold
         if rules_after:

@@ -143,9 +143,13 @@ def cv_threshold(rows: list[dict[str, Any]], corpus: list[str]) -> float:
         texts, y = training_units([r for r, f in zip(rows, folds) if f != k], corpus)
         model = as_model(fit(texts, y), 1.0)
         benign_scores += [text_score(r["text"], model) for r, f in zip(rows, folds) if f == k and r["label"] == "benign"]
-    benign = np.sort(benign_scores)[::-1]
-    allowed = int(TARGET_OOF_FPR * len(benign))
-    return float(min(0.99, np.nextafter(benign[allowed], 1.0)))
+    return min(0.99, threshold_at_fpr(benign_scores, TARGET_OOF_FPR))
+
+
+def threshold_at_fpr(benign_scores: Any, fpr: float) -> float:
+    """The lowest threshold (flag at or above it) that flags at most ``fpr`` of ``benign_scores``."""
+    ranked = np.sort(np.asarray(benign_scores, dtype=float))[::-1]
+    return float(np.nextafter(ranked[int(fpr * len(ranked))], np.inf))
 
 
 def train(rows: list[dict[str, Any]], corpus: list[str]) -> LinearTextModel:

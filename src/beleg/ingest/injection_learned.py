@@ -147,14 +147,14 @@ class Reading:
     ``spans``: the sentences it flags, ``(start, end, score)``. ``windows``: every window it
     read (a gated paragraph, or three of its sentences) with the best score in it (the
     window whole or one of its sentences); text in no window was not gated, so the model
-    has no opinion on it. Since detector v10 the windows also veto weak rule findings
+    has no opinion on it. ``sentences``: every sentence it read, with its own score. Since
+    detector v10 the windows and the sentences' lengths decide the veto of weak rule findings
     (:func:`beleg.ingest.injection.detect_instructions`).
     """
 
     spans: list[tuple[int, int, float]]
     windows: list[tuple[int, int, float]]
-    #: Every sentence it read, with its own score.
-    sentences: list[tuple[int, int, float]] = field(default_factory=list)
+    sentences: list[tuple[int, int, float]]
 
 
 def read(text: str, model: LinearTextModel | None = None) -> Reading:
