@@ -195,3 +195,36 @@ def test_the_language_twin_must_state_the_same_numbers() -> None:
     scored = sorted((replace(s, score=0.80 if s.source.label == "S1" else 0.72)
                      for s in candidate_sentences([en, de])), key=lambda s: -s.score)
     assert choose(scored, language="de").source.label == "S1"  # another fact, not a translation
+
+
+def test_governance_never_prefers_a_sentence_without_the_asked_for_kind_of_value() -> None:
+    """Two sentences score alike; the better-ranked source's holds no duration. "How long"
+    is answered by the one that holds one; with a lower score it would not be."""
+    vague = _source("A fetched message stays invisible for the duration of the visibility timeout.", "S1", 1)
+    exact = _source("A fetched message stays invisible for 30 seconds by default.", "S2", 2)
+    candidates = candidate_sentences([vague, exact])
+    scorer = _stub_scorer()
+    question = "How long does a fetched message stay invisible?"
+    typed = {s.source.label: s for s in scorer.score(question, candidates)}
+    assert typed["S1"].type_match == -1 and typed["S2"].type_match == 1
+
+    def with_scores(s1: float, s2: float) -> list[Sentence]:
+        return sorted([replace(typed["S1"], score=s1), replace(typed["S2"], score=s2)], key=lambda s: -s.score)
+
+    assert choose(with_scores(0.75, 0.75)).source.label == "S2"
+    assert choose(with_scores(0.75, 0.70)).source.label == "S1"  # governance within the margin, as before
+
+
+def test_when_questions_are_answered_by_clock_times_weekdays_and_bare_years() -> None:
+    from beleg.answer.support import kind_present
+    from beleg.answer.values import when_markers
+
+    assert when_markers("jeden Sonntag von 02:00 bis 04:00 Uhr") == ["Sonntag", "02:00", "04:00"]
+    assert when_markers("at 9 am, or at 14 Uhr") == ["9 am", "14 Uhr"]
+    assert when_markers("since the 1990s; partnered in 1886") == ["1990s", "1886"]
+    assert when_markers("error E-4012 on /api/v3, version 2024.1, 3.50 EUR, port 8081") == []
+    window = "Sonnenhof maintains its target every Sunday from 02:00 to 04:00."
+    other = "Calls during maintenance go to the grid control centre."
+    assert _best("When is the Sonnenhof maintenance window?", f"{other}\n\n{window}") == window
+    assert kind_present("date", window, "When is the maintenance window?")[0]
+    assert not kind_present("date", other, "When is the maintenance window?")[0]

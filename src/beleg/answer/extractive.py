@@ -194,7 +194,8 @@ def refusal(reason: str) -> Extract:
 
 def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW,
            language: str | None = None) -> Sentence | None:
-    """The answer sentence: among eligible sentences near the best score, the most governing one.
+    """The answer sentence: among eligible sentences near the best score, the most governing
+    one, unless a sentence that fits the asked-for kind of value better scores as high.
 
     With ``language`` (the question's), a source in that language that governs equally
     (same version, status and authority) wins over its twin in another language when its
@@ -209,6 +210,12 @@ def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW,
     best = eligible[0].score
     near = [s for s in eligible if s.score >= best - GOVERN_MARGIN]
     chosen = min(near, key=lambda s: (s.source.rank, -s.score))
+    # Governance may prefer a lower score, not a worse fit: a sentence holding the asked-for
+    # kind of value ("how long": a duration) that scores at least as high is not passed over
+    # for a better-ranked source's sentence that holds none.
+    fitter = [s for s in near if s.type_match > chosen.type_match and s.score >= chosen.score]
+    if fitter:
+        chosen = min(fitter, key=lambda s: (s.source.rank, -s.score))
     if language in (None, "?") or _language(chosen) == language:
         return chosen
     twins = [s for s in eligible if s.score >= best - LANGUAGE_MARGIN and _language(s) == language

@@ -30,7 +30,7 @@ import numpy as np
 
 from beleg.answer.quarantine import PROSE_KINDS
 from beleg.answer.types import Source
-from beleg.answer.values import Value, expected_kind, extract_values
+from beleg.answer.values import Value, expected_kind, extract_values, when_markers
 from beleg.index.analyzer import analyze, analyze_query, detect_language
 from beleg.index.ports import Eligibility, SearchIndex
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
@@ -271,7 +271,8 @@ class SentenceScorer:
             a = LEXICAL_WEIGHT_SAME_LANGUAGE if q_lang in ("?", lang) else LEXICAL_WEIGHT_CROSS_LANGUAGE
             type_match = 0
             if kind is not None:
-                type_match = 1 if any(v.kind == kind for v in s.values) else -1
+                holds = any(v.kind == kind for v in s.values) or (kind == "date" and bool(when_markers(s.text)))
+                type_match = 1 if holds else -1
             score = a * lexical + (1 - a) * dense[i] + TYPE_BONUS * type_match
             path = s.source.hit.heading_path
             if (definitional and len(path) > 1 and s.doc_start == firsts[s.source.hit.chunk_id]

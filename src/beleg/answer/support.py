@@ -37,7 +37,7 @@ from beleg.answer.anchors import STRONG, missing_anchors, question_anchors
 from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import is_howto_question
 from beleg.answer.types import Citation, Source
-from beleg.answer.values import expected_kind, extract_values
+from beleg.answer.values import expected_kind, extract_values, when_markers
 from beleg.index.analyzer import analyze, analyze_query, detect_language
 from beleg.retrieve.coverage import TermCoverage
 from beleg.sentences import split_sentences
@@ -177,6 +177,8 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
     if kind in _NUMERIC_KINDS or kind == "date":
         found = extract_values(quote)
         values = [v.raw for v in found if v.kind == kind]
+        if kind == "date" and not values:
+            values = when_markers(quote)  # "when": "every Sunday from 02:00" answers it too
         if kind == "count" and not values:
             # A bare number counts; one that is part of a duration, size or amount ("7 Tagen")
             # measures something else than "how many".

@@ -27,7 +27,7 @@ import math
 import re
 from dataclasses import dataclass
 
-__all__ = ["Value", "expected_kind", "extract_values", "same_value"]
+__all__ = ["Value", "expected_kind", "extract_values", "same_value", "when_markers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +239,31 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
     return out
 
 
+# A "when" question is also answered by a time of day or a day of the week ("every Sunday
+# from 02:00 to 04:00"). These are not values :func:`extract_values` returns: a clock time
+# or weekday is rarely the fact two sources disagree on, and conflicts compare those values.
+_CLOCK = re.compile(r"(?<![\w:.])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?![\w:])|"
+                    r"(?<![\w.,])(?:1[0-2]|0?[1-9])(?:[:.][0-5]\d)?\s?[ap]\.?m\.?(?!\w)|"
+                    r"(?<![\w.,:])(?:[01]?\d|2[0-3])(?:[.:][0-5]\d)?\s+Uhr\b|\b(?:noon|midnight|Mitternacht)\b",
+                    re.IGNORECASE)
+_WEEKDAY = re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:weekdays?|weekends?|business\s+days?)\b|"
+                      r"\b(?:montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonnabend|sonntag)s?\b|"
+                      r"\b(?:werktags?|werktagen|wochenendes?|wochentags?|wochentagen)\b", re.IGNORECASE)
+
+
+# ... and by a bare year or decade ("in 1886", "the 1990s", "in den 90er Jahren"), which
+# extract_values reads as a date only after a cue word.
+_BARE_YEAR = re.compile(r"(?<![\w.,/:-])(?:1[0-9]\d\d|20\d\d)(?:s|er)?(?![\w.,/:-]|[.,]\d)|"
+                        r"(?<![\w.,/:-])\d0(?:s|er)\b", re.IGNORECASE)
+
+
+def when_markers(text: str) -> list[str]:
+    """What answers "when" besides a date value: clock times, days of the week, bare years
+    and decades ("02:00", "9 am", "14 Uhr", "Sonntag", "1886", "90er")."""
+    found = [(m.start(), m.group(0)) for rx in (_CLOCK, _WEEKDAY, _BARE_YEAR) for m in rx.finditer(text)]
+    return [raw for _, raw in sorted(found)]
+
+
 def same_value(a: Value, b: Value) -> bool:
     """True if ``a`` and ``b`` state the same quantity (same kind, equal within 1e-9).
 
@@ -274,7 +299,8 @@ _QUESTION_FORMS: list[tuple[str, re.Pattern[str]]] = [
         r"\bwie\s+gro(?:ß|ss)\b|\bwie\s+viele?\s+(?:Bytes?|Kilobyte|Megabyte|Gigabyte|KB|MB|GB)\b",
         re.IGNORECASE)),
     ("count", re.compile(
-        r"\bhow\s+many\b|\bhow\s+often\b|\bnumber\s+of\b|\bwie\s+viele\b|\bwie\s+oft\b|\bAnzahl\b|"
+        r"\bhow\s+many\b|\bhow\s+often\b|\bnumber\s+of\b|\bat\s+what\s+rate\b|\bwie\s+viele\b|\bwie\s+oft\b|"
+        r"\bmit\s+welcher\s+(?:Rate|Geschwindigkeit)\b|\bAnzahl\b|"
         r"\bHöchstzahl\b|\bZahl\s+der\b", re.IGNORECASE)),
     ("date", re.compile(
         r"^\W*(?:and\s+|so\s+)?when\b|\b(?:since|until)\s+when\b|\b(?:what|which)\s+(?:date|day|year|month)\b|"
