@@ -83,6 +83,14 @@ def render_status(status: dict[str, Any]) -> str:
         f"chunks        {status['chunks']}",
         f"terms         {status['terms']}",
     ]
+    vector_index = status.get("vector_index")
+    if vector_index is not None:  # PostgreSQL: how dense search reads the HNSW index
+        if vector_index["measured"]:
+            levels = ", ".join(f"{k}: {v}" for k, v in vector_index["ef_search"].items())
+            lines.append(f"hnsw          ef_search {levels} (recall >= {vector_index['target_recall']}, "
+                         f"measured at {vector_index['at_chunks']} chunks)")
+        else:
+            lines.append(f"hnsw          {vector_index['note']}")
     for key, counts in status.get("documents_by", {}).items():
         lines.append(f"by {key:<10} " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
     return "\n".join(lines)

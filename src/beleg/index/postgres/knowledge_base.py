@@ -29,6 +29,7 @@ from beleg.errors import ConfigError, IndexStateError, IndexVersionError
 from beleg.index.config import IndexConfig
 from beleg.index.filters import FilterLike, combine
 from beleg.index.ports import ChunkWrite
+from beleg.index.postgres import hnsw_calibration
 from beleg.index.postgres import versions as pg_versions
 from beleg.index.postgres.claims import LEASE_ENV, PostgresClaims, lease_from_env
 from beleg.index.postgres.config import PostgresLocation, connect
@@ -356,6 +357,20 @@ class PostgresKnowledgeBase(KnowledgeBase):
             "embedder_fingerprint": self.store.get_meta("embedder_fingerprint"),
             "generation": self.store.generation,
             "bm25_statistics": "per tenant" if self.store.per_tenant_statistics else "corpus-wide",
+            "vector_index": self._vector_index_status(),
             **counts,
             "documents_by": {k: dict(sorted(v.items())) for k, v in by.items()},
         }
+
+    def _vector_index_status(self) -> dict[str, Any]:
+        """How dense search reads the HNSW index, as the writer last measured it."""
+        cal = hnsw_calibration.Calibration.from_json(self.store.get_meta(hnsw_calibration.META_KEY))
+        if cal is None:
+            return {"measured": False, "exact_below_eligible_chunks": self.store.exact_below,
+                    "note": f"not measured (measured from {max(self.store.exact_below, hnsw_calibration.CALIBRATE_FROM)} "
+                            "chunks on); above exact_below eligible chunks, HNSW at ef_search 4 k within 100-1000"}
+        return {"measured": True, "at_chunks": cal.rows, "target_recall": hnsw_calibration.TARGET,
+                "exact_below_eligible_chunks": self.store.exact_below,
+                "ef_search": {f"k<={d}": ("exact (no level reaches the target)" if e is None else e)
+                              for d, e in sorted(cal.ef.items())},
+                "recall": {f"k={d}": levels for d, levels in sorted(cal.recall.items())}}

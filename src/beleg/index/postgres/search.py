@@ -9,7 +9,9 @@ was created with ``per_tenant_statistics``), the same Lucene formula as
 :mod:`beleg.index.bm25`. Dense search is exact over the eligible rows when fewer than
 ``exact_below`` chunks are eligible (counted from the documents table, which records each
 document's number of chunks: the planner cannot estimate Beleg's filters), and uses the HNSW index with
-``hnsw.iterative_scan = relaxed_order`` (so a filter cannot starve it) above that.
+``hnsw.iterative_scan = relaxed_order`` (so a filter cannot starve it) above that, at the
+``hnsw.ef_search`` the writer measured to reach the recall target, or exactly where no level
+reaches it (:mod:`beleg.index.postgres.hnsw_calibration`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from psycopg import sql
 
 from beleg.index.filters import Expr
 from beleg.index.ports import ChunkRecord, DocumentRecord, ScoredChunk, TermStatistics
-from beleg.index.postgres import rls
+from beleg.index.postgres import hnsw_calibration, rls
 from beleg.index.postgres.filters_sql import FilterCompiler
 from beleg.index.postgres.writes import vector_literal
 from beleg.types import Principal
@@ -90,6 +92,9 @@ class PostgresSearchIndex:
         # The first statement fixes the transaction's snapshot: everything below reads this commit.
         self._generation = int(self._owner_query("SELECT value FROM {s}.meta WHERE key = 'generation'")[0][0])
         self._has_hnsw = bool(self._owner_query("SELECT 1 FROM {s}.meta WHERE key = 'dim'"))
+        row = self._owner_query("SELECT value FROM {s}.meta WHERE key = %s", (hnsw_calibration.META_KEY,))
+        #: How deep the HNSW index must search, as the writer last measured it (None: not measured).
+        self.calibration = hnsw_calibration.Calibration.from_json(row[0][0] if row else None)
 
     def close(self) -> None:
         self.conn.close()
@@ -155,8 +160,9 @@ class PostgresSearchIndex:
         if k <= 0:
             return []
         q = vector_literal(np.asarray(query, dtype=np.float32))
-        if self._has_hnsw and elig.count >= self.exact_below:
-            rows = self._approximate(elig, q, k)
+        ef = self._ef_search(k) if self._has_hnsw and elig.count >= self.exact_below else None
+        if ef is not None:
+            rows = self._approximate(elig, q, k, ef)
         else:
             # MATERIALIZED: every eligible row is scored; the HNSW index cannot be used here.
             rows = self.reader_query(elig.principal, """
@@ -168,10 +174,21 @@ class PostgresSearchIndex:
                 elig, {"q": q, "k": k})
         return [ScoredChunk(r[0], r[1], float(r[2])) for r in rows]
 
-    def _approximate(self, elig: PostgresEligibility, q: str, k: int) -> list[tuple[Any, ...]]:
+    def _ef_search(self, k: int) -> int | None:
+        """The HNSW search depth for a top-``k`` search, or None to search exactly: the level
+        measured to reach the recall target at that depth; where nothing was measured
+        (fewer chunks than the measurement needs, or k deeper than measured) the default
+        ``4 k`` within pgvector's 100-1000."""
+        if self.calibration is not None:
+            known, ef = self.calibration.ef_for(k)
+            if known:
+                return ef
+        return min(1000, max(100, 4 * k))
+
+    def _approximate(self, elig: PostgresEligibility, q: str, k: int, ef: int) -> list[tuple[Any, ...]]:
         with self._lock, self.conn.cursor() as cur:
             cur.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                        "set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(100, 4 * k))),))
+                        "set_config('hnsw.ef_search', %s, true)", (str(ef),))
         rows = self.reader_query(elig.principal, """
             SELECT c.chunk_id, c.doc_id, -(c.embedding <#> %(q)s::vector) AS score, c.row
             FROM {s}.chunks c JOIN {s}.documents d ON d.doc_id = c.doc_id

@@ -9,19 +9,24 @@ nothing is cached in memory but the view's transaction).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 from psycopg import sql
 
 from beleg.errors import IndexStateError
 from beleg.index.ports import ChunkWrite, DocumentRecord, ErasureSummary
+from beleg.index.postgres import hnsw_calibration
 from beleg.index.postgres import schema as schema_mod
 from beleg.index.postgres.config import PostgresLocation, connect
 from beleg.index.postgres.search import EXACT_BELOW, PostgresSearchIndex
 from beleg.index.postgres.writes import SchemaWriter
 from beleg.types import Document, Heading
+
+log = logging.getLogger(__name__)
 
 #: meta key of the statistics scope chosen when the index was created ("corpus" or "tenant").
 STATISTICS_KEY = "bm25_statistics"
@@ -73,7 +78,10 @@ class PostgresStore:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """All writes inside commit together (nested calls join the outer transaction)."""
+        """All writes inside commit together (nested calls join the outer transaction). After
+        the outermost commit, the HNSW index's search depth is measured again when the number
+        of chunks has moved enough (:mod:`beleg.index.postgres.hnsw_calibration`)."""
+        outermost = self._depth == 0
         with self.conn.transaction():
             self._depth += 1
             try:
@@ -85,6 +93,20 @@ class PostgresStore:
                                               "WHERE key = 'generation'"))
             finally:
                 self._depth -= 1
+        if outermost:
+            self._calibrate_vector_index()
+
+    def _calibrate_vector_index(self) -> None:
+        try:
+            result = hnsw_calibration.calibrate(self.conn, self.schema, self.exact_below)
+        except psycopg.Error as exc:  # the commit stands; searches keep the last measurement
+            log.warning("measuring the HNSW index's search depth failed (%s); dense search keeps the last "
+                        "measurement (or the default levels) until the next commit", str(exc).strip())
+            return
+        if result is not None:
+            log.info("HNSW index at %d chunks: ef_search %s for recall >= %.2f (%.1f s)", result.rows,
+                     {d: e if e is not None else "exact" for d, e in result.ef.items()},
+                     hnsw_calibration.TARGET, result.seconds)
 
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute(self._q("SELECT value FROM {s}.meta WHERE key = %s"), (key,)).fetchone()
