@@ -396,14 +396,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--vectors", default="isotropic,clustered", help="isotropic, clustered or both (see build)")
     ap.add_argument("--clients", type=int, default=8, help="concurrent client threads on one KnowledgeBase")
     ap.add_argument("--no-processes", action="store_true", help="skip the process start-to-first-hit figures")
+    ap.add_argument("--scan-threads", type=int, help="threads of the exact int8 pass (default: the cores this "
+                                                     "process may use, up to 4; 1 = the pass before it was split)")
     args = ap.parse_args(argv)
+    if args.scan_threads is not None:
+        from beleg.index import snapshot
+
+        snapshot._SCAN_THREADS = args.scan_threads
     sizes = [20_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     runs, n_queries = (1, 15) if args.quick else (args.runs, args.queries)
     from beleg.backends.embedders import load_embedder
 
     fingerprint = load_embedder("e5-small").fingerprint
+    from beleg.index import snapshot
+
     result: dict[str, Any] = {"benchmark": "open_latency", "machine": C.machine_info(),
                               "load_average_at_start": list(os.getloadavg()),
+                              "int8_pass_threads": snapshot._SCAN_THREADS,
                               "filters": {"broad": FILTER_BROAD, "selective": FILTER_SELECTIVE + " (as tenant acme)"},
                               "data": __doc__.split("\n\n")[1].replace("\n", " "), "sizes": {}}
     kinds = args.vectors.split(",")

@@ -166,12 +166,17 @@ def test_a_view_of_another_catalog_is_not_reused(tmp_path):
         b.close()
 
 
-def test_compact_int8_search_returns_exactly_the_exact_top_k(tmp_path, monkeypatch):
+@pytest.mark.parametrize("split", [False, True], ids=["one-thread", "split-across-threads"])
+def test_compact_int8_search_returns_exactly_the_exact_top_k(tmp_path, monkeypatch, split):
     cat = Catalog(tmp_path / "catalog.sqlite")
     try:
         for d in range(40):
             _add(cat, f"d{d:02d}", 50, seed=100 + d, metadata={"status": "current" if d % 7 == 0 else "draft"})
         monkeypatch.setattr(snapshot_module, "COMPACT_FROM", 0)
+        if split:  # 2,000 rows in blocks of 64, in three parts on the scan pool
+            monkeypatch.setattr(snapshot_module, "PARALLEL_FROM", 0)
+            monkeypatch.setattr(snapshot_module, "_CODE_BLOCK", 64)
+            monkeypatch.setattr(snapshot_module, "_SCAN_THREADS", 3)
         compact = Snapshot.load(cat, DIM)
         exact = Snapshot.build(cat, DIM)
         assert compact.codes is not None and exact.codes is None
@@ -202,3 +207,19 @@ def test_compact_search_with_fewer_eligible_rows_than_candidates_returns_only_el
         assert got[0].tolist() == want[0].tolist()
     finally:
         cat.close()
+
+
+def test_parallel_rows_covers_every_row_once_in_whole_blocks(monkeypatch):
+    monkeypatch.setattr(snapshot_module, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(snapshot_module, "_CODE_BLOCK", 100)
+    for n, threads in ((1050, 3), (100, 2), (99, 4), (1, 2), (0, 2), (1050, 1)):
+        seen = np.zeros(n, dtype=int)
+        parts = []
+
+        def work(lo: int, hi: int) -> None:
+            parts.append((lo, hi))
+            seen[lo:hi] += 1
+
+        snapshot_module.parallel_rows(work, n, threads)
+        assert (seen == 1).all(), (n, threads)
+        assert all(lo % 100 == 0 for lo, _ in parts) and len(parts) <= max(1, threads)

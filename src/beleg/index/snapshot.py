@@ -15,6 +15,10 @@ in float32, so its scores and order are those of exact search.
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,38 @@ _RESCORE_MIN = 256
 _RESCORE_PER_HIT = 8
 #: Rows per int8 block: the float32 copy of one block (6 MiB) stays in cache.
 _CODE_BLOCK = 4096
+#: From this many rows the int8 pass is split across the cores this process may use:
+#: widening int8 to float32 is compute-bound, so two cores nearly halve it (1M rows:
+#: 70 -> 36 ms on a 2-core EPYC, benchmarks/dense_scan.py), while the float32 product
+#: alone is memory-bound and gains nothing from a second BLAS thread (see beleg.blas).
+PARALLEL_FROM = 200_000
+_SCAN_THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def parallel_rows(work: Callable[[int, int], None], n: int, threads: int | None = None) -> None:
+    """Run ``work(lo, hi)`` over ``[0, n)``: in one call below :data:`PARALLEL_FROM` rows, else
+    in block-aligned parts on a shared pool (numpy releases the GIL in the conversion and the
+    product). ``work`` must write only its own part."""
+    threads = _SCAN_THREADS if threads is None else threads
+    if n < PARALLEL_FROM or n <= _CODE_BLOCK or threads <= 1:
+        work(0, n)
+        return
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_SCAN_THREADS, thread_name_prefix="beleg-scan")
+    per_thread = -(-n // threads)
+    step = -(-per_thread // _CODE_BLOCK) * _CODE_BLOCK  # whole blocks per part
+    parts = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
+    futures = [_pool.submit(work, lo, hi) for lo, hi in parts[1:]]
+    try:
+        work(*parts[0])  # this thread takes a part too
+    finally:
+        for future in futures:
+            future.result()
+
 
 @dataclass
 class Snapshot:
@@ -182,10 +218,16 @@ class Snapshot:
         if n == 0 or k <= 0 or (mask is not None and not mask.any()):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         coarse = np.empty(n, dtype=np.float32)
+        codes, code_scales = self.codes, self.code_scales
+
+        def score_rows(lo: int, hi: int) -> None:
+            for a in range(lo, hi, _CODE_BLOCK):
+                b = min(a + _CODE_BLOCK, hi)
+                sel = slice(a, b) if eligible is None else eligible[a:b]
+                coarse[a:b] = (codes[sel].astype(np.float32) @ query) * code_scales[sel]
+
         with one_blas_thread():
-            for a in range(0, n, _CODE_BLOCK):
-                sel = slice(a, min(a + _CODE_BLOCK, n)) if eligible is None else eligible[a : a + _CODE_BLOCK]
-                coarse[a : a + _CODE_BLOCK] = (self.codes[sel].astype(np.float32) @ query) * self.code_scales[sel]
+            parallel_rows(score_rows, n)
         if eligible is None and mask is not None:
             coarse[~mask] = -np.inf
         keep = min(n, max(_RESCORE_MIN, _RESCORE_PER_HIT * k))
