@@ -301,9 +301,14 @@ def run_size(root: Path, url: str, n: int, fingerprint: str, args: argparse.Name
     import beleg
     from beleg.index import persisted_view
 
-    path = C.fresh_dir(root / f"index-{n}")
-    C.log(f"[{n}] embedded: writing {n} synthetic chunks (open_latency.build)")
-    built = OL.build(path, n, fingerprint)
+    if args.keep:  # open_latency.py's kept index of the same seeded corpus, built once
+        path = Path(args.keep) / f"index-{n}"
+        C.log(f"[{n}] embedded: {path} (open_latency.build_or_reuse)")
+        built = OL.build_or_reuse(path, n, fingerprint)
+    else:
+        path = C.fresh_dir(root / f"index-{n}")
+        C.log(f"[{n}] embedded: writing {n} synthetic chunks (open_latency.build)")
+        built = OL.build(path, n, fingerprint)
     with beleg.open(path) as kb:
         t = time.perf_counter()
         persisted_view.refresh(kb.catalog, kb.path)
@@ -350,7 +355,8 @@ def run_size(root: Path, url: str, n: int, fingerprint: str, args: argparse.Name
         C.log(f"[{n}] {name}: process start-to-first-hit ({args.runs} runs each)")
         figures["process"] = OL.process_figures(target, queries[0][0], args.runs)  # type: ignore[arg-type]
         C.log(f"[{n}] {name} process: {json.dumps(figures['process'], default=str)}")
-    shutil.rmtree(path, ignore_errors=True)
+    if not args.keep:
+        shutil.rmtree(path, ignore_errors=True)
     return {"chunks": n, "documents": built["documents"], "postgres": postgres, "embedded": embedded,
             "load_average_after": list(os.getloadavg())}
 
@@ -375,8 +381,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--derived", action="store_true", help="also HNSW recall on derived e5-like vectors")
     ap.add_argument("--only-derived", action="store_true", help="only the derived-vector HNSW figures")
     ap.add_argument("--workdir", help="where to build the embedded index (default: a temporary folder)")
+    ap.add_argument("--build-memory-mib", type=int, help="the most maintenance_work_mem the HNSW build may ask for "
+                                                         "(default: bulk.MAX_BUILD_MEMORY_MIB; 1M chunks need ~2.4 GiB "
+                                                         "for the graph to stay in memory)")
+    ap.add_argument("--keep", help="build the embedded index once into this folder and reuse it (the folder "
+                                   "open_latency.py --keep uses: the same seeded corpus)")
     ap.add_argument("--out", help="result JSON (default benchmarks/results/postgres_scale.json)")
     args = ap.parse_args(argv)
+    if args.build_memory_mib:
+        from beleg.index.postgres import bulk
+
+        bulk.MAX_BUILD_MEMORY_MIB = args.build_memory_mib
     args.clients = [int(c) for c in args.clients.split(",")]
     sizes = [5_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     if args.quick:
