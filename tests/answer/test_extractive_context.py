@@ -228,3 +228,11 @@ def test_when_questions_are_answered_by_clock_times_weekdays_and_bare_years() ->
     assert _best("When is the Sonnenhof maintenance window?", f"{other}\n\n{window}") == window
     assert kind_present("date", window, "When is the maintenance window?")[0]
     assert not kind_present("date", other, "When is the maintenance window?")[0]
+
+
+def test_a_definition_question_prefers_the_table_row_keyed_by_its_subject() -> None:
+    text = ("If `E-5031` persists for more than 15 minutes, contact support.\n\n"
+            "| Code | Meaning |\n|---|---|\n| `E-4012` | The key was revoked. |\n"
+            "| `E-5031` | The queue is unavailable during a failover. |\n")
+    assert _best("What is E-5031?", text) == "| `E-5031` | The queue is unavailable during a failover. |"
+    assert _best("When should I contact support about E-5031?", text).startswith("If `E-5031` persists")

@@ -60,7 +60,8 @@ TYPE_BONUS = 0.12
 HEADING_WEIGHT = 0.5
 #: Bonus for sentences of the retriever's top chunk, decaying as 1 / retrieval position.
 RETRIEVAL_PRIOR = 0.0
-#: "What is E-5031?": the first sentence of a section whose heading names the subject defines it.
+#: "What is E-5031?": the first sentence of a section whose heading names the subject defines
+#: it, as does the table row whose first cell is the subject.
 DEFINITION_BONUS = 0.1
 _DEFINITION = re.compile(r"^\s*(?:what\s+is|what's|what\s+are|what\s+does|was\s+ist|was\s+sind|was\s+bedeutet|"
                          r"was\s+hei(?:ß|ss)t)\s+(?P<subject>.+?)(?:\s+(?:mean|stand\s+for))?\s*\??\s*$", re.IGNORECASE)
@@ -118,6 +119,13 @@ def tense_match(question: str, sentence: str) -> int:
     if s_past == s_now:
         return 0
     return 1 if s_past == q_past else -1
+
+
+def _names_the_subject(row: str, q_terms: set[str], lang: str) -> bool:
+    """Whether a table row's first cell ("| `E-5031` | 503 | …") holds only question terms."""
+    first = row.strip().strip("|").split("|", 1)[0]
+    terms = set(analyze(first, lang))
+    return bool(terms) and terms <= q_terms
 
 
 def is_definition_question(question: str) -> bool:
@@ -278,6 +286,8 @@ class SentenceScorer:
             if (definitional and len(path) > 1 and s.doc_start == firsts[s.source.hit.chunk_id]
                     and set(q_terms) & heading):
                 score += DEFINITION_BONUS
+            elif definitional and s.span.kind == "table-row" and _names_the_subject(s.text, set(q_terms), lang):
+                score += DEFINITION_BONUS  # a glossary or error-code table: the row whose key is the subject
             if positions is not None and s.source.hit.chunk_id in positions:
                 score += RETRIEVAL_PRIOR / (1 + positions[s.source.hit.chunk_id])
             score += _answer_form_bonus(question, s, howto, naming)
