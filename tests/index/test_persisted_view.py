@@ -216,7 +216,7 @@ def test_parallel_rows_covers_every_row_once_in_whole_blocks(monkeypatch):
         seen = np.zeros(n, dtype=int)
         parts = []
 
-        def work(lo: int, hi: int) -> None:
+        def work(lo: int, hi: int, seen=seen, parts=parts) -> None:
             parts.append((lo, hi))
             seen[lo:hi] += 1
 

@@ -134,8 +134,8 @@ def measure(conn: Any, schema: str, *, sample: int | None = None, levels: Sequen
                 recall[depth][ef] = hits / max(1, sum(min(depth, len(e)) for e in truth))
                 if recall[depth][ef] >= TARGET:
                     break  # deeper levels only cost time
-    ef = {d: next((e for e in levels if recall[d].get(e, 0.0) >= TARGET), None) for d in depths}
-    return Calibration(rows, ef, recall, time.perf_counter() - t0)
+    chosen = {d: next((e for e in levels if recall[d].get(e, 0.0) >= TARGET), None) for d in depths}
+    return Calibration(rows, chosen, recall, time.perf_counter() - t0)
 
 
 def calibrate(conn: Any, schema: str, exact_below: int) -> Calibration | None:
