@@ -263,6 +263,7 @@ class SentenceScorer:
         kind = expected_kind(question)
         dense = self._dense(question, sentences)
         definitional = is_definition_question(question)
+        q_term_set = set(q_terms)
         howto, naming = is_howto_question(question), is_naming_question(question)
         firsts: dict[str, int] = {}
         for s in sentences:  # the first answer-capable sentence of each chunk
@@ -284,9 +285,9 @@ class SentenceScorer:
             score = a * lexical + (1 - a) * dense[i] + TYPE_BONUS * type_match
             path = s.source.hit.heading_path
             if (definitional and len(path) > 1 and s.doc_start == firsts[s.source.hit.chunk_id]
-                    and set(q_terms) & heading):
+                    and q_term_set & heading):
                 score += DEFINITION_BONUS
-            elif definitional and s.span.kind == "table-row" and _names_the_subject(s.text, set(q_terms), lang):
+            elif definitional and s.span.kind == "table-row" and _names_the_subject(s.text, q_term_set, lang):
                 score += DEFINITION_BONUS  # a glossary or error-code table: the row whose key is the subject
             if positions is not None and s.source.hit.chunk_id in positions:
                 score += RETRIEVAL_PRIOR / (1 + positions[s.source.hit.chunk_id])

@@ -79,19 +79,11 @@ class Calibration:
                    float(data.get("seconds", 0.0)))
 
 
-def due(conn: Any, schema: str, exact_below: int) -> int | None:
-    """The number of chunks with vectors when a measurement is due, else None."""
-    s = sql.Identifier(schema)
-    if conn.execute(sql.SQL("SELECT 1 FROM {}.meta WHERE key = 'dim'").format(s)).fetchone() is None:
-        return None
-    rows = int(conn.execute(sql.SQL("SELECT coalesce(sum(chunks), 0) FROM {}.corpus_stats").format(s)).fetchone()[0])
+def due(rows: int, last: Calibration | None, exact_below: int) -> bool:
+    """Whether a measurement is due at ``rows`` chunks, after ``last`` (None: never measured)."""
     if rows < max(exact_below, CALIBRATE_FROM):
-        return None
-    row = conn.execute(sql.SQL("SELECT value FROM {}.meta WHERE key = %s").format(s), (META_KEY,)).fetchone()
-    last = Calibration.from_json(row[0] if row else None)
-    if last is not None and abs(rows - last.rows) < RECALIBRATE_CHANGE * last.rows:
-        return None
-    return rows
+        return False
+    return last is None or abs(rows - last.rows) >= RECALIBRATE_CHANGE * last.rows
 
 
 def measure(conn: Any, schema: str, *, sample: int | None = None, levels: Sequence[int] | None = None,
@@ -136,15 +128,3 @@ def measure(conn: Any, schema: str, *, sample: int | None = None, levels: Sequen
                     break  # deeper levels only cost time
     chosen = {d: next((e for e in levels if recall[d].get(e, 0.0) >= TARGET), None) for d in depths}
     return Calibration(rows, chosen, recall, time.perf_counter() - t0)
-
-
-def calibrate(conn: Any, schema: str, exact_below: int) -> Calibration | None:
-    """Measure when :func:`due` says so and store the result; returns it (None when not due)."""
-    if due(conn, schema, exact_below) is None:
-        return None
-    result = measure(conn, schema)
-    with conn.transaction():
-        conn.execute(sql.SQL("INSERT INTO {}.meta (key, value) VALUES (%s, %s) ON CONFLICT (key) "
-                             "DO UPDATE SET value = EXCLUDED.value").format(sql.Identifier(schema)),
-                     (META_KEY, result.to_json()))
-    return result

@@ -97,16 +97,25 @@ class PostgresStore:
             self._calibrate_vector_index()
 
     def _calibrate_vector_index(self) -> None:
+        """Measure the HNSW index's search depth when :func:`hnsw_calibration.due` says so."""
         try:
-            result = hnsw_calibration.calibrate(self.conn, self.schema, self.exact_below)
+            if self.get_meta("dim") is None:
+                return  # no vectors, no HNSW index yet
+            rows = int(self.conn.execute(self._q("SELECT coalesce(sum(chunks), 0) FROM {s}.corpus_stats"))
+                       .fetchone()[0])
+            last = hnsw_calibration.Calibration.from_json(self.get_meta(hnsw_calibration.META_KEY))
+            if not hnsw_calibration.due(rows, last, self.exact_below):
+                return
+            result = hnsw_calibration.measure(self.conn, self.schema)
+            with self.conn.transaction():
+                self.set_meta(hnsw_calibration.META_KEY, result.to_json())
         except psycopg.Error as exc:  # the commit stands; searches keep the last measurement
             log.warning("measuring the HNSW index's search depth failed (%s); dense search keeps the last "
                         "measurement (or the default levels) until the next commit", str(exc).strip())
             return
-        if result is not None:
-            log.info("HNSW index at %d chunks: ef_search %s for recall >= %.2f (%.1f s)", result.rows,
-                     {d: e if e is not None else "exact" for d, e in result.ef.items()},
-                     hnsw_calibration.TARGET, result.seconds)
+        log.info("HNSW index at %d chunks: ef_search %s for recall >= %.2f (%.1f s)", result.rows,
+                 {d: e if e is not None else "exact" for d, e in result.ef.items()},
+                 hnsw_calibration.TARGET, result.seconds)
 
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute(self._q("SELECT value FROM {s}.meta WHERE key = %s"), (key,)).fetchone()
