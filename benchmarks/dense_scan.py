@@ -1,15 +1,19 @@
-"""The exact int8 pass of dense search on one core and split across the cores, next to the
-machine's ceilings, measured in the same run.
+"""The exact int8 pass of dense search with each kernel, on one core and split across the
+cores, next to the machine's ceilings, measured in the same run.
 
-The pass (``Snapshot._compact_search``) widens each block of int8 codes to float32 and
-multiplies it by the query. At 1M chunks of 384 dimensions that is 384 MiB of codes. The
-run reports for random codes (the data does not change the cost):
+The pass (``Snapshot._compact_search``) scores int8 codes against the query with one of two
+kernels (:mod:`beleg.index.int8_pass`): ``numpy`` widens each block to float32 and
+multiplies (sgemv); ``simsimd`` multiplies int8 by an int8 query in SIMD code chosen for
+this CPU. At 1M chunks of 384 dimensions that is 384 MiB of codes. The run reports, for
+random codes (the data does not change the cost):
 
-* the pass on one thread and through ``parallel_rows`` (the split the index uses), median
-  of ``--repeats``;
+* per kernel, the pass on one thread and through ``parallel_rows`` (the split the index
+  uses), median of ``--repeats``;
+* choosing the candidates for exact re-scoring from the pass's scores: ``np.argpartition``
+  (before) and ``snapshot.best_positions`` (a sampled cut, now);
 * two ceilings: reading the codes once (a sum over them viewed as int64, a memory-read
   bound) and the float32 product on already-widened rows (BLAS sgemv, one thread);
-* the CPU model and the vector features the kernels can use.
+* the CPU model, the vector features and the simsimd kernels this machine has.
 
     python benchmarks/dense_scan.py                 # 1M and 100k rows
     python benchmarks/dense_scan.py --rows 1000000 --repeats 9
@@ -43,7 +47,7 @@ def median_ms(fn, repeats: int) -> float:
 
 def measure(rows: int, dim: int, repeats: int) -> dict:
     from beleg.blas import one_blas_thread
-    from beleg.index import snapshot
+    from beleg.index import int8_pass, snapshot
 
     rng = np.random.default_rng(0)
     codes = rng.integers(-127, 128, size=(rows, dim), dtype=np.int8)
@@ -51,20 +55,37 @@ def measure(rows: int, dim: int, repeats: int) -> dict:
     query = rng.standard_normal(dim).astype(np.float32)
     out = np.empty(rows, dtype=np.float32)
     block = snapshot._CODE_BLOCK
+    result: dict = {"rows": rows, "dim": dim, "codes_mib": round(codes.nbytes / 2**20, 1),
+                    "threads_used_by_split": snapshot._SCAN_THREADS if rows >= snapshot.PARALLEL_FROM else 1,
+                    "kernels": {}}
+    chosen = int8_pass.KERNEL
+    try:
+        for kernel in ("numpy", "simsimd"):
+            int8_pass.KERNEL = kernel
+            prepared = int8_pass.prepare(query)
 
-    def score_rows(lo: int, hi: int) -> None:
-        for a in range(lo, hi, block):
-            b = min(a + block, hi)
-            out[a:b] = (codes[a:b].astype(np.float32) @ query) * scales[a:b]
+            def score_rows(lo: int, hi: int, prepared=prepared) -> None:
+                for a in range(lo, hi, block):
+                    b = min(a + block, hi)
+                    int8_pass.score(codes[a:b], scales[a:b], prepared, out[a:b])
 
-    def one_thread() -> None:
-        with one_blas_thread():
-            score_rows(0, rows)
+            def one_thread(score_rows=score_rows) -> None:
+                with one_blas_thread():
+                    score_rows(0, rows)
 
-    def split() -> None:
-        with one_blas_thread():
-            snapshot.parallel_rows(score_rows, rows)
+            def split(score_rows=score_rows) -> None:
+                with one_blas_thread():
+                    snapshot.parallel_rows(score_rows, rows)
 
+            result["kernels"][kernel] = {"int8_pass_one_thread_ms": median_ms(one_thread, repeats),
+                                         "int8_pass_split_ms": median_ms(split, repeats)}
+            want = (codes[:10].astype(np.float32) @ query) * scales[:10]
+            np.testing.assert_allclose(out[:10], want, rtol=0.02, atol=0.02 * np.abs(want).max())
+    finally:
+        int8_pass.KERNEL = chosen
+    keep = 400  # the candidates kept for k = 50 (8 per hit)
+    result["candidates_argpartition_ms"] = median_ms(lambda: np.argpartition(-out, keep - 1)[:keep], repeats)
+    result["candidates_best_positions_ms"] = median_ms(lambda: snapshot.best_positions(out, keep), repeats)
     widened = codes[: min(rows, 250_000)].astype(np.float32)
 
     def sgemv() -> None:
@@ -72,15 +93,8 @@ def measure(rows: int, dim: int, repeats: int) -> dict:
             widened @ query
 
     as_int64 = codes.reshape(-1).view(np.int64)
-    result = {
-        "rows": rows, "dim": dim, "codes_mib": round(codes.nbytes / 2**20, 1),
-        "threads_used_by_split": snapshot._SCAN_THREADS if rows >= snapshot.PARALLEL_FROM else 1,
-        "int8_pass_one_thread_ms": median_ms(one_thread, repeats),
-        "int8_pass_split_ms": median_ms(split, repeats),
-        "ceiling_read_codes_once_ms": median_ms(lambda: as_int64.sum(), repeats),
-        "ceiling_sgemv_float32_ms_per_1M_rows": round(median_ms(sgemv, repeats) * 1_000_000 / len(widened), 2),
-    }
-    np.testing.assert_allclose(out[:10], (codes[:10].astype(np.float32) @ query) * scales[:10], rtol=1e-5)
+    result["ceiling_read_codes_once_ms"] = median_ms(lambda: as_int64.sum(), repeats)
+    result["ceiling_sgemv_float32_ms_per_1M_rows"] = round(median_ms(sgemv, repeats) * 1_000_000 / len(widened), 2)
     return result
 
 
@@ -92,8 +106,10 @@ def main() -> int:
     ap.add_argument("--out", help="result JSON (default benchmarks/results/dense_scan.json)")
     args = ap.parse_args()
     from beleg.backends.embedders.e5_int8 import cpu_features
+    from beleg.index import int8_pass
 
     result = {"benchmark": "dense_scan", "machine": C.machine_info(), "cpu_features": sorted(cpu_features()),
+              "int8_kernel_default": int8_pass.describe(),
               "load_average_at_start": list(os.getloadavg()), "sizes": []}
     for rows in (int(r) for r in args.rows.split(",")):
         figures = measure(rows, args.dim, args.repeats)

@@ -602,7 +602,16 @@ class KnowledgeBase:
             "generation": self.catalog.generation,
             **counts,
             "documents_by": {k: dict(sorted(v.items())) for k, v in by.items()},
+            "dense_scan": _dense_scan_status(),
         }
+
+
+def _dense_scan_status() -> dict[str, Any]:
+    """How the embedded dense search reads vectors on this machine (the kernel is chosen per CPU)."""
+    from beleg.index import int8_pass, snapshot
+
+    return {"int8_kernel": int8_pass.describe(), "int8_from_chunks": snapshot.COMPACT_FROM,
+            "threads": snapshot._SCAN_THREADS, "threads_from_chunks": snapshot.PARALLEL_FROM}
 
 
 def _reread_headings(doc: Document) -> tuple[Any, ...]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from beleg.index import persisted_view
+from beleg.index import int8_pass, persisted_view
 from beleg.index import snapshot as snapshot_module
 from beleg.index.catalog import Catalog
 from beleg.index.filters import parse
@@ -166,8 +166,10 @@ def test_a_view_of_another_catalog_is_not_reused(tmp_path):
         b.close()
 
 
+@pytest.mark.parametrize("kernel", ["numpy", "simsimd"])
 @pytest.mark.parametrize("split", [False, True], ids=["one-thread", "split-across-threads"])
-def test_compact_int8_search_returns_exactly_the_exact_top_k(tmp_path, monkeypatch, split):
+def test_compact_int8_search_returns_exactly_the_exact_top_k(tmp_path, monkeypatch, split, kernel):
+    monkeypatch.setattr(int8_pass, "KERNEL", kernel)
     cat = Catalog(tmp_path / "catalog.sqlite")
     try:
         for d in range(40):

@@ -91,6 +91,10 @@ def render_status(status: dict[str, Any]) -> str:
                          f"measured at {vector_index['at_chunks']} chunks)")
         else:
             lines.append(f"hnsw          {vector_index['note']}")
+    scan = status.get("dense_scan")
+    if scan is not None:  # embedded: the int8 first pass of dense search (index/int8_pass.py)
+        lines.append(f"dense scan    {scan['int8_kernel']}; int8 from {scan['int8_from_chunks']:,} chunks, "
+                     f"{scan['threads']} threads from {scan['threads_from_chunks']:,}")
     for key, counts in status.get("documents_by", {}).items():
         lines.append(f"by {key:<10} " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
     return "\n".join(lines)

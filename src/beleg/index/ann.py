@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from beleg.blas import one_blas_thread
+from beleg.index import int8_pass
 
 #: Views from this many chunks on get an IVF; below it the exact scan is cheap.
 ANN_FROM = 50_000
@@ -126,6 +127,7 @@ class IVF:
         want = min(keep, eligible)  # and at least this many eligible candidates
         positions, coarse = [], []
         read = 0
+        prepared = int8_pass.prepare(query)
         with one_blas_thread():
             order = np.argsort(-(self.centroids @ query))
             seen = 0
@@ -134,7 +136,8 @@ class IVF:
                 if a == b:
                     continue
                 rows = self.members[a:b]
-                scores = (self.codes[a:b].astype(np.float32) @ query) * self.scales[a:b]
+                scores = np.empty(b - a, dtype=np.float32)
+                int8_pass.score(self.codes[a:b], self.scales[a:b], prepared, scores)
                 if mask is not None:
                     ok = mask[rows]
                     rows, scores = rows[ok], scores[ok]
@@ -147,7 +150,11 @@ class IVF:
             extra = self.unassigned if mask is None else self.unassigned[mask[self.unassigned]]
             if len(extra):
                 positions.append(extra)
-                coarse.append((codes[extra].astype(np.float32) @ query) * code_scales[extra])
+                for e in range(0, len(extra), int8_pass.BLOCK):
+                    part = extra[e: e + int8_pass.BLOCK]
+                    scores = np.empty(len(part), dtype=np.float32)
+                    int8_pass.score(codes, code_scales, prepared, scores, rows=part)
+                    coarse.append(scores)
         if not positions:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         rows, scores = np.concatenate(positions), np.concatenate(coarse)
