@@ -8,7 +8,8 @@ this CPU. At 1M chunks of 384 dimensions that is 384 MiB of codes. The run repor
 random codes (the data does not change the cost):
 
 * per kernel, the pass on one thread and through ``parallel_rows`` (the split the index
-  uses), median of ``--repeats``;
+  uses), median of ``--repeats``; and simsimd's product alone at each instruction-set level
+  this CPU has (so one run also shows what an AVX2-only machine gets);
 * choosing the candidates for exact re-scoring from the pass's scores: ``np.argpartition``
   (before) and ``snapshot.best_positions`` (a sampled cut, now);
 * two ceilings: reading the codes once (a sum over them viewed as int64, a memory-read
@@ -43,6 +44,25 @@ def median_ms(fn, repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - t)
     return round(1000 * statistics.median(times), 2)
+
+
+def by_capability(codes: np.ndarray, query: np.ndarray, repeats: int) -> dict[str, float]:
+    """simsimd's int8 dot product over ``codes`` (one thread) at each instruction-set level this
+    CPU has, best first, down to ``serial`` (plain C): what a machine with only AVX2 (``haswell``)
+    would get from the same wheel. Every level is enabled again afterwards."""
+    import simsimd
+
+    levels = [name for name, on in simsimd.get_capabilities().items() if on and name != "serial"][::-1]
+    out: dict[str, float] = {}
+    try:
+        for name in [*levels, "serial"]:
+            out[name] = median_ms(lambda: simsimd.cdist(query, codes, metric="dot", out_dtype="float32"), repeats)
+            if name != "serial":
+                simsimd.disable_capability(name)
+    finally:
+        for name in levels:
+            simsimd.enable_capability(name)
+    return out
 
 
 def measure(rows: int, dim: int, repeats: int) -> dict:
@@ -81,6 +101,7 @@ def measure(rows: int, dim: int, repeats: int) -> dict:
                                          "int8_pass_split_ms": median_ms(split, repeats)}
             want = (codes[:10].astype(np.float32) @ query) * scales[:10]
             np.testing.assert_allclose(out[:10], want, rtol=0.02, atol=0.02 * np.abs(want).max())
+        result["simsimd_one_thread_ms_by_capability"] = by_capability(codes, prepared.values, repeats)
     finally:
         int8_pass.KERNEL = chosen
     keep = 400  # the candidates kept for k = 50 (8 per hit)
