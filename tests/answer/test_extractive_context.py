@@ -236,3 +236,15 @@ def test_a_definition_question_prefers_the_table_row_keyed_by_its_subject() -> N
             "| `E-5031` | The queue is unavailable during a failover. |\n")
     assert _best("What is E-5031?", text) == "| `E-5031` | The queue is unavailable during a failover. |"
     assert _best("When should I contact support about E-5031?", text).startswith("If `E-5031` persists")
+
+
+def test_a_question_in_the_sources_is_never_the_answer_the_sentence_after_it_is() -> None:
+    # An FAQ entry repeats the asker's words in its question line; the answer below shares fewer.
+    text = ("## Redis\n\nDo I need Redis for my ioBroker or not?\n\n"
+            "For all common installations, the built-in databases are usually sufficient.\n\n"
+            "**Do I need Redis for a cluster?**")
+    assert _best("Do I need Redis for a normal ioBroker installation?", text).startswith("For all common")
+    assert not [s for s in candidate_sentences([_source(text)]) if s.text.rstrip("*").endswith("?")]
+    ex = extract_answer("Do I need Redis?", _stub_scorer().score("Do I need Redis?", candidate_sentences(
+        [_source("Do I need Redis for my ioBroker or not? Do I need it for a cluster?")])), NO_TARGET)
+    assert ex.refused  # only questions: nothing answers

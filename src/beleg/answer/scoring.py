@@ -41,9 +41,17 @@ _ANSWER_KINDS = PROSE_KINDS
 _MIN_WORDS = 3
 
 
+def is_question(text: str) -> bool:
+    """The text asks ("Do I need Redis for my ioBroker or not?", an FAQ entry's heading line)."""
+    return text.rstrip().rstrip("*_").endswith("?")
+
+
 def can_answer(span: Span) -> bool:
-    """The candidate rule: prose (a sentence, list item or table row) of 3+ words."""
-    return span.kind in _ANSWER_KINDS and len(span.text.split()) >= _MIN_WORDS
+    """The candidate rule: prose (a sentence, list item or table row) of 3+ words that does not
+    itself ask a question. A question quoted as an answer is never support (``support``'s
+    completeness check), so choosing one only hides the sentence that answers it: an FAQ's
+    "Do I need Redis?" shares the asker's words and outscored its own answer below it."""
+    return span.kind in _ANSWER_KINDS and len(span.text.split()) >= _MIN_WORDS and not is_question(span.text)
 
 
 def sentence_passage(heading_path: Sequence[str], title: str, sentence: str) -> str:

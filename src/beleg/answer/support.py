@@ -35,7 +35,7 @@ from typing import Any
 
 from beleg.answer.anchors import STRONG, missing_anchors, question_anchors
 from beleg.answer.quarantine import shown_heading_path, shown_value
-from beleg.answer.scoring import is_howto_question
+from beleg.answer.scoring import is_howto_question, is_question
 from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values, when_markers
 from beleg.index.analyzer import analyze, analyze_query, detect_language
@@ -234,7 +234,7 @@ def _complete_check(quote: str) -> Check:
     [here]") says where the answer is, not what it is."""
     if quote.rstrip().endswith(":"):
         return Check("complete", False, "the quote ends with ':' and does not contain what it introduces", 0.0)
-    if quote.rstrip().rstrip("*_").endswith("?"):
+    if is_question(quote):
         return Check("complete", False, "the quote is a question, not an answer to one", 0.0)
     if re.match(r"^\s*#{1,6}\s", quote) and "\n" not in quote.strip():
         return Check("complete", False, "the quote is a heading only", 0.0)
