@@ -248,3 +248,19 @@ def test_a_question_in_the_sources_is_never_the_answer_the_sentence_after_it_is(
     ex = extract_answer("Do I need Redis?", _stub_scorer().score("Do I need Redis?", candidate_sentences(
         [_source("Do I need Redis for my ioBroker or not? Do I need it for a cluster?")])), NO_TARGET)
     assert ex.refused  # only questions: nothing answers
+
+
+def test_a_sentence_that_refers_back_is_quoted_with_the_sentence_it_refers_to() -> None:
+    text = ("## Installation\n\nThe installer creates a new user “iobroker” and its home folder. "
+            "The adapter then runs under this user.\n\nAfterwards open the admin page.")
+    ex, doc = _answer(text, "The adapter then runs", question="Which user does the adapter run under?", start=7)
+    _exact(ex, doc)
+    assert ex.citations[0].quote.startswith("The installer creates") and "“iobroker”" in ex.answer
+    assert "Afterwards" not in ex.answer
+    # German demonstratives too; a new paragraph, or a sentence that names its own subject, stays alone.
+    de = "Der Installer legt den Benutzer “iobroker” an. Der ioBroker läuft dann unter diesem Benutzer."
+    assert "“iobroker”" in _answer(de, "Der ioBroker läuft", question="Unter welchem Benutzer?")[0].answer
+    alone = "The installer creates a user.\n\nThis user owns /opt/iobroker."
+    assert _answer(alone, "This user owns", question="Who owns the folder?")[0].answer.startswith("This user")
+    plain = "The installer creates a user. Ports 80 and 443 stay open."
+    assert _answer(plain, "Ports 80", question="Which ports stay open?")[0].answer.startswith("Ports 80")

@@ -60,6 +60,36 @@ _GAP = re.compile(r"(?:\s|\{\{[%<].*?[%>]\}\}|\{%.*?%\}|\|?(?:[ \t]*:?-+:?[ \t]*
                   r"(?<![^\s])(?:[-*+]|\d{1,3}[.)])(?=\s))*", re.DOTALL)
 
 
+#: A sentence that points back at what the sentence before it named ("runs under this user",
+#: "läuft dann unter diesem User", "these ports"): a demonstrative before a noun, or a
+#: sentence that opens with one. Quoted alone it does not say what "this" is.
+_REFERS_BACK = re.compile(r"(?:^|\b)(?:this|these|those|such)\s+(?!is\b|are\b|was\b|way\b|case\b)[^\W\d_]{3,}|"
+                          r"^\W*(?:that|this|these|those|it|they)\b(?!\s+(?:is|are)\s+(?:why|how|what)\b)|"
+                          r"\b(?:dies(?:e[mnrs]?)?|jene[mnrs]?|solche[mnrs]?|de(?:r|n|m)selben?|dieselben?|dasselbe)\b",
+                          re.IGNORECASE)
+
+
+def refers_back(sentence: str) -> bool:
+    return _REFERS_BACK.search(sentence) is not None
+
+
+def preceding_start(chosen: Sentence) -> int | None:
+    """Where the quote starts when the chosen sentence refers back (document offset): at the
+    sentence before it, when that is prose of the same paragraph of the same chunk, not
+    withheld, and the two stay within :data:`MAX_CONTEXT_CHARS`; else None."""
+    if chosen.span.kind != "sentence" or not refers_back(chosen.text):
+        return None
+    hit, quarantine = chosen.source.hit, chosen.source.quarantine
+    rel_start = chosen.doc_start - hit.start
+    before = [sp for sp in split_sentences(hit.text) if sp.end <= rel_start]
+    if not before or before[-1].kind != "sentence" or "\n\n" in hit.text[before[-1].end:rel_start]:
+        return None
+    prev = before[-1]
+    if chosen.doc_end - (hit.start + prev.start) > MAX_CONTEXT_CHARS or quarantine.overlaps(prev.start, rel_start):
+        return None
+    return hit.start + prev.start
+
+
 def announces(sentence: str) -> bool:
     """True for "Run the following command:", "Die Werte sind wie folgt", "... below"."""
     return sentence.rstrip().endswith(":") or _ANNOUNCES.search(sentence) is not None
@@ -183,7 +213,7 @@ def quote_answer(chosen: Sentence, scored: Sequence[Sentence]) -> tuple[Citation
         c = _cite(chosen, start=start, display=display)
         return c, display
     end, cut = announced_end(chosen) if announces(chosen.text) else (extend(chosen, scored), False)
-    c = _cite(chosen, end)
+    c = _cite(chosen, end, start=preceding_start(chosen))
     shown = c.shown + ("\n…" if cut else "")
     return (c if not cut else replace(c, display=shown)), shown
 
