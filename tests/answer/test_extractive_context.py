@@ -264,3 +264,13 @@ def test_a_sentence_that_refers_back_is_quoted_with_the_sentence_it_refers_to() 
     assert _answer(alone, "This user owns", question="Who owns the folder?")[0].answer.startswith("This user")
     plain = "The installer creates a user. Ports 80 and 443 stay open."
     assert _answer(plain, "Ports 80", question="Which ports stay open?")[0].answer.startswith("Ports 80")
+
+
+def test_a_how_to_question_prefers_a_sentence_with_an_instruction_over_one_that_repeats_it() -> None:
+    # The support check wants a command, code, setting, path or menu path for "how do I";
+    # choosing a sentence that only restates the question would be refused support anyway.
+    text = ("Switching the states database to Redis has the greatest performance effect.\n\n"
+            "The changeover of the states database then takes place via:\n\n```sh\niobroker stop\niobroker setup custom\n```")
+    assert _best("How do I switch the states database to Redis?", text).startswith("The changeover")
+    # Without a how-to form the paraphrase still wins: the rule is the question's kind, not code.
+    assert _best("Why switch the states database to Redis?", text).startswith("Switching")

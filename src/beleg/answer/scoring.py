@@ -269,6 +269,11 @@ class SentenceScorer:
         weights = {t: self.idf(t) for t in q_terms}
         total = sum(weights.values()) or 1.0
         kind = expected_kind(question)
+        # A how-to question wants an instruction (a command, code, a setting, a path or a menu
+        # path): the support check's own rule, so the sentence chosen is one that can pass it.
+        from beleg.answer.support import asked_kind, kind_present  # support imports this module
+
+        instruction = kind is None and asked_kind(question) == "instruction"
         dense = self._dense(question, sentences)
         definitional = is_definition_question(question)
         q_term_set = set(q_terms)
@@ -290,6 +295,8 @@ class SentenceScorer:
             if kind is not None:
                 holds = any(v.kind == kind for v in s.values) or (kind == "date" and bool(when_markers(s.text)))
                 type_match = 1 if holds else -1
+            elif instruction:
+                type_match = 1 if s.code_context or kind_present("instruction", s.text, question)[0] else -1
             score = a * lexical + (1 - a) * dense[i] + TYPE_BONUS * type_match
             path = s.source.hit.heading_path
             if (definitional and len(path) > 1 and s.doc_start == firsts[s.source.hit.chunk_id]
