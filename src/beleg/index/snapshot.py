@@ -43,10 +43,11 @@ _RESCORE_MIN = 256
 _RESCORE_PER_HIT = 8
 #: Rows per int8 block: the float32 copy of one block (6 MiB) stays in cache.
 _CODE_BLOCK = int8_pass.BLOCK
-#: From this many rows the int8 pass is split across the cores this process may use:
-#: widening int8 to float32 is compute-bound, so two cores nearly halve it (1M rows:
-#: 70 -> 36 ms on a 2-core EPYC, benchmarks/dense_scan.py), while the float32 product
-#: alone is memory-bound and gains nothing from a second BLAS thread (see beleg.blas).
+#: From this many rows the int8 pass is split across the cores this process may use: numpy's
+#: widening is compute-bound, so two cores nearly halve it (1M rows: 80 -> 43 ms), and
+#: simsimd's kernel comes nearer the memory-read ceiling on two (22 -> 15 ms, ceiling 13 ms;
+#: benchmarks/dense_scan.py), while the float32 product alone is memory-bound and gains
+#: nothing from a second BLAS thread (see beleg.blas).
 PARALLEL_FROM = 200_000
 _SCAN_THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 _pool: ThreadPoolExecutor | None = None
