@@ -56,6 +56,7 @@ def _choose() -> str:
 
 KERNEL = _choose()
 
+
 def describe() -> str:
     """The kernel in use, for ``beleg status`` and benchmark records."""
     if KERNEL == "numpy":
@@ -122,7 +123,3 @@ def score(codes: np.ndarray, scales: np.ndarray, query: Query, out: np.ndarray,
     dots = np.asarray(_simsimd.cdist(query.values, block, metric="dot", out_dtype="float32")).reshape(-1)
     np.multiply(dots, row_scales, out=out)
     out *= np.float32(query.scale)
-
-
-def info() -> dict[str, Any]:
-    return {"kernel": KERNEL, "describe": describe()}
