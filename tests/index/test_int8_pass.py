@@ -121,3 +121,33 @@ def test_best_positions_always_contain_the_best_keep(n, keep):
         kth = scores[best].min()
         # Every row strictly above the keep-th score is in; ties at it may be either way.
         assert set(np.flatnonzero(scores > kth).tolist()) <= set(got.tolist())
+
+
+def _levels() -> list[str]:
+    import simsimd
+
+    return [name for name, on in simsimd.get_capabilities().items() if on]
+
+
+@pytest.mark.parametrize("level", _levels())
+def test_every_instruction_set_level_this_cpu_has_sums_exactly(level):
+    # Machines differ (AVX2 only, AVX-512, VNNI; NEON/SVE on Arm): each level simsimd may pick
+    # elsewhere is run here too, by switching off the levels above it, and must agree exactly.
+    import simsimd
+
+    levels = [name for name in _levels() if name != "serial"][::-1]  # best first
+    above = levels[: levels.index(level)] if level in levels else levels
+    rng = np.random.default_rng(6)
+    codes = rng.integers(-127, 128, size=(777, 384), dtype=np.int8)
+    values = rng.integers(-127, 128, size=(1, 384), dtype=np.int8)
+    before = simsimd.get_capabilities()
+    try:
+        for name in above:
+            simsimd.disable_capability(name)
+        assert all(not simsimd.get_capabilities()[name] for name in above)
+        got = np.asarray(simsimd.cdist(values, codes, metric="dot", out_dtype="float32")).reshape(-1)
+    finally:
+        for name in above:
+            simsimd.enable_capability(name)
+    np.testing.assert_array_equal(got.astype(np.int64), codes.astype(np.int64) @ values[0].astype(np.int64))
+    assert simsimd.get_capabilities() == before  # the other tests run at the best level again
