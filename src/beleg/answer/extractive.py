@@ -63,7 +63,7 @@ _GAP = re.compile(r"(?:\s|\{\{[%<].*?[%>]\}\}|\{%.*?%\}|\|?(?:[ \t]*:?-+:?[ \t]*
 #: A sentence that points back at what the sentence before it named ("runs under this user",
 #: "läuft dann unter diesem User", "these ports"): a demonstrative before a noun, or a
 #: sentence that opens with one. Quoted alone it does not say what "this" is.
-_REFERS_BACK = re.compile(r"(?:^|\b)(?:this|these|those|such)\s+(?!is\b|are\b|was\b|way\b|case\b)[^\W\d_]{3,}|"
+_REFERS_BACK = re.compile(r"\b(?:this|these|those|such)\s+(?!is\b|are\b|was\b|way\b|case\b)[^\W\d_]{3,}|"
                           r"^\W*(?:that|this|these|those|it|they)\b(?!\s+(?:is|are)\s+(?:why|how|what)\b)|"
                           r"\b(?:dies(?:e[mnrs]?)?|jene[mnrs]?|solche[mnrs]?|de(?:r|n|m)selben?|dieselben?|dasselbe)\b",
                           re.IGNORECASE)
