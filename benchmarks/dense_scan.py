@@ -52,7 +52,9 @@ def by_capability(codes: np.ndarray, query: np.ndarray, repeats: int) -> dict[st
     would get from the same wheel. Every level is enabled again afterwards."""
     import simsimd
 
-    levels = [name for name, on in simsimd.get_capabilities().items() if on and name != "serial"][::-1]
+    from beleg.index.int8_pass import simsimd_levels
+
+    levels = simsimd_levels()
     out: dict[str, float] = {}
     try:
         for name in [*levels, "serial"]:

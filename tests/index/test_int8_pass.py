@@ -123,19 +123,13 @@ def test_best_positions_always_contain_the_best_keep(n, keep):
         assert set(np.flatnonzero(scores > kth).tolist()) <= set(got.tolist())
 
 
-def _levels() -> list[str]:
-    import simsimd
-
-    return [name for name, on in simsimd.get_capabilities().items() if on]
-
-
-@pytest.mark.parametrize("level", _levels())
+@pytest.mark.parametrize("level", [*int8_pass.simsimd_levels(), "serial"])
 def test_every_instruction_set_level_this_cpu_has_sums_exactly(level):
     # Machines differ (AVX2 only, AVX-512, VNNI; NEON/SVE on Arm): each level simsimd may pick
     # elsewhere is run here too, by switching off the levels above it, and must agree exactly.
     import simsimd
 
-    levels = [name for name in _levels() if name != "serial"][::-1]  # best first
+    levels = int8_pass.simsimd_levels()  # best first
     above = levels[: levels.index(level)] if level in levels else levels
     rng = np.random.default_rng(6)
     codes = rng.integers(-127, 128, size=(777, 384), dtype=np.int8)

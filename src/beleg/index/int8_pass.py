@@ -57,15 +57,21 @@ def _choose() -> str:
 KERNEL = _choose()
 
 
+def simsimd_levels() -> list[str]:
+    """The instruction-set levels simsimd may use on this CPU and has enabled, best first
+    ("genoa", "ice", "skylake", "haswell"; plain C, "serial", is not among them)."""
+    if _simsimd is None:
+        return []
+    return [name for name, on in _simsimd.get_capabilities().items() if on and name != "serial"][::-1]
+
+
 def describe() -> str:
     """The kernel in use, for ``beleg status`` and benchmark records."""
     if KERNEL == "numpy":
         reason = "forced by BELEG_INT8_KERNEL" if _simsimd is not None else "simsimd not installed"
         return f"numpy (float32 widening; {reason})"
-    assert _simsimd is not None
-    caps = [name for name, on in _simsimd.get_capabilities().items() if on and name != "serial"]
     version = getattr(_simsimd, "__version__", "?")
-    return f"simsimd {version} ({', '.join(caps) or 'serial'})"
+    return f"simsimd {version} ({', '.join(simsimd_levels()[::-1]) or 'serial'})"
 
 
 @dataclass(frozen=True)
