@@ -225,3 +225,18 @@ def test_parallel_rows_covers_every_row_once_in_whole_blocks(monkeypatch):
         snapshot_module.parallel_rows(work, n, threads)
         assert (seen == 1).all(), (n, threads)
         assert all(lo % 100 == 0 for lo, _ in parts) and len(parts) <= max(1, threads)
+
+
+def test_the_view_holds_the_catalogs_chunk_ids_and_a_view_of_another_format_is_rebuilt(catalog):
+    view = Snapshot.load(catalog, DIM)
+    expected = [r[0] for r in catalog.db.execute("SELECT chunk_id FROM chunks ORDER BY row")]
+    assert view.chunk_ids is not None and list(view.chunk_ids) == expected
+    assert [view.chunk_ids[i] for i in range(len(expected))] == expected
+    current = persisted_view.view_files(catalog.path.parent)[0].parent
+    manifest = current / "manifest.json"
+    manifest.write_text(manifest.read_text(encoding="utf-8").replace(
+        f'"format": {persisted_view.FORMAT}', '"format": 1'), encoding="utf-8")
+    reopened = Snapshot.load(catalog, DIM)
+    assert persisted_view.view_files(catalog.path.parent)[0].parent != current  # rebuilt into a new folder
+    _assert_same(reopened, Snapshot.build(catalog, DIM))
+    assert list(reopened.chunk_ids or []) == expected

@@ -60,7 +60,7 @@ class EmbeddedSearchIndex:
 
     def __init__(self, snapshot: Snapshot, chunk_ids: Sequence[str], catalog: Catalog) -> None:
         self.snapshot = snapshot
-        self._chunk_ids = list(chunk_ids)
+        self._chunk_ids = chunk_ids  # a list, or the view's StringTable (decoded per hit)
         self._catalog = catalog
         self._positions: dict[str, int] | None = None
         self._doc_positions: dict[str, int] | None = None

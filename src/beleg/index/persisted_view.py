@@ -15,8 +15,9 @@ process pays for page reads only, and only for the pages a search touches::
         codes.npy code_scales.npy  int8 copy + per-row scale: the fast first pass
         row_indptr.npy row_terms.npy row_tfs.npy   per-chunk postings (for updates)
         post_*.npy idf.npy doc_lengths.npy          BM25 postings, weights precomputed
-        docs.json terms.json     documents (id, source, metadata) and the vocabulary
-        chunk_ids.json           chunk id of each chunk
+        docs.json                documents (id, source, metadata)
+        terms_*.npy              the vocabulary, sorted (a :class:`~beleg.index.string_table.TermIds`)
+        chunk_ids_*.npy          chunk id of each chunk (a :class:`~beleg.index.string_table.StringTable`)
         ivf_*.npy                from 50k chunks: the IVF lists of :mod:`beleg.index.ann`
 
 Rules that keep it honest:
@@ -54,15 +55,17 @@ from beleg.index.bm25 import BM25Index
 from beleg.index.catalog import Catalog
 from beleg.index.filters import MetadataColumns
 from beleg.index.snapshot import Snapshot
+from beleg.index.string_table import StringTable, TermIds, encode, sorted_terms
 
 log = logging.getLogger(__name__)
 
 VIEW_DIR = "view"
-FORMAT = 1
+FORMAT = 2  # 2: vocabulary and chunk ids as string tables (1: JSON, decoded whole at every open)
 _CURRENT = "CURRENT"
 _LOCK = "LOCK"
 _ARRAYS = ("rows", "chunk_doc", "vectors", "codes", "code_scales", "row_indptr", "row_terms", "row_tfs",
            "post_indptr", "post_rows", "post_weights", "idf", "doc_lengths")
+_STRING_ARRAYS = ("terms_blob", "terms_offsets", "terms_ids", "chunk_ids_blob", "chunk_ids_offsets")
 
 
 class ViewError(Exception):
@@ -264,10 +267,11 @@ def _merge(catalog: Catalog, base: Snapshot | None, live: list[tuple[int, str, s
     which: np.ndarray | slice = slice(int(kept[0]), int(kept[-1]) + 1) if contiguous and len(kept) else kept
     lengths = np.concatenate([kept_lengths, np.diff(fresh.row_indptr)])
     assert isinstance(fresh.vectors, np.ndarray) and isinstance(fresh.codes, np.ndarray)  # rows read just now
-    assert isinstance(base.vectors, np.ndarray)
+    assert isinstance(base.vectors, np.ndarray) and base.chunk_ids is not None  # _reusable checked them
+    old_ids = list(base.chunk_ids)  # one decode of the table, not one per chunk
     return _Parts(
         rows=np.concatenate([base.rows[kept], fresh.rows]),
-        chunk_ids=[base.chunk_ids[i] for i in kept.tolist()] + fresh.chunk_ids,  # type: ignore[index]
+        chunk_ids=[old_ids[i] for i in kept.tolist()] + fresh.chunk_ids,
         doc_ids=live_docs,
         vectors=_Rows([(base.vectors, which), (fresh.vectors, slice(None))], fresh.vectors.shape[1], np.float32),
         codes=_Rows([(arrays["codes"], which), (fresh.codes, slice(None))], fresh.codes.shape[1], np.int8),
@@ -285,13 +289,16 @@ def _reusable(base: Snapshot, live: list[tuple[int, str, str]]) -> np.ndarray | 
     row with another chunk id, means it belongs to another catalog (a restored backup, say).
     """
     old_max = int(base.rows[-1]) if len(base.rows) else 0
+    if base.chunk_ids is None:
+        return None
     position = {int(r): i for i, r in enumerate(base.rows.tolist())}
+    old_ids = list(base.chunk_ids)
     kept = []
     for row, chunk_id, _ in live:
         if row > old_max:
             break
         i = position.get(row)
-        if i is None or base.chunk_ids is None or base.chunk_ids[i] != chunk_id:
+        if i is None or old_ids[i] != chunk_id:
             return None
         kept.append(i)
     return np.array(kept, dtype=np.int64)
@@ -364,7 +371,11 @@ def _write(root: Path, parts: _Parts, docs: list[tuple[str, str, dict[str, Any]]
     doc_pos = {doc_id: i for i, (doc_id, _, _) in enumerate(docs)}
     n = len(parts.rows)
     n_terms = (max(vocab.values()) + 1) if vocab else 0
+    term_blob, term_offsets, term_ids = sorted_terms(vocab)
+    id_blob, id_offsets = encode(parts.chunk_ids)
     arrays: dict[str, np.ndarray | _Rows] = {
+        "terms_blob": term_blob, "terms_offsets": term_offsets, "terms_ids": term_ids,
+        "chunk_ids_blob": id_blob, "chunk_ids_offsets": id_offsets,
         "rows": parts.rows, "chunk_doc": np.array([doc_pos[d] for d in parts.doc_ids], dtype=np.int32),
         "vectors": parts.vectors, "codes": parts.codes,
         "code_scales": parts.code_scales, "row_indptr": parts.row_indptr, "row_terms": parts.row_terms,
@@ -377,10 +388,9 @@ def _write(root: Path, parts: _Parts, docs: list[tuple[str, str, dict[str, Any]]
         _save_rows(path, array)
         sizes[path.name] = path.stat().st_size
     ivf = _write_ivf(tmp, parts.kept, base_ivf, sizes)
-    for key, obj in (("docs", [list(d) for d in docs]), ("terms", vocab), ("chunk_ids", parts.chunk_ids)):
-        path = tmp / f"{key}.json"
-        path.write_text(json.dumps(obj, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-        sizes[path.name] = path.stat().st_size
+    path = tmp / "docs.json"
+    path.write_text(json.dumps([list(d) for d in docs], ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    sizes[path.name] = path.stat().st_size
     manifest = {"format": FORMAT, "generation": generation, "max_row": max_row, "chunks": n,
                 "dim": parts.vectors.width if isinstance(parts.vectors, _Rows) else int(parts.vectors.shape[1]),
                 "k1": k1, "b": b, "n_terms": n_terms, "files": sizes}
@@ -463,9 +473,10 @@ def _load(folder: Path, generation: int | None, max_row: int | None) -> Snapshot
             raise ViewError(f"{folder / file} is missing") from None
     try:
         arrays = {key: np.asarray(np.load(folder / f"{key}.npy", mmap_mode="r")) for key in _ARRAYS}
+        strings = {key: np.asarray(np.load(folder / f"{key}.npy", mmap_mode="r")) for key in _STRING_ARRAYS}
+        vocab = TermIds(StringTable(strings["terms_blob"], strings["terms_offsets"]), strings["terms_ids"])
+        chunk_ids = StringTable(strings["chunk_ids_blob"], strings["chunk_ids_offsets"])
         docs = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
-        vocab = json.loads((folder / "terms.json").read_text(encoding="utf-8"))
-        chunk_ids = json.loads((folder / "chunk_ids.json").read_text(encoding="utf-8"))
         ivf = _load_ivf(folder, manifest)
     except (OSError, ValueError, KeyError) as exc:
         raise ViewError(f"cannot read the view in {folder}: {exc}") from None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,12 +115,13 @@ class Snapshot:
     columns: MetadataColumns
     vectors: np.ndarray
     bm25: BM25Index
-    vocab: dict[str, int]
+    #: term → term id: a dict when built from the catalog, a :class:`~beleg.index.string_table.TermIds` when opened from disk.
+    vocab: Mapping[str, int]
     #: int8 vectors and per-row scales (``vectors ≈ codes * code_scales[:, None]``), or None.
     codes: np.ndarray | None = None
     code_scales: np.ndarray | None = None
     #: Chunk id of each position, when the view recorded them (a persisted view does), else None.
-    chunk_ids: list[str] | None = None
+    chunk_ids: Sequence[str] | None = None
     #: The IVF lists of a persisted view from ``ann.ANN_FROM`` chunks on (:mod:`beleg.index.ann`), or None.
     ann: Any = None
     #: Visible-document masks per principal access key (see :class:`Principal`).
