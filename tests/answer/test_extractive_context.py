@@ -11,9 +11,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from beleg.answer.evidence import Target
 from beleg.answer.extractive import MAX_CONTEXT_CHARS, choose, extract_answer
 from beleg.answer.scoring import Sentence, SentenceScorer, candidate_sentences, is_howto_question, is_naming_question
+from beleg.answer.support import asked_kind
 from beleg.answer.types import Source
 from beleg.types import Hit
 
@@ -146,6 +149,24 @@ def test_question_forms() -> None:
     assert not is_howto_question("How long is the retry window?")
     assert is_naming_question("Welche Datei enthält die Einstellungen?") and is_naming_question("Wie hieß das früher?")
     assert not is_naming_question("What is the retry window?")
+
+
+@pytest.mark.parametrize("question", [
+    "How do I restart the adapter?", "How to enable SSL?", "How is the adapter installed on Windows?",
+    "What command restarts the js-controller?", "What setting controls the log level?",
+    "Wie kann man den Adapter neu starten?", "Wie installiere ich den Adapter?", "Wie richte ich MQTT ein?",
+    "Wie aktualisiere den Host?", "Mit welchem Befehl starte ich ioBroker neu?",
+])
+def test_one_howto_rule_serves_the_scorer_and_the_support_check(question: str) -> None:
+    # Two detectors had drifted apart: a question the support check treated as how-to got no
+    # code preference from the scorer. Both now read is_howto_question.
+    assert is_howto_question(question) and asked_kind(question) == "instruction"
+
+
+@pytest.mark.parametrize("question", ["How long is the retry window?", "How many retries are there?",
+                                      "Wie lange dauert ein Neustart?", "What is the default port?"])
+def test_questions_for_values_are_not_howto(question: str) -> None:
+    assert not is_howto_question(question) and asked_kind(question) != "instruction"
 
 
 def _twins(de_authority: str = "guide") -> list[Sentence]:

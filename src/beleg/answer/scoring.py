@@ -77,9 +77,14 @@ _DEFINITION = re.compile(r"^\s*(?:what\s+is|what's|what\s+are|what\s+does|was\s+
 
 #: How-to questions: a sentence with a command or code, or leading into a code block, gains this.
 HOWTO_CODE_BONUS = 0.06
+#: How-to questions (the one rule: the scorer's code bonus and support's "instruction" kind).
 _HOWTO = re.compile(r"^\W*(?:how\s+(?:do|can|could|should|would|must)\s+(?:i|we|you|one)\b|how\s+to\b|"
+                    r"how\s+is\s+.+\s+(?:installed|configured|enabled|set|started|updated)\b|"
+                    r"what\s+(?:command|setting)|"
                     r"wie\s+(?:kann|k\u00f6nnte|muss|soll|sollte|l\u00e4sst|lasse)\s+(?:ich|man|wir|sich)\b|"
-                    r"wie\s+\w+(?:e|t)\s+(?:ich|man)\b)", re.IGNORECASE)
+                    r"wie\s+\w+(?:e|t)\s+(?:ich|man)\b|"
+                    r"wie\s+(?:richte|installiere|aktiviere|konfiguriere|\u00e4ndere|setze|starte|aktualisiere)\b|"
+                    r"mit\s+welche[mr]\s+(?:befehl|kommando))", re.IGNORECASE)
 #: Questions asking for a name: a sentence naming something the question does not gains this.
 NAME_BONUS = 0.06
 #: ... and one whose tense cue matches the question's (asked "before", says "previously") this.
@@ -101,7 +106,8 @@ _CODE_GAP = re.compile(r"(?:\s|\{\{[%<].*?[%>]\}\}|\{%.*?%\})*", re.DOTALL)
 
 
 def is_howto_question(question: str) -> bool:
-    """"How do I install ...", "how to ...", "Wie kann ich ...", "Wie installiere ich ..."."""
+    """"How do I install ...", "how to ...", "What command ...", "Wie kann ich ...", "Wie installiere ich ...",
+    "Mit welchem Befehl ..."."""
     return _HOWTO.match(question) is not None
 
 

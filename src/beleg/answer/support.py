@@ -66,12 +66,6 @@ CONFIDENCE_WEIGHTS: dict[str, float] = {
 #: docs/benchmarks.md).
 FITTED_MIN_CONFIDENCE = 0.81
 
-_HOW_TO = re.compile(
-    r"^\W*(?:how\s+(?:do|can|could|should|would|must)\s+(?:i|you|we|one)\b|how\s+to\b|how\s+is\s+.+\s+"
-    r"(?:installed|configured|enabled|set|started|updated)\b|what\s+(?:command|setting)|"
-    r"wie\s+(?:kann|könnte|muss|soll|lässt)\s+(?:ich|man|sich)\b|wie\s+(?:richte|installiere|aktiviere|"
-    r"konfiguriere|ändere|setze|starte|aktualisiere)\b|mit\s+welche[mr]\s+(?:befehl|kommando))",
-    re.IGNORECASE)
 _NAME = re.compile(
     r"\b(?:what\s+(?:was|is|were|are)\b.+\b(?:called|named)|what(?:'s|\s+is)\s+the\s+name|which\b|"
     r"welche[rsmn]?\b|wie\s+hie(?:ß|ss)|wie\s+hei(?:ß|ss)t|wie\s+lautet|what\s+(?:adapter|variable|state|"
@@ -157,7 +151,7 @@ def asked_kind(question: str) -> str | None:
         return kind
     if _WHEN.search(question):
         return "date"
-    if _HOW_TO.search(question) or is_howto_question(question):
+    if is_howto_question(question):
         return "instruction"
     if _NAME.search(question):
         return "name"
