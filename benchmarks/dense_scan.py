@@ -78,7 +78,7 @@ def measure(rows: int, dim: int, repeats: int) -> dict:
     out = np.empty(rows, dtype=np.float32)
     block = snapshot._CODE_BLOCK
     result: dict = {"rows": rows, "dim": dim, "codes_mib": round(codes.nbytes / 2**20, 1),
-                    "threads_used_by_split": snapshot._SCAN_THREADS if rows >= snapshot.PARALLEL_FROM else 1,
+                    "threads_used_by_split": snapshot.SCAN_THREADS if rows >= snapshot.PARALLEL_FROM else 1,
                     "kernels": {}}
     chosen = int8_pass.KERNEL
     try:

@@ -407,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.scan_threads is not None:
         from beleg.index import snapshot
 
-        snapshot._SCAN_THREADS = args.scan_threads
+        snapshot.SCAN_THREADS = args.scan_threads
     sizes = [20_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     runs, n_queries = (1, 15) if args.quick else (args.runs, args.queries)
     from beleg.backends.embedders import load_embedder
@@ -417,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     result: dict[str, Any] = {"benchmark": "open_latency", "machine": C.machine_info(),
                               "load_average_at_start": list(os.getloadavg()),
-                              "int8_pass_threads": snapshot._SCAN_THREADS,
+                              "int8_pass_threads": snapshot.SCAN_THREADS,
                               "filters": {"broad": FILTER_BROAD, "selective": FILTER_SELECTIVE + " (as tenant acme)"},
                               "data": __doc__.split("\n\n")[1].replace("\n", " "), "sizes": {}}
     kinds = args.vectors.split(",")

@@ -611,7 +611,7 @@ def _dense_scan_status() -> dict[str, Any]:
     from beleg.index import int8_pass, snapshot
 
     return {"int8_kernel": int8_pass.describe(), "int8_from_chunks": snapshot.COMPACT_FROM,
-            "threads": snapshot._SCAN_THREADS, "threads_from_chunks": snapshot.PARALLEL_FROM}
+            "threads": snapshot.SCAN_THREADS, "threads_from_chunks": snapshot.PARALLEL_FROM}
 
 
 def _reread_headings(doc: Document) -> tuple[Any, ...]:

@@ -178,7 +178,7 @@ def test_compact_int8_search_returns_exactly_the_exact_top_k(tmp_path, monkeypat
         if split:  # 2,000 rows in blocks of 64, in three parts on the scan pool
             monkeypatch.setattr(snapshot_module, "PARALLEL_FROM", 0)
             monkeypatch.setattr(snapshot_module, "_CODE_BLOCK", 64)
-            monkeypatch.setattr(snapshot_module, "_SCAN_THREADS", 3)
+            monkeypatch.setattr(snapshot_module, "SCAN_THREADS", 3)
         compact = Snapshot.load(cat, DIM)
         exact = Snapshot.build(cat, DIM)
         assert compact.codes is not None and exact.codes is None

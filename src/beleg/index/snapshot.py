@@ -49,7 +49,8 @@ _CODE_BLOCK = int8_pass.BLOCK
 #: benchmarks/dense_scan.py), while the float32 product alone is memory-bound and gains
 #: nothing from a second BLAS thread (see beleg.blas).
 PARALLEL_FROM = 200_000
-_SCAN_THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+#: Threads of the int8 pass over large views (the CPUs this process may use, at most 4).
+SCAN_THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -58,14 +59,14 @@ def parallel_rows(work: Callable[[int, int], None], n: int, threads: int | None 
     """Run ``work(lo, hi)`` over ``[0, n)``: in one call below :data:`PARALLEL_FROM` rows, else
     in block-aligned parts on a shared pool (numpy releases the GIL in the conversion and the
     product). ``work`` must write only its own part."""
-    threads = _SCAN_THREADS if threads is None else threads
+    threads = SCAN_THREADS if threads is None else threads
     if n < PARALLEL_FROM or n <= _CODE_BLOCK or threads <= 1:
         work(0, n)
         return
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=_SCAN_THREADS, thread_name_prefix="beleg-scan")
+            _pool = ThreadPoolExecutor(max_workers=SCAN_THREADS, thread_name_prefix="beleg-scan")
     per_thread = -(-n // threads)
     step = -(-per_thread // _CODE_BLOCK) * _CODE_BLOCK  # whole blocks per part
     parts = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
