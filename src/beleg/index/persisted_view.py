@@ -252,8 +252,9 @@ def _previous(root: Path) -> Snapshot | None:
 def _merge(catalog: Catalog, base: Snapshot | None, live: list[tuple[int, str, str]], dim: int) -> _Parts:
     """Chunks of the catalog now: those the base view holds come from its files, the rest from SQLite."""
     live_docs = [d for _, _, d in live]
-    kept = None if base is None else _reusable(base, live)
-    if base is None or kept is None:
+    old_ids = None if base is None or base.chunk_ids is None else list(base.chunk_ids)  # one decode of the table
+    kept = None if base is None or old_ids is None else _reusable(base.rows, old_ids, live)
+    if base is None or old_ids is None or kept is None:
         return _chunks_after(catalog, 0, dim)
     old_max = int(base.rows[-1]) if len(base.rows) else 0
     fresh = _chunks_after(catalog, old_max, base.vectors.shape[1] if len(base.rows) else dim)
@@ -267,8 +268,7 @@ def _merge(catalog: Catalog, base: Snapshot | None, live: list[tuple[int, str, s
     which: np.ndarray | slice = slice(int(kept[0]), int(kept[-1]) + 1) if contiguous and len(kept) else kept
     lengths = np.concatenate([kept_lengths, np.diff(fresh.row_indptr)])
     assert isinstance(fresh.vectors, np.ndarray) and isinstance(fresh.codes, np.ndarray)  # rows read just now
-    assert isinstance(base.vectors, np.ndarray) and base.chunk_ids is not None  # _reusable checked them
-    old_ids = list(base.chunk_ids)  # one decode of the table, not one per chunk
+    assert isinstance(base.vectors, np.ndarray)
     return _Parts(
         rows=np.concatenate([base.rows[kept], fresh.rows]),
         chunk_ids=[old_ids[i] for i in kept.tolist()] + fresh.chunk_ids,
@@ -283,22 +283,19 @@ def _merge(catalog: Catalog, base: Snapshot | None, live: list[tuple[int, str, s
     )
 
 
-def _reusable(base: Snapshot, live: list[tuple[int, str, str]]) -> np.ndarray | None:
+def _reusable(base_rows: np.ndarray, base_ids: list[str], live: list[tuple[int, str, str]]) -> np.ndarray | None:
     """Positions of the base view's chunks the catalog still has, or None when the base
     cannot be trusted: a catalog row up to the base's maximum that the base lacks, or a kept
     row with another chunk id, means it belongs to another catalog (a restored backup, say).
     """
-    old_max = int(base.rows[-1]) if len(base.rows) else 0
-    if base.chunk_ids is None:
-        return None
-    position = {int(r): i for i, r in enumerate(base.rows.tolist())}
-    old_ids = list(base.chunk_ids)
+    old_max = int(base_rows[-1]) if len(base_rows) else 0
+    position = {int(r): i for i, r in enumerate(base_rows.tolist())}
     kept = []
     for row, chunk_id, _ in live:
         if row > old_max:
             break
         i = position.get(row)
-        if i is None or old_ids[i] != chunk_id:
+        if i is None or base_ids[i] != chunk_id:
             return None
         kept.append(i)
     return np.array(kept, dtype=np.int64)
@@ -472,10 +469,9 @@ def _load(folder: Path, generation: int | None, max_row: int | None) -> Snapshot
         except FileNotFoundError:
             raise ViewError(f"{folder / file} is missing") from None
     try:
-        arrays = {key: np.asarray(np.load(folder / f"{key}.npy", mmap_mode="r")) for key in _ARRAYS}
-        strings = {key: np.asarray(np.load(folder / f"{key}.npy", mmap_mode="r")) for key in _STRING_ARRAYS}
-        vocab = TermIds(StringTable(strings["terms_blob"], strings["terms_offsets"]), strings["terms_ids"])
-        chunk_ids = StringTable(strings["chunk_ids_blob"], strings["chunk_ids_offsets"])
+        arrays = {key: np.asarray(np.load(folder / f"{key}.npy", mmap_mode="r")) for key in _ARRAYS + _STRING_ARRAYS}
+        vocab = TermIds(StringTable(arrays["terms_blob"], arrays["terms_offsets"]), arrays["terms_ids"])
+        chunk_ids = StringTable(arrays["chunk_ids_blob"], arrays["chunk_ids_offsets"])
         docs = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
         ivf = _load_ivf(folder, manifest)
     except (OSError, ValueError, KeyError) as exc:
