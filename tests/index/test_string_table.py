@@ -37,7 +37,8 @@ def test_term_ids_answer_every_lookup_as_the_dict_they_were_made_from():
     alphabet = list("abcäöüßé-/.0123")
     vocab = {"".join(rng.choice(alphabet, size=int(rng.integers(1, 8)))): int(i) for i in range(3000)}
     vocab.update({s: 10_000 + i for i, s in enumerate(STRINGS)})
-    terms = TermIds(StringTable(*sorted_terms(vocab)[:2]), sorted_terms(vocab)[2])
+    blob, offsets, ids = sorted_terms(vocab)
+    terms = TermIds(StringTable(blob, offsets), ids)
     assert len(terms) == len(vocab) and terms == vocab and dict(terms) == vocab
     for term, tid in vocab.items():
         assert term in terms and terms[term] == tid and terms.get(term) == tid
