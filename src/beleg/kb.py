@@ -441,7 +441,6 @@ class KnowledgeBase:
                weights: tuple[float, float] = (1.0, 1.0), mmr_lambda: float | None = None,
                candidates: int | None = None, reranker: Reranker | None = None,
                rerank_top: int | None = None, coverage_power: float | None = 2.0,
-               cross_lingual_share: float | None = 0.5,
                principal: Principal | None = None, self_query: bool | str | Inferred = True,
                techniques: Techniques | None = None) -> list[Hit]:
         """Search the index.
@@ -462,10 +461,6 @@ class KnowledgeBase:
             coverage_power: Hybrid only: scale the BM25 weight by the share of query terms the
                 index knows, to this power (None: fixed weights); see
                 :func:`beleg.retrieve.retriever.bm25_weight`.
-            cross_lingual_share: Hybrid only: when the dense leg's best hit is in another
-                language than the query, and BM25's best hit, in the query's language,
-                matches less than this IDF share of the query, trust BM25 less (None: off); see
-                :func:`beleg.retrieve.retriever.cross_lingual_factor`.
             principal: Who is asking; hits are limited to documents they may read.
                 None means anonymous: public documents only.
             self_query: Apply the constraints the query states in words (product, status,
@@ -489,7 +484,7 @@ class KnowledgeBase:
         final_k, k = k, search_k(self, k)
         options = SearchOptions(mode=mode, k=k, fusion=fusion, rrf_k=rrf_k, weights=weights,  # type: ignore[arg-type]
                                 mmr_lambda=mmr_lambda, candidates=candidates, rerank_top=rerank_top,
-                                coverage_power=coverage_power, cross_lingual_share=cross_lingual_share)
+                                coverage_power=coverage_power)
         expr = combine(filters, where)
         vectors: dict[str, np.ndarray] = {}
 

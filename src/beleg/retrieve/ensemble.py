@@ -30,7 +30,7 @@ from beleg.backends.rerankers.base import Reranker
 from beleg.errors import ConfigError
 from beleg.index.analyzer import analyze_query
 from beleg.index.filters import Expr
-from beleg.index.ports import ScoredChunk, SearchIndex
+from beleg.index.ports import SearchIndex
 from beleg.retrieve.coverage import TermCoverage
 from beleg.retrieve.fusion import rrf, weighted
 from beleg.retrieve.mmr import mmr
@@ -114,7 +114,7 @@ def ensemble_search(index: SearchIndex, query: str, options: object, legs: Seque
                     embed_query: Callable[[str], np.ndarray], expr: Expr | None,
                     reranker: Reranker | None, principal: Principal, strict: bool = False) -> list[Hit]:
     """One ensemble search; ``options`` is a :class:`~beleg.retrieve.retriever.SearchOptions`."""
-    from beleg.retrieve.retriever import _hydrate, _rerank, bm25_weight, cross_lingual_factor
+    from beleg.retrieve.retriever import _hydrate, _rerank, bm25_weight
 
     eligible = index.eligible(expr, principal)
     if eligible.count == 0:
@@ -125,14 +125,10 @@ def ensemble_search(index: SearchIndex, query: str, options: object, legs: Seque
     # The stored legs run whenever any leg needs candidates from them (an extra leg re-scores their union).
     need_pool = any(not leg.stored for leg in legs)
     names = {leg.name for leg in legs}
-    bm25_top: list[ScoredChunk] = []
-    dense_top: list[ScoredChunk] = []
     if "bm25" in names or need_pool:
-        bm25_top = index.lexical_top_k(terms, depth, eligible)
-        rankings["bm25"] = [(h.chunk_id, h.score) for h in bm25_top]
+        rankings["bm25"] = [(h.chunk_id, h.score) for h in index.lexical_top_k(terms, depth, eligible)]
     if "dense" in names or need_pool:
-        dense_top = index.dense_top_k(embed_query(query), depth, eligible)
-        rankings["dense"] = [(h.chunk_id, h.score) for h in dense_top]
+        rankings["dense"] = [(h.chunk_id, h.score) for h in index.dense_top_k(embed_query(query), depth, eligible)]
     pool = list(dict.fromkeys(i for name in STORED_LEGS for i, _ in rankings.get(name, [])))
     for leg in legs:
         if not leg.stored:
@@ -145,11 +141,8 @@ def ensemble_search(index: SearchIndex, query: str, options: object, legs: Seque
             per_leg[i][f"{name}_rank"] = rank
     weights = {leg.name: leg.weight for leg in legs}
     if "bm25" in weights:
-        coverage = TermCoverage(index, eligible)  # visible terms only (see retriever.search)
-        weights["bm25"] *= bm25_weight(terms, coverage.known, options.coverage_power)  # type: ignore[attr-defined]
-        if "dense" in weights:  # the same cross-lingual rule as plain hybrid search
-            weights["bm25"] *= cross_lingual_factor(index, principal, query, bm25_top, dense_top, coverage,
-                                                    options)  # type: ignore[arg-type]
+        known = TermCoverage(index, eligible).known  # visible terms only (see retriever.search)
+        weights["bm25"] *= bm25_weight(terms, known, options.coverage_power)  # type: ignore[attr-defined]
     used = [leg.name for leg in legs if leg.weight > 0]
     if options.fusion == "rrf":  # type: ignore[attr-defined]
         fused = rrf([[i for i, _ in rankings[n]] for n in used], k=options.rrf_k,  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ empty list. Candidates are identified by chunk id throughout.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from beleg.backends.rerankers.base import Reranker
 from beleg.errors import ConfigError, ModelError
-from beleg.index.analyzer import analyze_query, detect_language
+from beleg.index.analyzer import analyze_query
 from beleg.index.filters import Expr
 from beleg.index.ports import ScoredChunk, SearchIndex
 from beleg.retrieve.coverage import TermCoverage
@@ -46,11 +46,6 @@ class SearchOptions:
     #: Scale the BM25 weight by (share of query terms the index knows) ** this power;
     #: None keeps the weights fixed. See :func:`bm25_weight`.
     coverage_power: float | None = 2.0
-    #: Hybrid only: when the dense leg's best hit is in another language than the question and
-    #: BM25's best hit is in the question's, the BM25 weight is also scaled by
-    #: min(1, share / this) ** coverage_power, where share is the IDF share of the question
-    #: that hit matches. None turns it off. See :func:`cross_lingual_factor`.
-    cross_lingual_share: float | None = 0.5
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -103,10 +98,8 @@ def search(index: SearchIndex, query: str, options: SearchOptions,
         # Coverage counts only terms of chunks this principal may read under this filter:
         # counting the whole vocabulary would tell anyone whether a word occurs in
         # documents they cannot see (found by the leak suite, beleg.evaluate.leaks).
-        coverage = TermCoverage(index, eligible)
-        trust = bm25_weight(terms, coverage.known, options.coverage_power) * cross_lingual_factor(
-            index, principal, query, bm25_hits, dense_hits, coverage, options)
-        weights = (options.weights[0] * trust, options.weights[1])
+        known = TermCoverage(index, eligible).known
+        weights = (options.weights[0] * bm25_weight(terms, known, options.coverage_power), options.weights[1])
         for i in per_leg:
             per_leg[i]["bm25_weight"] = weights[0]
         if options.fusion == "rrf":
@@ -126,45 +119,6 @@ def search(index: SearchIndex, query: str, options: SearchOptions,
         fused = [fused[j] for j in order]
     fused = fused[: options.k]
     return _hydrate(index, principal, fused, per_leg, strict)
-
-
-def cross_lingual_factor(index: SearchIndex, principal: Principal, query: str, bm25_hits: Sequence[ScoredChunk],
-                         dense_hits: Sequence[ScoredChunk], coverage: TermCoverage, options: SearchOptions) -> float:
-    """How much to trust the BM25 leg when the answer may be in another language.
-
-    BM25 cannot match across languages. On a corpus in two languages every word of a German
-    question occurs in some German page, so :func:`bm25_weight` keeps the leg at full weight
-    even when the only answering page is English, and German pages that share the question's
-    common words outvote the dense leg's English hit. Three signs together say this is
-    happening: the dense leg's best hit is in another language than the question, BM25's
-    best hit is in the question's language (on a corpus in one language only, the coverage
-    weight already covers it), and that hit matches less than ``options.cross_lingual_share``
-    of the question's IDF weight. Then the weight is scaled by
-    ``min(1, share / cross_lingual_share) ** coverage_power``.
-
-    Both language conditions were measured to be needed (docs/benchmarks.md). Without the
-    dense hit's language, the rule damped BM25 for same-language paraphrases, where a weak
-    lexical match still helps (demo gold set Hit@1 0.687 → 0.651). Without BM25's hit
-    language, it cost German questions over English-only paragraphs 5 of 632 right answers
-    (XQuAD dev de→en). As kept: ioBroker realdocs hybrid Hit@1 0.836 → 0.855 (cross-lingual
-    0.375 → 0.50); XQuAD dev and the demo set unchanged. 0.5 was read off the realdocs hits'
-    shares (same-language right hits mostly 0.5–1.0, cross-lingual 0.12–0.47), so realdocs
-    is not held out for it.
-    """
-    if options.cross_lingual_share is None or not bm25_hits or not dense_hits:
-        return 1.0
-    languages = {r.doc_id: str(r.metadata.get("language") or "")
-                 for r in index.documents(principal, [dense_hits[0].doc_id, bm25_hits[0].doc_id])}
-    asked = detect_language(query)
-    dense_language, bm25_language = languages.get(dense_hits[0].doc_id), languages.get(bm25_hits[0].doc_id)
-    if not dense_language or dense_language == asked or bm25_language != asked:
-        return 1.0
-    best = index.chunks([bm25_hits[0].chunk_id]).get(bm25_hits[0].chunk_id)
-    if best is None:
-        return 1.0
-    matched = set(analyze_query(" ".join(best.heading_path) + "\n" + best.text))
-    share = TermCoverage.share(coverage.weights(query), matched)
-    return float(min(1.0, share / options.cross_lingual_share) ** (options.coverage_power or 1.0))
 
 
 def bm25_weight(terms: list[str], known: Callable[[str], bool], power: float | None) -> float:
