@@ -276,5 +276,6 @@ class Snapshot:
         return candidates[idx], vals
 
     def bm25_search(self, terms: list[str], k: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        ids = [self.vocab[t] for t in terms if t in self.vocab]
+        # One lookup per term: on an opened view each is a binary search over the string table.
+        ids = [i for i in (self.vocab.get(t) for t in terms) if i is not None]
         return self.bm25.search(ids, k, mask)
