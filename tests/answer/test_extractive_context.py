@@ -295,3 +295,24 @@ def test_a_how_to_question_prefers_a_sentence_with_an_instruction_over_one_that_
     assert _best("How do I switch the states database to Redis?", text).startswith("The changeover")
     # Without a how-to form the paraphrase still wins: the rule is the question's kind, not code.
     assert _best("Why switch the states database to Redis?", text).startswith("Switching")
+
+
+@pytest.mark.parametrize(("question", "text", "answer"), [
+    # "how often" asks for an interval (the support check's duration), not for any number
+    ("How often does the adapter poll the server?",
+     "The adapter polls the server through ports 443 and 8443 only.\n\nIn polling mode the adapter asks every 300 ms.",
+     "every 300 ms"),
+    # "which port" asks for a number, though no value kind names ports
+    ("Which port must the device use for the server?",
+     "With new firmware the device must use a server.\n\nFor the device, enter 192.168.1.2:5683 as the server.",
+     "5683"),
+    # "which … version" asks for a version number the question does not name
+    ("Which js-controller version does the adapter need?",
+     "The adapter needs a recent js-controller to run.\n\nIt runs with js-controller 3.2 or newer.",
+     "3.2"),
+])
+def test_the_scorer_prefers_the_sentence_holding_the_kind_the_support_check_asks_for(
+        question: str, text: str, answer: str) -> None:
+    # The support check (asked_kind, kind_present) refuses a quote without the asked-for kind;
+    # the scorer reads the same rule, so it does not choose a sentence that would be refused.
+    assert answer in _best(question, text)

@@ -178,3 +178,20 @@ def test_a_quote_that_points_to_a_link_for_the_answer_is_not_support() -> None:
     s = _support("Which firewall ports does the relay agent need?", f"Intro.\n\n{quote}\n", quote)
     assert s.check("complete").passed is False and "points to another page" in s.check("complete").why
     assert asked_kind("Welche Firewall-Ports braucht der Agent?") == "count"
+
+
+@pytest.mark.parametrize("question, quote, holds", [
+    # "How often" is answered by an interval, a number of times or a frequency word ...
+    ("Wie oft kam es in der Stadt zu Ausbrüchen?", "Zwischen 1361 und 1528 kam es 22-mal zu Ausbrüchen.", True),
+    ("How often did the club win the cup?", "The club won the cup twice.", True),
+    ("How often is the backup written?", "The backup is written daily.", True),
+    ("Wie oft wird gewählt?", "Das Parlament wird alle fünf Jahre gewählt.", True),
+    # ... but not by any number: three workers are no frequency.
+    ("How often does the job run?", "The job uses 3 workers.", False),
+    # And a number of times does not answer "how long".
+    ("How long does the job run?", "The job ran twice.", False),
+])
+def test_how_often_is_answered_by_an_interval_a_number_of_times_or_a_frequency_word(
+        question: str, quote: str, holds: bool) -> None:
+    s = _support(question, quote, quote)
+    assert s.check("answer_type").passed is holds

@@ -30,7 +30,7 @@ import numpy as np
 
 from beleg.answer.quarantine import PROSE_KINDS
 from beleg.answer.types import Source
-from beleg.answer.values import Value, expected_kind, extract_values, when_markers
+from beleg.answer.values import Value, extract_values
 from beleg.index.analyzer import analyze, analyze_query, detect_language
 from beleg.index.ports import Eligibility, SearchIndex
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
@@ -274,12 +274,17 @@ class SentenceScorer:
         q_terms = analyze_query(question)
         weights = {t: self.idf(t) for t in q_terms}
         total = sum(weights.values()) or 1.0
-        kind = expected_kind(question)
-        # A how-to question wants an instruction (a command, code, a setting, a path or a menu
-        # path): the support check's own rule, so the sentence chosen is one that can pass it.
+        # The kind of content the question asks for (a duration for "how long" and "how often",
+        # a number for "which port", a version, a date for "when", an instruction for "how do
+        # I") and its test are the support check's own, so the sentence preferred is one that
+        # can pass that check. Not "name": "which …" asks as often for a common noun ("which
+        # kind of heating element": "alcohol burners") as for a name, and a German sentence
+        # capitalises every noun; naming questions get the softer NAME_BONUS below. A yes/no
+        # question names no kind a sentence could hold.
         from beleg.answer.support import asked_kind, kind_present  # support imports this module
 
-        instruction = kind is None and asked_kind(question) == "instruction"
+        kind = asked_kind(question)
+        kind = None if kind in ("name", "yes-no") else kind
         dense = self._dense(question, sentences)
         definitional = is_definition_question(question)
         q_term_set = set(q_terms)
@@ -299,10 +304,9 @@ class SentenceScorer:
             a = LEXICAL_WEIGHT_SAME_LANGUAGE if q_lang in ("?", lang) else LEXICAL_WEIGHT_CROSS_LANGUAGE
             type_match = 0
             if kind is not None:
-                holds = any(v.kind == kind for v in s.values) or (kind == "date" and bool(when_markers(s.text)))
+                # A sentence that introduces a code block carries the block's instruction.
+                holds = (kind == "instruction" and bool(s.code_context)) or kind_present(kind, s.text, question)[0]
                 type_match = 1 if holds else -1
-            elif instruction:
-                type_match = 1 if s.code_context or kind_present("instruction", s.text, question)[0] else -1
             score = a * lexical + (1 - a) * dense[i] + TYPE_BONUS * type_match
             path = s.source.hit.heading_path
             if (definitional and len(path) > 1 and s.doc_start == firsts[s.source.hit.chunk_id]

@@ -77,6 +77,14 @@ _YES_NO = re.compile(
 _NUMERIC_KINDS = ("duration", "size", "percent", "money", "count")
 _HOW_OFTEN = re.compile(r"\b(?:how\s+often|how\s+frequently|wie\s+oft|wie\s+h(?:ä|ae)ufig|in\s+welche[mn]\s+"
                         r"(?:abstand|intervall))\b", re.IGNORECASE)
+# "How often" is also answered by a number of times ("22-mal", "twice", "three times") or a
+# frequency word ("daily", "jährlich"), not only by an interval ("every 300 ms").
+_NUMBER_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                r"ein|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|elf|zwölf)")
+_TIMES = re.compile(r"(?<![\w.,])(?:\d+(?:[.,]\d+)?|" + _NUMBER_WORD + r")\s*-?\s*(?:mal|times)\b|"
+                    r"\b(?:once|twice|thrice|" + _NUMBER_WORD + r"mal|mehrmals|"
+                    r"(?:hour|dai|week|month|year|quarter)ly|annually|"
+                    r"(?:stünd|täg|wöchent|monat|jähr|minüt)lich)\b", re.IGNORECASE)
 # "Which port ...", "Welchen Port muss ich eintragen": a port number, not a name.
 # "Which Node.js version ...", "Welche Version ...": a version number the question does not name.
 _VERSION = re.compile(r"\b(?:which|what|welche[nrsm]?)\s+(?:[\w.-]+\s+){0,2}(?:version|release|versionsnummer)\b",
@@ -171,6 +179,10 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
     if kind in _NUMERIC_KINDS or kind == "date":
         found = extract_values(quote)
         values = [v.raw for v in found if v.kind == kind]
+        if kind == "duration" and not values and _HOW_OFTEN.search(question):
+            times = _TIMES.search(quote)
+            if times:
+                return True, f"frequency {times.group(0)!r}"
         if kind == "date" and not values:
             values = when_markers(quote)  # "when": "every Sunday from 02:00" answers it too
         if kind == "count" and not values:
