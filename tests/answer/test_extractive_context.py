@@ -316,3 +316,39 @@ def test_the_scorer_prefers_the_sentence_holding_the_kind_the_support_check_asks
     # The support check (asked_kind, kind_present) refuses a quote without the asked-for kind;
     # the scorer reads the same rule, so it does not choose a sentence that would be refused.
     assert answer in _best(question, text)
+
+
+def _chunk(text: str, label: str, rank: int, doc: str, path: tuple[str, ...], start: int = 0) -> Source:
+    metadata = {"language": "en", "status": "current", "authority": "guide"}
+    return Source(label, Hit(f"c-{label}", doc, f"{doc}.md", path[0], path, start, start + len(text), 1.0, text,
+                             metadata), rank)
+
+
+def test_the_page_title_frames_every_sentence_of_the_page_not_only_its_preface() -> None:
+    # A notice under the title matched "Nordwind" through its heading, the step that answers
+    # did not: the title's words now count for each sentence below it.
+    preface = _chunk("Do not share outside the ops group.", "S1", 1, "runbook", ("Nordwind backlog",))
+    step = _chunk("Redrive at most 200 messages per second.", "S2", 2, "runbook", ("Nordwind backlog", "Step 3"), 100)
+    scored = {s.source.label: s for s in _stub_scorer().score("At what rate may we redrive the Nordwind backlog?",
+                                                               candidate_sentences([preface, step]))}
+    assert scored["S2"].lexical > scored["S1"].lexical
+    assert scored["S2"].score > scored["S1"].score
+
+
+def test_two_chunks_of_one_document_are_chosen_between_by_score_not_by_retrieval_rank() -> None:
+    # Governance is a document's: the retriever's order of two chunks of one page is no reason
+    # to pass over the better sentence (ioBroker io007: "A call to `iobroker status` shows ...").
+    first = _chunk("With `iobroker setup custom` the ports for states or objects are set.", "S1", 1, "redis",
+                   ("Redis", "Setup"))
+    other = _chunk("A call to `iobroker status` shows which database type is used.", "S2", 2, "redis",
+                   ("Redis", "FAQ"), 500)
+    elsewhere = _chunk("A call to `iobroker status` shows which database type is used.", "S2", 2, "faq",
+                       ("FAQ",), 500)
+
+    def scored(sources: list[Source]) -> list[Sentence]:
+        return sorted([replace(s, score=0.67 if s.source.label == "S1" else 0.71)
+                       for s in candidate_sentences(sources)], key=lambda s: -s.score)
+
+    assert choose(scored([first, other])).source.label == "S2"
+    # Between two documents that govern alike, the better-ranked one still wins within the margin.
+    assert choose(scored([first, elsewhere])).source.label == "S1"

@@ -225,7 +225,8 @@ def refusal(reason: str) -> Extract:
 def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW,
            language: str | None = None) -> Sentence | None:
     """The answer sentence: among eligible sentences near the best score, the most governing
-    one, unless a sentence that fits the asked-for kind of value better scores as high.
+    one (within that document, its best sentence), unless a sentence that fits the asked-for
+    kind of value better scores as high.
 
     With ``language`` (the question's), a source in that language that governs equally
     (same version, status and authority) wins over its twin in another language when its
@@ -240,6 +241,11 @@ def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW,
     best = eligible[0].score
     near = [s for s in eligible if s.score >= best - GOVERN_MARGIN]
     chosen = min(near, key=lambda s: (s.source.rank, -s.score))
+    # Governance belongs to a document (its version, status and authority), so two chunks of
+    # one document govern alike; which of them the retriever ranked first is no reason to
+    # pass over the better sentence of the other. (Between documents, retrieval order stays:
+    # see the docstring.)
+    chosen = max((s for s in near if s.source.hit.doc_id == chosen.source.hit.doc_id), key=lambda s: s.score)
     # Governance may prefer a lower score, not a worse fit: a sentence holding the asked-for
     # kind of value ("how long": a duration) that scores at least as high is not passed over
     # for a better-ranked source's sentence that holds none.

@@ -297,9 +297,13 @@ class SentenceScorer:
         for i, s in enumerate(sentences):
             lang = str(s.source.hit.metadata.get("language") or "en")
             terms = set(analyze(s.text, lang))
-            heading = set(analyze(s.source.hit.heading_path[-1], lang)) if s.source.hit.heading_path else set()
+            path = s.source.hit.heading_path
+            heading = set(analyze(path[-1], lang)) if path else set()
+            # Every heading above the sentence frames it, the page title too: a title's words
+            # count for each sentence of the page, not only for those before its first subheading.
+            framing = set().union(*(analyze(h, lang) for h in path))
             covered = sum(w for t, w in weights.items() if t in terms)
-            covered += HEADING_WEIGHT * sum(w for t, w in weights.items() if t in heading and t not in terms)
+            covered += HEADING_WEIGHT * sum(w for t, w in weights.items() if t in framing and t not in terms)
             lexical = covered / total
             a = LEXICAL_WEIGHT_SAME_LANGUAGE if q_lang in ("?", lang) else LEXICAL_WEIGHT_CROSS_LANGUAGE
             type_match = 0
@@ -308,7 +312,6 @@ class SentenceScorer:
                 holds = (kind == "instruction" and bool(s.code_context)) or kind_present(kind, s.text, question)[0]
                 type_match = 1 if holds else -1
             score = a * lexical + (1 - a) * dense[i] + TYPE_BONUS * type_match
-            path = s.source.hit.heading_path
             if (definitional and len(path) > 1 and s.doc_start == firsts[s.source.hit.chunk_id]
                     and q_term_set & heading):
                 score += DEFINITION_BONUS
