@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from beleg.answer.citations import is_refusal, verify_answer, verify_quotes
 from beleg.answer.conflicts import detect_conflicts
 from beleg.answer.evidence import GovernancePolicy, Target, assess, find_target
-from beleg.answer.extractive import MIN_COVERAGE, REFUSE_BELOW, choose, extract_answer
+from beleg.answer.extractive import MIN_COVERAGE, REFUSE_BELOW, below, choose, extract_answer
 from beleg.answer.prompt import Order, build_prompt, regenerate_message
 from beleg.answer.scoring import SentenceScorer, candidate_sentences
 from beleg.answer.support import (
@@ -275,7 +275,7 @@ def _selective(answer: Answer, min_confidence: float) -> Answer:
     if answer.refused or answer.support is None or answer.backend == "rule" or answer.confidence >= min_confidence:
         return answer
     closest = tuple(c for c in answer.citations if c.verified)[:CLOSEST_PASSAGES]
-    why = f"confidence {answer.confidence:.2f} < {min_confidence:.2f}"
+    why = f"confidence {below(answer.confidence, min_confidence)}"
     trace = {**answer.trace, "decision": f"{why}: the best candidate was not shown to answer the question",
              "withheld_answer": answer.answer}
     return replace(answer, answer=refusal_text(why, closest, answer.sources), refused=True, citations=closest,
@@ -385,10 +385,10 @@ def _evidence_gap(question: str, scored: list[Any], coverage: float | None, opts
     Asked before any LLM call: a model shown sources that do not answer tends to answer from
     its own knowledge (or invent) instead of refusing, and the call costs time either way."""
     if coverage is not None and coverage < opts.min_coverage:
-        return f"the sources cover {coverage:.2f} of the question's terms (< {opts.min_coverage})"
+        return f"the sources cover {below(coverage, opts.min_coverage)} of the question's terms"
     if choose(scored, opts.refuse_below, detect_language(question, default="?")) is None:
         top = next((s.score for s in scored if s.source.eligible), None)
-        return "no eligible source" if top is None else f"best sentence scores {top:.2f} < {opts.refuse_below}"
+        return "no eligible source" if top is None else f"best sentence scores {below(top, opts.refuse_below)}"
     return None
 
 

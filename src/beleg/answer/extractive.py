@@ -218,6 +218,15 @@ def quote_answer(chosen: Sentence, scored: Sequence[Sentence]) -> tuple[Citation
     return (c if not cut else replace(c, display=shown)), shown
 
 
+def below(value: float, floor: float) -> str:
+    """"value < floor" with as many decimals as it takes to show the difference: a confidence
+    of 0.8697 under a floor of 0.87 reads "0.8697 < 0.87", not "0.87 < 0.87"."""
+    for digits in (2, 3, 4):
+        if round(value, digits) < round(floor, digits):
+            return f"{value:.{digits}f} < {floor:g}"
+    return f"{value!r} < {floor!r}"
+
+
 def refusal(reason: str) -> Extract:
     return Extract(REFUSAL, True, (), (), None, reason)
 
@@ -295,11 +304,11 @@ def extract_answer(question: str, scored: Sequence[Sentence], target: Target, co
     if target.unknown:
         return refusal(f"no source covers version {', '.join(target.unknown)}")
     if coverage < min_coverage:
-        return refusal(f"the sources cover {coverage:.2f} of the question's terms (< {min_coverage})")
+        return refusal(f"the sources cover {below(coverage, min_coverage)} of the question's terms")
     chosen = choose(scored, refuse_below, detect_language(question, default="?"))
     if chosen is None:
         top = next((s.score for s in scored if s.source.eligible), None)
-        return refusal("no eligible source" if top is None else f"best sentence scores {top:.2f} < {refuse_below}")
+        return refusal("no eligible source" if top is None else f"best sentence scores {below(top, refuse_below)}")
     conflicts, others = detect_conflicts(question, chosen, scored, refuse_below, embed=embed)
     first, shown = quote_answer(chosen, scored)
     text = f"{shown} [{chosen.source.label}]"
