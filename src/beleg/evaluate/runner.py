@@ -9,6 +9,7 @@ re-embeds nothing.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -139,7 +140,14 @@ def prepare_index(dataset: Dataset, cache_dir: Path | None = None, progress: boo
         embedder = CachedEmbedder(load_embedder(IndexConfig().embedder), root / "embeddings")
         kb_factory = lambda p: KnowledgeBase(p, embedder=embedder)  # noqa: E731
     factory = kb_factory
-    kb = factory(root / f"{dataset.fingerprint()}-{IndexConfig().index_version}")
+    key = dataset.fingerprint()
+    if dataset.corpus_dir is not None:
+        # An index records where its files are: the same corpus copied to another folder (a
+        # second checkout) gets its own index, or ingest would find its documents' ids taken
+        # by the first copy's files. The embeddings cache is still shared, so little is embedded twice.
+        where = hashlib.sha256(str(Path(dataset.corpus_dir).resolve()).encode()).hexdigest()[:8]
+        key = f"{key}-{where}"
+    kb = factory(root / f"{key}-{IndexConfig().index_version}")
     if dataset.documents is not None:
         report = kb.ingest_texts(dataset.documents, progress=progress)
     else:
