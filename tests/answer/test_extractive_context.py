@@ -352,3 +352,31 @@ def test_two_chunks_of_one_document_are_chosen_between_by_score_not_by_retrieval
     assert choose(scored([first, other])).source.label == "S2"
     # Between two documents that govern alike, the better-ranked one still wins within the margin.
     assert choose(scored([first, elsewhere])).source.label == "S1"
+
+
+def test_a_sentence_opening_a_section_named_by_a_command_is_quoted_with_its_heading() -> None:
+    # ioBroker io006: "Only installs the adapter ..." says what, its heading says which command.
+    text = ("## iobroker add adapterName\nAdds an instance.\n\n## iobroker install adapterName\n"
+            "Only installs the adapter in ioBroker and creates no instance. A warning follows.")
+    ex, doc = _answer(text, "Only installs", "Which console command installs an adapter without an instance?",
+                      start=30)
+    _exact(ex, doc)
+    assert ex.citations[0].quote.startswith("iobroker install adapterName\nOnly installs")
+    assert ex.answer.startswith("iobroker install adapterName: Only installs the adapter")
+    assert "A warning follows" not in ex.answer
+
+
+@pytest.mark.parametrize("text", [
+    "## E-4012\n\nE-4012 means the signature did not match.",  # the sentence names it itself
+    "## Installation\nOnly installs the adapter and creates no instance.",  # the heading names nothing
+])
+def test_the_heading_is_no_context_when_it_names_nothing_the_sentence_lacks(text: str) -> None:
+    best = text.split("\n")[-1][:10]
+    ex, _ = _answer(text, best, "What does it do?")
+    assert ex.citations[0].quote == text.split("\n")[-1]
+
+
+def test_a_numbered_heading_is_no_name() -> None:
+    text = "## 5.1 Message size\n\nThe maximum size of a single message is 1 MB."
+    ex, _ = _answer(text, "The maximum", "What is the maximum message size?")
+    assert ex.citations[0].quote == "The maximum size of a single message is 1 MB."

@@ -90,6 +90,39 @@ def preceding_start(chosen: Sentence) -> int | None:
     return hit.start + prev.start
 
 
+# A name a heading gives its section: a code span, a command-like token with inner dots,
+# slashes, underscores or hyphens, camelCase, or a token mixing letters and digits.
+_HEADING_NAME = re.compile(r"`[^`\n]+`|\b\w+[./_-]\w[\w./-]*|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+\d\w*\b|/\w[\w/.-]*")
+
+
+def heading_start(chosen: Sentence) -> int | None:
+    """Where the quote starts when the chosen sentence opens a section whose heading names
+    what it describes (document offset): at the heading, when the heading holds a name
+    (a command, an identifier, a path; ``## iobroker install adapterName``) that the
+    sentence does not repeat ("Only installs the adapter and creates no instance."), the
+    two are adjacent in the chunk and within :data:`MAX_CONTEXT_CHARS`; else None.
+
+    Reference pages describe a command or endpoint under its heading; the description alone
+    does not say which command it is."""
+    if chosen.span.kind != "sentence":
+        return None
+    hit, quarantine = chosen.source.hit, chosen.source.quarantine
+    rel_start = chosen.doc_start - hit.start
+    before = [sp for sp in split_sentences(hit.text) if sp.end <= rel_start]
+    if not before or before[-1].kind != "heading" or hit.text[before[-1].end:rel_start].count("\n") > 2:
+        return None
+    head = before[-1]
+    # A section number ("5.1 Message size") is no name: a name holds a letter.
+    names = [m.group(0).strip("`").casefold() for m in _HEADING_NAME.finditer(head.text)
+             if re.search(r"[^\W\d_]", m.group(0))]
+    said = chosen.text.casefold()
+    if not names or any(n in said for n in names):
+        return None
+    if chosen.doc_end - (hit.start + head.start) > MAX_CONTEXT_CHARS or quarantine.overlaps(head.start, rel_start):
+        return None
+    return hit.start + head.start
+
+
 def announces(sentence: str) -> bool:
     """True for "Run the following command:", "Die Werte sind wie folgt", "... below"."""
     return sentence.rstrip().endswith(":") or _ANNOUNCES.search(sentence) is not None
@@ -213,9 +246,14 @@ def quote_answer(chosen: Sentence, scored: Sequence[Sentence]) -> tuple[Citation
         c = _cite(chosen, start=start, display=display)
         return c, display
     end, cut = announced_end(chosen) if announces(chosen.text) else (extend(chosen, scored), False)
-    c = _cite(chosen, end, start=preceding_start(chosen))
-    shown = c.shown + ("\n…" if cut else "")
-    return (c if not cut else replace(c, display=shown)), shown
+    start, under_heading = preceding_start(chosen), False
+    if start is None:
+        start = heading_start(chosen)
+        under_heading = start is not None
+    c = _cite(chosen, end, start=start)
+    # The heading reads as the name of what the sentence says: "iobroker install x: Only installs …".
+    shown = (re.sub(r"\s*\n\s*", ": ", c.shown, count=1) if under_heading else c.shown) + ("\n…" if cut else "")
+    return (c if shown == c.shown else replace(c, display=shown)), shown
 
 
 def below(value: float, floor: float) -> str:
