@@ -380,3 +380,16 @@ def test_a_numbered_heading_is_no_name() -> None:
     text = "## 5.1 Message size\n\nThe maximum size of a single message is 1 MB."
     ex, _ = _answer(text, "The maximum", "What is the maximum message size?")
     assert ex.citations[0].quote == "The maximum size of a single message is 1 MB."
+
+
+def test_a_sentence_followed_by_an_announcement_takes_the_announced_block() -> None:
+    # ioBroker io043: the answer is in the block the *next* sentence announces.
+    text = ("SQLite needs no server. To build it you require build tools on your system. For linux, just "
+            "write:\n\n```\nsudo apt-get install build-essential\n```\n\nFor windows: nothing.")
+    ex, doc = _answer(text, "To build it", "What must I install on Linux to use SQLite?", start=12)
+    _exact(ex, doc)
+    assert "sudo apt-get install build-essential" in ex.answer and "For windows" not in ex.answer
+    # Without a block after it, the announcement is not pulled in.
+    ex, _ = _answer("To build it you require build tools. Details follow:\n\nThey are listed in the FAQ.",
+                    "To build it", "What must I install?")
+    assert ex.citations[0].quote == "To build it you require build tools."

@@ -210,6 +210,25 @@ def extend(chosen: Sentence, scored: Sequence[Sentence]) -> int:
     return end
 
 
+def through_announcement(chosen: Sentence, end: int) -> tuple[int, bool]:
+    """Where the quote ends when the sentence right after it, in the same paragraph, ends in
+    ":" and leads into a block: through that block ("… you require build tools on your
+    system. For linux, just write:" and its `sudo apt-get install build-essential`), and
+    whether the block was cut; else ``end`` (a document offset) unchanged."""
+    hit, quarantine = chosen.source.hit, chosen.source.quarantine
+    base = hit.start
+    nxt = next((sp for sp in split_sentences(hit.text) if sp.start >= end - base), None)
+    if nxt is None or nxt.kind != "sentence" or not nxt.text.rstrip().endswith(":") or \
+            "\n\n" in hit.text[end - base:nxt.start] or quarantine.overlaps(end - base, nxt.end):
+        return end, False
+    announcer = replace(chosen, span=nxt, doc_start=base + nxt.start, doc_end=base + nxt.end)
+    after = _following(announcer)
+    if not after or after[0].kind not in ("code", "list-item", "table-row"):
+        return end, False  # a paragraph after "…:" is prose the reader can follow; a block is the answer
+    block_end, cut = announced_end(announcer)
+    return (end, False) if block_end == announcer.doc_end else (block_end, cut)
+
+
 def table_header(chosen: Sentence) -> tuple[int, str] | None:
     """The header row of the table a chosen table row belongs to: (document offset of its
     start, its text), when the header is in the same chunk and is not the row itself."""
@@ -245,7 +264,7 @@ def quote_answer(chosen: Sentence, scored: Sequence[Sentence]) -> tuple[Citation
             not quarantine.overlaps(header[0] - base, chosen.doc_end - base) else None
         c = _cite(chosen, start=start, display=display)
         return c, display
-    end, cut = announced_end(chosen) if announces(chosen.text) else (extend(chosen, scored), False)
+    end, cut = announced_end(chosen) if announces(chosen.text) else through_announcement(chosen, extend(chosen, scored))
     start, under_heading = preceding_start(chosen), False
     if start is None:
         start = heading_start(chosen)
