@@ -23,10 +23,12 @@ from beleg.types import Hit
 NO_TARGET = Target(None, "none")
 
 
-def _source(text: str, label: str = "S1", rank: int = 1, *, start: int = 0, **meta: Any) -> Source:
+def _source(text: str, label: str = "S1", rank: int = 1, *, start: int = 0, doc: str | None = None,
+            path: tuple[str, ...] | None = None, **meta: Any) -> Source:
+    """A source of its own document (``d-<label>``), or a chunk of ``doc`` under heading ``path``."""
     metadata = {"language": "en", "status": "current", "authority": "guide", **meta}
-    hit = Hit(f"c-{label}", f"d-{label}", f"{label}.md", label, (label,), start, start + len(text), 1.0, text,
-              metadata)
+    doc, path = doc or f"d-{label}", path or (label,)
+    hit = Hit(f"c-{label}", doc, f"{doc}.md", path[0], path, start, start + len(text), 1.0, text, metadata)
     return Source(label, hit, rank)
 
 
@@ -318,17 +320,12 @@ def test_the_scorer_prefers_the_sentence_holding_the_kind_the_support_check_asks
     assert answer in _best(question, text)
 
 
-def _chunk(text: str, label: str, rank: int, doc: str, path: tuple[str, ...], start: int = 0) -> Source:
-    metadata = {"language": "en", "status": "current", "authority": "guide"}
-    return Source(label, Hit(f"c-{label}", doc, f"{doc}.md", path[0], path, start, start + len(text), 1.0, text,
-                             metadata), rank)
-
-
 def test_the_page_title_frames_every_sentence_of_the_page_not_only_its_preface() -> None:
     # A notice under the title matched "Nordwind" through its heading, the step that answers
     # did not: the title's words now count for each sentence below it.
-    preface = _chunk("Do not share outside the ops group.", "S1", 1, "runbook", ("Nordwind backlog",))
-    step = _chunk("Redrive at most 200 messages per second.", "S2", 2, "runbook", ("Nordwind backlog", "Step 3"), 100)
+    preface = _source("Do not share outside the ops group.", "S1", 1, doc="runbook", path=("Nordwind backlog",))
+    step = _source("Redrive at most 200 messages per second.", "S2", 2, doc="runbook",
+                   path=("Nordwind backlog", "Step 3"), start=100)
     scored = {s.source.label: s for s in _stub_scorer().score("At what rate may we redrive the Nordwind backlog?",
                                                                candidate_sentences([preface, step]))}
     assert scored["S2"].lexical > scored["S1"].lexical
@@ -338,12 +335,12 @@ def test_the_page_title_frames_every_sentence_of_the_page_not_only_its_preface()
 def test_two_chunks_of_one_document_are_chosen_between_by_score_not_by_retrieval_rank() -> None:
     # Governance is a document's: the retriever's order of two chunks of one page is no reason
     # to pass over the better sentence (ioBroker io007: "A call to `iobroker status` shows ...").
-    first = _chunk("With `iobroker setup custom` the ports for states or objects are set.", "S1", 1, "redis",
-                   ("Redis", "Setup"))
-    other = _chunk("A call to `iobroker status` shows which database type is used.", "S2", 2, "redis",
-                   ("Redis", "FAQ"), 500)
-    elsewhere = _chunk("A call to `iobroker status` shows which database type is used.", "S2", 2, "faq",
-                       ("FAQ",), 500)
+    first = _source("With `iobroker setup custom` the ports for states or objects are set.", "S1", 1,
+                    doc="redis", path=("Redis", "Setup"))
+    other = _source("A call to `iobroker status` shows which database type is used.", "S2", 2,
+                    doc="redis", path=("Redis", "FAQ"), start=500)
+    elsewhere = _source("A call to `iobroker status` shows which database type is used.", "S2", 2,
+                        doc="faq", path=("FAQ",), start=500)
 
     def scored(sources: list[Source]) -> list[Sentence]:
         return sorted([replace(s, score=0.67 if s.source.label == "S1" else 0.71)
