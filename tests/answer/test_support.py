@@ -129,11 +129,53 @@ def test_a_name_question_needs_a_name_beyond_the_question_words() -> None:
     assert _support(q, text, "It was called `system.adapter.admin.0.alive` before version 5.").supported
 
 
+def test_a_hyphenated_compound_is_covered_by_its_parts_written_apart() -> None:
+    q = "Welche Node.js-Version ist im Raspberry-Pi-Image installiert?"
+    apart = "Im Raspberry Pi Image ist Node.js in der Version 10.16.0 installiert."
+    s = _support(q, apart, apart)
+    assert s.check("focus").passed is True and s.supported, s.checks
+    # Half the parts are half the credit; none is none.
+    half = _support("Was kostet die Remote-Lizenz?", "Die Lizenz kostet 39 Euro.", "Die Lizenz kostet 39 Euro.")
+    assert "in part: remote-lizenz" in half.check("focus").why
+    other = _support(q, "Das Image enthält Python 3.", "Das Image enthält Python 3.")
+    assert other.check("focus").passed is False
+
+
+def test_a_date_is_not_a_compound_of_its_numbers() -> None:
+    from beleg.answer.support import compound_credit, compound_parts
+
+    assert compound_parts("27.11.2019", "de") == [] and compound_parts("e-4012", "en") == []
+    assert compound_credit("27.11.2019", {"27", "11", "2019"}, "de") == 0.0
+    assert compound_credit("raspberry-pi-image", {"raspberry", "pi"}, "de") == pytest.approx(2 / 3)
+
+
+def test_the_asker_is_not_the_focus_of_the_question() -> None:
+    text = "A call to `iobroker status` shows which database type is used for the states database."
+    s = _support("Which command shows me the database type of the states database?", text, text)
+    assert "me" not in s.check("focus").why.split(": ")[0]
+    assert s.supported, s.checks
+
+
+def test_a_quoted_command_names_what_a_which_question_asks_for() -> None:
+    text = 'To enable all adapters at once you can call "iobroker start all".'
+    s = _support("Which command enables all adapters at once?", text, text)
+    assert s.check("answer_type").passed is True and "iobroker start all" in s.check("answer_type").why
+
+
+def test_the_question_word_inflected_is_no_new_name() -> None:
+    q = "Welche Berechtigungen kann ein Zugriffsschlüssel haben?"
+    own = "Jeder Zugriffsschlüssel hat eine Berechtigung."
+    assert _support(q, own, own).check("answer_type").passed is False
+    named = "Ein Zugriffsschlüssel kann die Berechtigungen `queues:read` und `messages:publish` haben."
+    assert _support(q, named, named).check("answer_type").passed is True
+
+
 @pytest.mark.parametrize("question, kind", [
     ("How long does it take?", "duration"), ("Wie lange dauert es?", "duration"),
     ("How do I reset the password?", "instruction"), ("Wie kann ich das Passwort ändern?", "instruction"),
     ("Which adapter reads Modbus?", "name"), ("Welcher Adapter liest Modbus?", "name"),
     ("When was version 3 released?", "date"), ("Does the adapter support MQTT?", "yes-no"),
+    ("Was the adapter renamed?", "yes-no"), ("Was sollte auf einem Slave installiert sein?", None),
     ("Explain the architecture", None),
 ])
 def test_asked_kind(question: str, kind: str | None) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 
 from beleg.answer.anchors import STRONG, missing_anchors, question_anchors
 from beleg.answer.quarantine import shown_heading_path, shown_value
-from beleg.answer.scoring import is_howto_question, is_question
+from beleg.answer.scoring import is_howto_question, is_question, names_in
 from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values, when_markers
 from beleg.index.analyzer import analyze, analyze_query, detect_language
@@ -76,6 +76,8 @@ _WHEN = re.compile(r"^\W*(?:when|wann|seit\s+wann|in\s+which\s+year|in\s+welchem
 _YES_NO = re.compile(
     r"^\W*(?:is|are|does|do|did|can|could|should|will|was|were|has|have|ist|sind|kann|können|muss|müssen|"
     r"gibt|hat|haben|wird|werden|unterstützt|funktioniert)\b", re.IGNORECASE)
+# German "Was ..." asks "what", not the English "was ..." of a yes/no question.
+_WAS = re.compile(r"^\W*was\b", re.IGNORECASE)
 _NUMERIC_KINDS = ("duration", "size", "percent", "money", "count")
 _HOW_OFTEN = re.compile(r"\b(?:how\s+often|how\s+frequently|wie\s+oft|wie\s+h(?:ä|ae)ufig|in\s+welche[mn]\s+"
                         r"(?:abstand|intervall))\b", re.IGNORECASE)
@@ -165,7 +167,7 @@ def asked_kind(question: str) -> str | None:
         return "instruction"
     if _NAME.search(question):
         return "name"
-    if _YES_NO.search(question):
+    if _YES_NO.search(question) and not (_WAS.match(question) and detect_language(question) == "de"):
         return "yes-no"
     return None
 
@@ -207,10 +209,19 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
                 return True, f"{label} {m.group(0).strip()[:40]!r}"
         return False, "no command, code, setting, path or menu path in the quote"
     if kind == "name":
+        # A quoted or code name ("call \"iobroker start all\"") the question does not hold.
+        quoted = names_in(quote, question)
+        if quoted:
+            return True, f"name {quoted[0][:40]!r}"
         asked = _question_words(question)
+        # Inflected, the question's own word is still the question's ("Berechtigungen" asked,
+        # "Berechtigung" quoted): compare stems too.
+        lang = detect_language(question)
+        asked_stems = set(analyze(question, lang))
         for rx in (_IDENTIFIER, _CAPITALISED):
             for m in rx.finditer(quote):
-                if m.group(0).strip("`").casefold() not in asked:
+                word = m.group(0).strip("`")
+                if word.casefold() not in asked and not set(analyze(word, lang)) <= asked_stems:
                     return True, f"name {m.group(0)[:40]!r}"
         return False, "no name or identifier beyond the question's own words"
     return True, "no particular kind asked"
@@ -260,7 +271,9 @@ def _complete_check(quote: str) -> Check:
 #: what kind of answer is wanted, not what it is about, so they are never focus terms.
 QUESTION_FORM_WORDS = ("long longer many much big large often old far called named name mean means "
                        "lang lange viel viele groß gross oft alt weit heißt heisst hieß hiess nennt bedeutet wann "
-                       "hoch höchstens mindestens")
+                       "hoch höchstens mindestens "
+                       # the asker ("which command tells me", "one adapter instance"), not the topic
+                       "me my mine myself one such mir mich mein meine meinem meinen meiner")
 
 
 def focus_terms(question: str, terms: TermCoverage) -> dict[str, float]:
@@ -316,14 +329,40 @@ def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms:
     # measured and lost: on the demo set and realdocs it took `supported` from five right answers
     # ("What does E-4130 mean?" under the heading "E-4130") for one wrong one; the anchors check
     # does that work instead. The split only names such terms in the explanation.
-    share = TermCoverage.share(focus, own | headed)
-    missing = [t for t in focus if t not in own and t not in headed]
+    seen = own | headed
+    lang = str(cited[0][0].hit.metadata.get("language") or "en")
+    credit = {t: compound_credit(t, seen, lang) for t in focus}
+    total = sum(focus.values())
+    share = sum(w * credit[t] for t, w in focus.items()) / total if total else 0.0
+    missing = [t for t in focus if credit[t] == 0.0]
+    partly = [t for t in focus if 0.0 < credit[t] < 1.0]
     only_heading = [t for t in focus if t not in own and t in headed]
     ok = share >= FOCUS_MIN
     why = (f"focus terms {', '.join(focus)}: {share:.2f} of their weight in the quote and its context"
            + (f"; only in the heading or title: {', '.join(only_heading)}" if only_heading else "")
+           + (f"; in part: {', '.join(partly)}" if partly else "")
            + (f"; missing {', '.join(missing)}" if missing else ""))
     return Check("focus", ok, why, share)
+
+
+def compound_credit(term: str, seen: set[str], language: str) -> float:
+    """How much of a focus term the context holds: 1 for the term itself; for a hyphenated or
+    dotted compound, the share of its word parts ("Raspberry-Pi-Image" is as often written
+    "Raspberry Pi Image", "Node.js-Version" as "Node.js in der Version"); else 0. Number
+    parts give no credit: "27.11.2019" is one date, and the anchors check matches numbers."""
+    if term in seen:
+        return 1.0
+    parts = compound_parts(term, language)
+    return sum(p in seen for p in parts) / len(parts) if parts else 0.0
+
+
+def compound_parts(term: str, language: str) -> list[str]:
+    """The word parts of a hyphenated, dotted or slashed term when it has two or more (no numbers)."""
+    if not re.search(r"\w[-._/]\w", term):
+        return []
+    parts = [p for p in dict.fromkeys(analyze(term, language))
+             if p != term and not re.search(r"[-._/]", p) and not p.isdigit()]
+    return parts if len(parts) >= 2 else []
 
 
 def context_text(cited: Sequence[tuple[Source, int, int]]) -> str:
