@@ -20,6 +20,7 @@ from beleg.answer.support import (
     asked_kind,
     confidence_from,
     extractive_support,
+    kind_present,
     llm_support,
     parse_verdict,
 )
@@ -170,12 +171,21 @@ def test_the_question_word_inflected_is_no_new_name() -> None:
     assert _support(q, named, named).check("answer_type").passed is True
 
 
+def test_a_limit_is_answered_by_a_number_or_by_no_limit() -> None:
+    q = "What is the request rate limit for test-mode keys in version 3.0?"
+    assert kind_present("number", "Test-mode keys may send 5 requests per second.", q)[0]
+    assert kind_present("number", "Test-mode keys are not rate limited: there is no limit.", q)[0]
+    assert not kind_present("number", "Test-mode keys only see test data in version 3.0.", q)[0]
+
+
 @pytest.mark.parametrize("question, kind", [
     ("How long does it take?", "duration"), ("Wie lange dauert es?", "duration"),
     ("How do I reset the password?", "instruction"), ("Wie kann ich das Passwort ändern?", "instruction"),
     ("Which adapter reads Modbus?", "name"), ("Welcher Adapter liest Modbus?", "name"),
     ("When was version 3 released?", "date"), ("Does the adapter support MQTT?", "yes-no"),
     ("Was the adapter renamed?", "yes-no"), ("Was sollte auf einem Slave installiert sein?", None),
+    ("What is the request rate limit for test-mode keys?", "number"), ("Wie hoch ist das Limit?", "number"),
+    ("Und wie prüfe ich dann die Signatur?", "instruction"), ("And how long are they kept?", "duration"),
     ("Explain the architecture", None),
 ])
 def test_asked_kind(question: str, kind: str | None) -> None:

@@ -180,6 +180,21 @@ def test_a_quote_that_points_to_a_link_for_the_answer_is_not_support() -> None:
     assert asked_kind("Welche Firewall-Ports braucht der Agent?") == "count"
 
 
+@pytest.mark.parametrize("quote", [
+    "Ihr Ziel muss jede Anfrage prüfen; wie das geht, beschreibt die Anleitung „Webhooks empfangen“.",
+    "Checking the signature is described in the guide Receiving webhooks.",
+    "For the other limits see the section Quotas.",
+])
+def test_a_quote_that_names_another_page_for_the_answer_is_not_support(quote: str) -> None:
+    s = _support("Wie prüfe ich die Signatur eines Webhooks?", f"Intro.\n\n{quote}\n", quote)
+    assert s.check("complete").passed is False and "points to another page" in s.check("complete").why
+
+
+def test_a_quote_that_states_the_answer_is_complete() -> None:
+    quote = "Compute the HMAC-SHA256 of the body and compare it with the signature header."
+    assert _support("How do I check the signature?", quote, quote).check("complete").passed is True
+
+
 @pytest.mark.parametrize("question, quote, holds", [
     # "How often" is answered by an interval, a number of times or a frequency word ...
     ("Wie oft kam es in der Stadt zu Ausbrüchen?", "Zwischen 1361 und 1528 kam es 22-mal zu Ausbrüchen.", True),

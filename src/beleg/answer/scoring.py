@@ -97,23 +97,36 @@ _PAST = re.compile(r"\b(?:before|previously|formerly|old|older|earlier|originall
                    r"hie(?:\u00df|ss)(?:en)?|umbenannt)\b", re.IGNORECASE)
 _PRESENT = re.compile(r"\b(?:now|new|newer|renamed\s+to|current|currently|jetzt|nun|neue[nrms]?|neu|aktuell)\b",
                       re.IGNORECASE)
-# Names: code spans, quoted words, dotted/underscored identifiers, CamelCase, CONSTANTS.
+# Names: code spans, quoted words, dotted/underscored identifiers, CamelCase, CONSTANTS, and
+# product names with an inner capital ("PostgreSQL", "MySQL", "SQLite3"; never a German noun).
 _NAME = re.compile(r"`([^`\n]+)`|[\"\u201e\u201c\u00ab]([^\"\u201c\u201d\u00bb\n]{1,60})[\"\u201c\u201d\u00bb]|"
-                   r"\b([A-Za-z][\w-]*(?:[._:/][\w-]+)+|[a-z]+[A-Z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z]{3,}\d*)\b")
+                   r"\b([A-Za-z][\w-]*(?:[._:/][\w-]+)+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}[a-z]{2,}\w*|"
+                   r"[A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z]{3,}\d*)\b")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 # Between a sentence and the code block it leads into: blank lines and shortcode tags only.
 _CODE_GAP = re.compile(r"(?:\s|\{\{[%<].*?[%>]\}\}|\{%.*?%\})*", re.DOTALL)
 
 
+# A follow-up's opening conjunction ("And how do I ...", "Und wie prüfe ich dann ...") is no
+# part of the question's form.
+_LEAD = re.compile(r"^\W*(?:(?:and|und|but|aber|also|so|then|dann|ok(?:ay)?)\b[\s,]*)+", re.IGNORECASE)
+
+
+def question_form(question: str) -> str:
+    """The question without a follow-up's opening conjunction."""
+    return _LEAD.sub("", question, count=1)
+
+
 def is_howto_question(question: str) -> bool:
     """"How do I install ...", "how to ...", "What command ...", "Wie kann ich ...", "Wie installiere ich ...",
     "Mit welchem Befehl ..."."""
-    return _HOWTO.match(question) is not None
+    return _HOWTO.match(question_form(question)) is not None
 
 
 def is_naming_question(question: str) -> bool:
     """"Which option ...", "Welche Datei ...", "What was the variable called before?", "Wie hieß ..."."""
-    return _WHICH.match(question) is not None or _NAMING.match(question) is not None
+    form = question_form(question)
+    return _WHICH.match(form) is not None or _NAMING.match(form) is not None
 
 
 def names_in(sentence: str, question: str) -> list[str]:

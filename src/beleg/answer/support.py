@@ -35,7 +35,7 @@ from typing import Any
 
 from beleg.answer.anchors import STRONG, missing_anchors, question_anchors
 from beleg.answer.quarantine import shown_heading_path, shown_value
-from beleg.answer.scoring import is_howto_question, is_question, names_in
+from beleg.answer.scoring import is_howto_question, is_question, names_in, question_form
 from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values, when_markers
 from beleg.index.analyzer import analyze, analyze_query, detect_language
@@ -93,6 +93,13 @@ _TIMES = re.compile(r"(?<![\w.,])(?:\d+(?:[.,]\d+)?|" + _NUMBER_WORD + r")\s*-?\
 # "Which Node.js version ...", "Welche Version ...": a version number the question does not name.
 _VERSION = re.compile(r"\b(?:which|what|welche[nrsm]?)\s+(?:[\w.-]+\s+){0,2}(?:version|release|versionsnummer)\b",
                       re.IGNORECASE)
+# "What is the rate limit ...", "Wie hoch ist das Limit ...": a limit is a number (or "unlimited"),
+# of whatever unit.
+_LIMIT = re.compile(r"\b(?:limits?|maximum|minimum|max|quota|threshold|cap|ceiling|obergrenze|grenze|"
+                    r"grenzwert|schwellenwert|limitierung|höchstwert|mindestwert|kontingent|maximal\w*|"
+                    r"minimal\w*|höchstens|mindestens)\b", re.IGNORECASE)
+_NO_LIMIT = re.compile(r"\b(?:unlimited|no\s+limit|not\s+limited|unbegrenzt|unbeschränkt|kein(?:e|en)?\s+"
+                       r"(?:limit|begrenzung|grenze|obergrenze))\b", re.IGNORECASE)
 _PORT = re.compile(r"\b(?:which|what|welche[nrsm]?)\s+(?:\w+\s+)?(?:[\w]+-)?(?:ports?|portnummer|port\s+number)\b",
                    re.IGNORECASE)
 
@@ -150,8 +157,9 @@ def confidence_from(features: dict[str, float]) -> float:
 
 def asked_kind(question: str) -> str | None:
     """What kind of content answers the question: a value kind (values.py; "how often" is a
-    duration, "which port" a count), "version", "instruction", "name", "date", "yes-no", or
-    None when the question names no kind."""
+    duration, "which port" a count), "number" (a limit of no named unit), "version",
+    "instruction", "name", "date", "yes-no", or None when the question names no kind."""
+    question = question_form(question)
     if _HOW_OFTEN.search(question):
         return "duration"  # an interval ("every 300 ms"), not a count
     if _PORT.search(question):
@@ -161,6 +169,8 @@ def asked_kind(question: str) -> str | None:
     kind = expected_kind(question)
     if kind is not None:
         return kind
+    if _LIMIT.search(question):
+        return "number"
     if _WHEN.search(question):
         return "date"
     if is_howto_question(question):
@@ -196,6 +206,14 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
             values = [m.group(0) for m in re.finditer(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w]|[.,]\d)", quote)
                       if not any(a <= m.start() < b for a, b in taken)]
         return (True, f"{kind} {values[0]!r}") if values else (False, f"no {kind} in the quote")
+    if kind == "number":
+        asked = set(re.findall(r"\d+(?:[.,]\d+)*", question))
+        # not the digits of an identifier ("SOME-CHAT-ID-123", "E-4012")
+        numbers = [n for n in re.findall(r"(?<![\w.,-])\d+(?:[.,]\d+)*(?![\w-])", quote) if n not in asked]
+        if numbers:
+            return True, f"number {numbers[0]!r}"
+        unlimited = _NO_LIMIT.search(quote)
+        return (True, f"no limit {unlimited.group(0)!r}") if unlimited else (False, "no number beyond the question's")
     if kind == "version":
         asked = set(re.findall(r"\d+(?:\.\d+)*", question))
         versions = [v for v in re.findall(r"(?<![\w.])v?\d+(?:\.(?:\d+|x))*(?![\w])", quote)
@@ -242,6 +260,13 @@ _LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)|<a\s[^>]*>.*?</a>|https?://\S+"
 _POINTER = re.compile(r"\[(?:here|hier|this\s+page|dieser\s+seite)\b|\b(?:can\s+be\s+found|see\s+(?:also\s+)?(?:here|the|this|\[)|more\s+(?:information|details)|"
                       r"(?:finde[nt]|siehe)\s+(?:man\s+|sich\s+)?(?:hier|unter|im|in\s+der)|weitere\s+"
                       r"(?:informationen|details|infos))\b", re.IGNORECASE)
+# "How to do it is described in the guide 'Receiving webhooks'", "wie das geht, beschreibt die
+# Anleitung „…“", "see the section Limits": another page's answer, named instead of linked.
+_NAMED_POINTER = re.compile(
+    r"\b(?:(?:is|are)\s+(?:described|explained)\s+in\s+(?:the|our)\s+(?:guide|article|page|section|chapter|tutorial)|"
+    r"see\s+(?:the|our)\s+(?:guide|article|page|section|chapter|tutorial)|"
+    r"wie\s+das\s+geht|beschreibt\s+(?:die|der|das|den)\s+(?:anleitung|artikel|seite|abschnitt|kapitel)|"
+    r"(?:siehe|lesen\s+sie)\s+(?:die|den|das)\s+(?:anleitung|artikel|seite|abschnitt|kapitel))\b", re.IGNORECASE)
 _MARKERS = re.compile(r"^\s*(?:[-*+>]|\d{1,3}[.)]|#{1,6})\s*", re.MULTILINE)
 
 
@@ -259,7 +284,7 @@ def _complete_check(quote: str) -> Check:
         return Check("complete", False, "the quote is a heading only", 0.0)
     if _LINK.search(quote) and not re.search(r"\w\w", _MARKERS.sub("", _LINK.sub(" ", quote))):
         return Check("complete", False, "the quote is only a link (a table of contents or navigation)", 0.0)
-    if _LINK.search(quote) and _POINTER.search(quote):
+    if (_LINK.search(quote) and _POINTER.search(quote)) or _NAMED_POINTER.search(quote):
         return Check("complete", False, "the quote points to another page for the answer", 0.0)
     return Check("complete", True, "the quote does not point past itself", 1.0)
 
