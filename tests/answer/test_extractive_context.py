@@ -146,6 +146,24 @@ def test_naming_questions_prefer_the_sentence_with_the_asked_name_in_the_asked_t
     assert "iobroker.json" in _best("Which file holds the adapter settings?", which)
 
 
+def test_a_sentence_holding_the_questions_number_is_preferred() -> None:
+    """Across languages, where terms barely match, the version the question names decides
+    between two sentences the embedder finds about equally close (cosine 0.89 and 0.88)."""
+    import numpy as np
+
+    decoy, answer = "The Shelly adapter works with every device.", "ShellyRGBW: not supported since v3.4.0."
+    scorer = _stub_scorer()
+    scorer.embed_queries = lambda texts: np.array([[1.0, 0.0]] * len(texts))
+    scorer.embed_passages = lambda texts: np.array(
+        [[c, (1 - c * c) ** 0.5] for c in (0.90 if decoy in t else 0.88 for t in texts)])
+    src = _source(f"{decoy}\n\n{answer}")
+    src.hit.metadata["language"] = "en"
+    q = "Welches Shelly-Gerät wird seit Adapterversion 3.4.0 nicht mehr unterstützt?"
+    assert scorer.score(q, candidate_sentences([src]))[0].text == answer
+    # The same two sentences for a question that names no number: the closer one wins.
+    assert scorer.score("Welche Shelly-Geräte unterstützt der Adapter?", candidate_sentences([src]))[0].text == decoy
+
+
 def test_question_forms() -> None:
     assert is_howto_question("How to enable SSL?") and is_howto_question("Wie aktiviere ich SSL?")
     assert not is_howto_question("How long is the retry window?")

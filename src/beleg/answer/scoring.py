@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from beleg.answer.anchors import missing_anchors, question_anchors
 from beleg.answer.quarantine import PROSE_KINDS
 from beleg.answer.types import Source
 from beleg.answer.values import Value, extract_values
@@ -87,6 +88,10 @@ _HOWTO = re.compile(r"^\W*(?:how\s+(?:do|can|could|should|would|must)\s+(?:i|we|
                     r"mit\s+welche[mr]\s+(?:befehl|kommando))", re.IGNORECASE)
 #: Questions asking for a name: a sentence naming something the question does not gains this.
 NAME_BONUS = 0.06
+#: A question naming numbers ("since adapter version 3.4.0", "as of May 2021"): a sentence
+#: holding them (or from a source of that version) gains this times the share it holds. The
+#: support check's anchors test asks the same of the chosen quote.
+NUMBER_BONUS = 0.06
 #: ... and one whose tense cue matches the question's (asked "before", says "previously") this.
 TENSE_BONUS = 0.05
 _WHICH = re.compile(r"^\W*(?:which|welche[rsmn]?|was\s+f\u00fcr)\b", re.IGNORECASE)
@@ -302,6 +307,7 @@ class SentenceScorer:
         definitional = is_definition_question(question)
         q_term_set = set(q_terms)
         howto, naming = is_howto_question(question), is_naming_question(question)
+        numbers = [a for a in question_anchors(question, q_lang) if a.kind == "number"]
         firsts: dict[str, int] = {}
         for s in sentences:  # the first answer-capable sentence of each chunk
             cid = s.source.hit.chunk_id
@@ -333,6 +339,9 @@ class SentenceScorer:
             if positions is not None and s.source.hit.chunk_id in positions:
                 score += RETRIEVAL_PRIOR / (1 + positions[s.source.hit.chunk_id])
             score += _answer_form_bonus(question, s, howto, naming)
+            if numbers:
+                about = f"{s.text}\nversion {s.source.version}" if s.source.version else s.text
+                score += NUMBER_BONUS * (1 - len(missing_anchors(numbers, about)) / len(numbers))
             out.append(Sentence(s.source, s.span, s.doc_start, s.doc_end, s.values, lexical, float(dense[i]),
                                 type_match, float(score), s.code_context))
         out.sort(key=lambda s: (-s.score, s.source.rank, s.doc_start))
