@@ -282,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
         _principal_args(p)
         p.add_argument("--min-confidence", type=float, default=None, metavar="X",
                        help="refuse when the answer's confidence is below X in [0, 1], showing the closest passages "
-                            "instead (default: 0.81 for offline answers, >= 90%% right on development data; 0 for LLM "
+                            "instead (default: 0.68 for offline answers, >= 90%% right on development data; 0 for LLM "
                             "answers; 0 answers whenever the sources allow; see docs/answers.md)")
         p.add_argument("--json", action="store_true", help="print the answer as JSON (one object per answer)")
 
