@@ -130,6 +130,15 @@ def test_a_name_question_needs_a_name_beyond_the_question_words() -> None:
     assert _support(q, text, "It was called `system.adapter.admin.0.alive` before version 5.").supported
 
 
+def test_the_supported_feature_is_the_verdict() -> None:
+    text = "Audit logs are archived nightly. They are kept for 90 days."
+    yes = _support("How long are audit logs kept?", text, "They are kept for 90 days.")
+    no = _support("How long are audit logs kept?", text, "Audit logs are archived nightly.")
+    assert yes.supported and yes.features["supported"] == 1.0
+    assert not no.supported and no.features["supported"] == 0.0
+    assert yes.confidence > no.confidence
+
+
 def test_a_hyphenated_compound_is_covered_by_its_parts_written_apart() -> None:
     q = "Welche Node.js-Version ist im Raspberry-Pi-Image installiert?"
     apart = "Im Raspberry Pi Image ist Node.js in der Version 10.16.0 installiert."
