@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from beleg.answer.anchors import missing_anchors, question_anchors
+from beleg.answer.anchors import missing_anchors, numbered_names, pair_found, question_anchors
 from beleg.answer.support import Support, asked_kind, extractive_support, unmentioned
 from beleg.answer.types import Citation, Source
 from beleg.index.analyzer import analyze_query
@@ -171,6 +171,26 @@ def test_names_match_across_spaces_and_plurals_and_years_open_no_gap() -> None:
     # A year is context the asker adds; the page need not repeat it to answer.
     assert unmentioned("How many games did the team win in 2015?", [src], True) == []
     assert unmentioned("How many games did relay 7 win?", [src], True) == ["7"]
+
+
+def test_a_numbered_name_needs_its_number_beside_it_in_one_source() -> None:
+    src = _source("Even though the js-controller up to version 1.5.11 still supports Node.js as of version 4, "
+                  "5 new adapters need Node.js 8.")
+    q = "Which Node.js version does js-controller 5 require?"
+    assert unmentioned(q, [src], True) == ["js-controller 5"]
+    # Written with "version", "v" or a few words between, the pair is named.
+    for text in ("js-controller 5 needs Node.js 16.", "The js-controller in Version 5 needs Node.js 16.",
+                 "Ab js-controller v5 ist Node.js 16 nötig."):
+        assert unmentioned(q, [_source(text)], True) == [], text
+    assert pair_found("js-controller", "5", "js-controller 5.0.1 needs node.js 16")
+    assert not pair_found("js-controller", "5", "js-controller 50 needs node.js 16")
+    # A source of that version names the pair through its product and version.
+    assert unmentioned("What is the retry window in Ferrolink 3.0?",
+                       [_source("Deliveries are retried for 72 hours.", product="Ferrolink", version="3.0")], True) == []
+    # Not a pair: a year, "version 5", a plain lower-case word, a number with its unit.
+    assert numbered_names("Which release came out in May 2021, after version 5, on page 3?") == []
+    assert numbered_names("Wer war im Super Bowl XXXIII 38 Jahre alt, und wer im Jahr 1466?") == []
+    assert numbered_names("Welches Gerät wird seit Adapterversion 3.4.0 nicht mehr unterstützt?") == []
 
 
 def test_a_quote_that_points_to_a_link_for_the_answer_is_not_support() -> None:

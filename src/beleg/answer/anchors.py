@@ -140,3 +140,46 @@ def missing_anchors(anchors: list[Anchor], text: str, kinds: tuple[str, ...] | N
     folded = text.casefold()
     compact = _compact(folded) if any(a.kind not in STRONG for a in anchors) else None
     return [a for a in anchors if (kinds is None or a.kind in kinds) and not a.found_in(folded, compact)]
+
+
+# "js-controller 5", "Node.js 12", "Raspberry Pi 5", "Ferrolink 3.0": a number right after a
+# name says which one. A source that names js-controller and, elsewhere, a 5 does not name
+# js-controller 5.
+_NUMBERED = re.compile(r"(?<![\w.-])([A-Za-zÄÖÜäöüß][\w.-]*\w)\s+v?(\d+(?:\.\d+)*)(?:\.x)?(?![\w-]|\.\w)")
+#: Words before a number that are not the name it numbers ("version 5", "Kapitel 5" is fine).
+_NOT_NUMBERED = frozenset("""version versions release releases ver v ab bis seit since from to up than als and und or
+oder in im am at on of the der die das den dem top nr no number nummer jahr jahre jahres year years anno""".split())
+# A number followed by a unit counts something ("Super Bowl XXXIII 38 Jahre alt"): not a numbered name.
+_UNIT_AFTER = re.compile(r"\s*(?:%|[a-zäöüß]*(?:jahr|year|tag|day|stunde|hour|minute|sekunde|second|monat|month|woche|"
+                         r"week|prozent|percent|mal\b|times|menschen|people|[kmgt]i?b\b|bytes?))", re.IGNORECASE)
+# Between the name and its number in the text: separators, "version"/"v", and up to three short
+# words ("Node.js in der Version 12", "js-controller ab v5"). Lenient on purpose: a miss here
+# refuses an answerable question.
+_PAIR_GAP = r"(?:[\W_]+[a-zäöüß]{1,9}){0,3}[\W_]*v?"
+
+
+def numbered_names(question: str) -> list[tuple[str, str]]:
+    """The (name, number) pairs of ``question`` ("js-controller", "5"); not years, not "version 5"."""
+    out = []
+    text = _CODE.sub(" ", question)
+    for m in _NUMBERED.finditer(text):
+        name, number = m.group(1), m.group(2)
+        low = name.casefold()
+        if low in _NOT_NUMBERED or low in _NOT_NAMES or Anchor(number, "number", _number_pattern(number)).year:
+            continue
+        if low.endswith(("version", "versionen", "release")):
+            continue  # "Adapterversion 3.4.0", "Firmware-Version 1.8": a version, as "version 5" is
+        if _UNIT_AFTER.match(text, m.end()):
+            continue
+        if name == low and not re.search(r"[-.]", name):
+            continue  # a plain lower-case word ("page 5", "step 2") names nothing
+        out.append((name, number))
+    return out
+
+
+def pair_found(name: str, number: str, folded: str) -> bool:
+    """Whether the case-folded text names ``name`` followed closely by ``number`` (5 also as 5.x, v5)."""
+    loose = r"[\W_]*".join(re.escape(c) for c in _compact(name.casefold()))
+    digits = r"\.".join(re.escape(p) for p in number.split("."))
+    return re.search(r"(?<![^\W_])" + loose + _PAIR_GAP + r"(?<!\d)" + digits + r"(?!\d)", folded) is not None
+

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from beleg.answer.anchors import STRONG, missing_anchors, question_anchors
+from beleg.answer.anchors import STRONG, missing_anchors, numbered_names, pair_found, question_anchors
 from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import is_howto_question, is_question, names_in, question_form
 from beleg.answer.types import Citation, Source
@@ -430,10 +430,21 @@ def unmentioned(question: str, sources: Sequence[Source], same_language: bool) -
     if not anchors or not sources:
         return []
     # Withheld (instruction-like) sentences mention nothing: they are never evidence.
-    text = "\n".join(part for s in sources for part in (
-        s.quarantine.redact(s.hit.text), heading_context(s),
-        f"version {s.version}" if s.version else "", str(s.hit.metadata.get("product") or "")))
-    return [a.text for a in missing_anchors(anchors, text)]
+    parts = ["\n".join((s.quarantine.redact(s.hit.text), heading_context(s),
+                        f"{s.hit.metadata.get('product') or ''} version {s.version}" if s.version
+                        else str(s.hit.metadata.get("product") or "")))
+             for s in sources]
+    missing = [a.text for a in missing_anchors(anchors, "\n".join(parts))]
+    # A numbered name ("js-controller 5") must be named with its number in one source: the
+    # text, or a source of that version that names it ("Ferrolink" in a 3.0 contract).
+    for name, number in numbered_names(question):
+        if name in missing or number in missing:
+            continue
+        if not same_language and not re.search(r"\w[-.]\w|[a-z][A-Z]", name):
+            continue  # across languages a plain word may be translated ("Kapitel 5", "chapter 5")
+        if not any(pair_found(name, number, part.casefold()) for part in parts):
+            missing.append(f"{name} {number}")
+    return missing
 
 
 # --------------------------------------------------------------------------- extractive
