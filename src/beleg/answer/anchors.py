@@ -62,7 +62,12 @@ class Anchor:
     @property
     def year(self) -> bool:
         """A year ("in 2015"): questions add it as context that the answering text need not repeat."""
-        return self.kind == "number" and re.fullmatch(r"(?:1[5-9]|20)\d\d", self.text) is not None
+        return self.kind == "number" and is_year(self.text)
+
+
+def is_year(number: str) -> bool:
+    """A four-digit number from 1500 to 2099."""
+    return re.fullmatch(r"(?:1[5-9]|20)\d\d", number) is not None
 
 
 def _compact(folded: str) -> str:
@@ -165,7 +170,7 @@ def numbered_names(question: str) -> list[tuple[str, str]]:
     for m in _NUMBERED.finditer(text):
         name, number = m.group(1), m.group(2)
         low = name.casefold()
-        if low in _NOT_NUMBERED or low in _NOT_NAMES or Anchor(number, "number", _number_pattern(number)).year:
+        if low in _NOT_NUMBERED or low in _NOT_NAMES or is_year(number):
             continue
         if low.endswith(("version", "versionen", "release")):
             continue  # "Adapterversion 3.4.0", "Firmware-Version 1.8": a version, as "version 5" is
