@@ -467,12 +467,12 @@ def extractive_support(question: str, citations: Sequence[Citation], sources: Se
               _type_check(question, first.quote), _complete_check(first.quote),
               _focus_check(question, [(src, first.start, first.end)], terms, dense),
               _anchor_check(question, [(src, first.start, first.end)])]
-    features = _features(checks, chosen, scored, positions or {}, src)
     supported = all(c.passed is not False for c in checks)
+    features = _features(checks, supported, chosen, scored, positions or {}, src)
     return Support(supported, round(confidence_from(features), 4), tuple(checks), features)
 
 
-def _features(checks: Sequence[Check], chosen: Any, scored: Sequence[Any], positions: dict[str, int],
+def _features(checks: Sequence[Check], supported: bool, chosen: Any, scored: Sequence[Any], positions: dict[str, int],
               src: Source) -> dict[str, float]:
     """The confidence features, each oriented so that larger means more likely right."""
     by = {c.name: c for c in checks}
@@ -487,7 +487,7 @@ def _features(checks: Sequence[Check], chosen: Any, scored: Sequence[Any], posit
         "anchors": float(by["anchors"].value) if "anchors" in by and by["anchors"].value is not None else 1.0,
         "rank": 1.0 / (1 + positions.get(src.hit.chunk_id, len(positions))),
         # every check passed: the verdict itself, beside the graded parts it is made of
-        "supported": float(all(c.passed is not False for c in checks)),
+        "supported": float(supported),
     }
     eligible = [s for s in scored if s.source.eligible]
     if chosen is not None:
@@ -580,8 +580,8 @@ def llm_support(question: str, answer: str, citations: Sequence[Citation], sourc
     if verifier is not None:
         checks.append(_verifier_check(verifier, question, claims, by_label))
     src = located[0][0]
-    features = _features(checks, scored[0] if scored else None, scored, positions or {}, src)
     supported = all(c.passed is not False for c in checks)
+    features = _features(checks, supported, scored[0] if scored else None, scored, positions or {}, src)
     confidence = confidence_from(features) * (1.0 if supported else 0.5)
     return Support(supported, round(confidence, 4), tuple(checks), features)
 
