@@ -297,6 +297,9 @@ def _complete_check(quote: str) -> Check:
 QUESTION_FORM_WORDS = ("long longer many much big large often old far called named name mean means "
                        "lang lange viel viele groß gross oft alt weit heißt heisst hieß hiess nennt bedeutet wann "
                        "hoch höchstens mindestens "
+                       # interrogatives the stopword lists lack: each asks, none says about what
+                       "whose whom wen wem wessen welchem welchen warum weshalb wieso weswegen wozu wofür "
+                       "woher wohin womit wodurch worauf woran worüber wovon worin wobei "
                        # the asker ("which command tells me", "one adapter instance"), not the topic
                        "me my mine myself one such mir mich mein meine meinem meinen meiner")
 
