@@ -177,6 +177,17 @@ def test_an_interrogative_is_not_the_focus_of_the_question() -> None:
     assert s.check("focus").passed is True, s.checks
 
 
+def test_who_asks_for_a_name_that_a_pronoun_does_not_give() -> None:
+    q = "Who is the oldest quarterback to play in a Super Bowl?"
+    he = "He is also the oldest quarterback ever to play in a Super Bowl at age 39."
+    assert _support(q, he, he).check("answer_type").passed is False
+    named = "Peyton Manning is also the oldest quarterback ever to play in a Super Bowl at age 39."
+    assert _support(q, named, named).check("answer_type").passed is True
+    assert asked_kind("Prior to Manning, who was the oldest quarterback?") == "name"
+    assert asked_kind("Wer gewann die Meisterschaft im Jahr 2000?") == "name"
+    assert asked_kind("What did the player who scored first say?") is None  # a relative "who"
+
+
 def test_a_quoted_command_names_what_a_which_question_asks_for() -> None:
     text = 'To enable all adapters at once you can call "iobroker start all".'
     s = _support("Which command enables all adapters at once?", text, text)

@@ -9,7 +9,7 @@ can redo by reading the quote:
 * **answer type**: the asked-for kind of value is in the quote: a duration, number or
   size for "how long/how many/how big", a date for "when", a command, code span or
   setting for "how do I/wie kann ich", a name or identifier for "what was X called/which
-  adapter/welcher". A quote that ends in ":" introduces something it does not contain,
+  adapter/welcher/who/wer" (a pronoun, "He is the oldest quarterback", names nobody). A quote that ends in ":" introduces something it does not contain,
   so it answers nothing by itself.
 * **focus**: the question's rarest terms (IDF over what the asker may read, as in
   :mod:`beleg.retrieve.coverage`) occur in the quote or its immediate context (the
@@ -70,7 +70,7 @@ FITTED_MIN_CONFIDENCE = 0.68
 
 _NAME = re.compile(
     r"\b(?:what\s+(?:was|is|were|are)\b.+\b(?:called|named)|what(?:'s|\s+is)\s+the\s+name|which\b|"
-    r"welche[rsmn]?\b|wie\s+hie(?:ß|ss)|wie\s+hei(?:ß|ss)t|wie\s+lautet|what\s+(?:adapter|variable|state|"
+    r"welche[rsmn]?\b|(?:^|[,;:])\W*(?:who|whom|whose|wer|wem|wen|wessen)\b|wie\s+hie(?:ß|ss)|wie\s+hei(?:ß|ss)t|wie\s+lautet|what\s+(?:adapter|variable|state|"
     r"file|package|option|parameter|object|id))", re.IGNORECASE)
 _WHEN = re.compile(r"^\W*(?:when|wann|seit\s+wann|in\s+which\s+year|in\s+welchem\s+jahr)\b", re.IGNORECASE)
 _YES_NO = re.compile(
