@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from beleg.answer.anchors import missing_anchors, question_anchors
+from beleg.answer.polarity import opposite_action
 from beleg.answer.quarantine import PROSE_KINDS
 from beleg.answer.types import Source
 from beleg.answer.values import Value, extract_values
@@ -331,6 +332,8 @@ class SentenceScorer:
                 holds = (kind == "instruction" and bool(s.code_context)) or kind_present(kind, s.text, question)[0]
                 type_match = 1 if holds else -1
             score = a * lexical + (1 - a) * dense[i] + TYPE_BONUS * type_match
+            if opposite_action(question, s.text) is not None:
+                score -= TYPE_BONUS  # "ausschalten" for "switch on" is as wrong as a missing kind
             if (definitional and len(path) > 1 and s.doc_start == firsts[s.source.hit.chunk_id]
                     and q_term_set & heading):
                 score += DEFINITION_BONUS

@@ -15,6 +15,8 @@ can redo by reading the quote:
   :mod:`beleg.retrieve.coverage`) occur in the quote or its immediate context (the
   sentence before it, its section heading, the document title), not merely somewhere in
   the chunk. Across languages terms cannot match; the sentence's dense similarity stands in.
+  A quote that does the reverse of the asked action ("ausschalten" for "switch on") fails
+  in any language (:mod:`beleg.answer.polarity`).
 * **claims** (LLM answers): each claim sentence's numbers and identifiers occur in the
   chunks it cites; optionally an LLM verifier says yes or no per claim (JSON only).
 
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from beleg.answer.anchors import STRONG, missing_anchors, numbered_names, pair_found, question_anchors
+from beleg.answer.polarity import opposite_action
 from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import is_howto_question, is_question, names_in, question_form
 from beleg.answer.types import Citation, Source
@@ -336,6 +339,11 @@ def heading_context(source: Source) -> str:
 
 def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms: TermCoverage,
                  dense: float | None) -> Check:
+    # The reverse action shares every other word of the question, in any language (polarity.py).
+    for src, a, b in cited:
+        reverse = opposite_action(question, src.hit.text[max(a - src.hit.start, 0):max(b - src.hit.start, 0)])
+        if reverse is not None:
+            return Check("focus", False, f"the quote does the reverse of what is asked: {reverse!r}", 0.0)
     focus = focus_terms(question, terms)
     if not focus:
         return Check("focus", None, "the question has no content terms")
