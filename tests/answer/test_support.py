@@ -20,6 +20,7 @@ from beleg.answer.support import (
     asked_kind,
     confidence_from,
     extractive_support,
+    focus_terms,
     kind_present,
     llm_support,
     parse_verdict,
@@ -175,6 +176,13 @@ def test_an_interrogative_is_not_the_focus_of_the_question() -> None:
                            FlatIDF())  # type: ignore[arg-type]
     assert "welch" not in s.check("focus").why.split(": ")[0]
     assert s.check("focus").passed is True, s.checks
+
+
+def test_question_form_words_are_skipped_in_their_english_stems_too() -> None:
+    # The word list mixes English and German; analysed as one (German) text, "called" and
+    # "many" kept their English stems "call" and "mani" as focus terms.
+    assert not {"call", "mani", "often"} & set(focus_terms("How many settings are often called this way?", FlatIDF()))
+    assert "welchem" not in focus_terms("In welchem Jahr starb Tesla?", FlatIDF())
 
 
 def test_who_asks_for_a_name_that_a_pronoun_does_not_give() -> None:

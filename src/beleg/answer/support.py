@@ -33,6 +33,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from beleg.answer.anchors import STRONG, missing_anchors, numbered_names, pair_found, question_anchors
@@ -41,7 +42,7 @@ from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import is_howto_question, is_question, names_in, question_form
 from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values, when_markers
-from beleg.index.analyzer import analyze, analyze_query, detect_language
+from beleg.index.analyzer import SUPPORTED_LANGUAGES, analyze, detect_language
 from beleg.retrieve.coverage import TermCoverage
 from beleg.sentences import split_sentences
 
@@ -307,9 +308,17 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        "me my mine myself one such mir mich mein meine meinem meinen meiner")
 
 
+@cache
+def _question_form_terms() -> frozenset[str]:
+    """QUESTION_FORM_WORDS stemmed in every language: a question's "called" is "call" in
+    English. (Analysed as one text, the mixed list was taken for German, and the English
+    stems "call", "mani", "name", "often" stayed focus terms.)"""
+    return frozenset().union(*(analyze(QUESTION_FORM_WORDS, lang) for lang in SUPPORTED_LANGUAGES))
+
+
 def focus_terms(question: str, terms: TermCoverage) -> dict[str, float]:
     """The question's rarest content terms with their IDF (see FOCUS_IDF_SHARE, FOCUS_MAX_TERMS)."""
-    skip = frozenset(analyze_query(QUESTION_FORM_WORDS)) | frozenset(analyze(QUESTION_FORM_WORDS, "de"))
+    skip = _question_form_terms()
     weights = terms.weights(question, skip)
     if not weights:
         return {}
