@@ -185,6 +185,14 @@ def test_question_form_words_are_skipped_in_their_english_stems_too() -> None:
     assert "welchem" not in focus_terms("In welchem Jahr starb Tesla?", FlatIDF())
 
 
+def test_a_term_in_backticks_or_the_asked_product_is_no_instruction() -> None:
+    q = "Wie sichere ich ioBroker vor einem Node.js-Update?"
+    term = "Im gleichen Zuge erreicht eine frühere Node.js LTS Version ihr Lebensende (`End of Life`)."
+    assert kind_present("instruction", term, q)[0] is False
+    assert kind_present("instruction", "Sichern Sie vorher mit `iobroker backup`.", q)[0] is True
+    assert kind_present("instruction", "Klicken Sie danach auf `Speichern`.", q)[0] is True  # a button
+
+
 def test_who_asks_for_a_name_that_a_pronoun_does_not_give() -> None:
     q = "Who is the oldest quarterback to play in a Super Bowl?"
     he = "He is also the oldest quarterback ever to play in a Super Bowl at age 39."

@@ -186,6 +186,14 @@ def asked_kind(question: str) -> str | None:
     return None
 
 
+def _prose_span(span: str) -> bool:
+    """A code span that holds a term, not code: two or more plain words, the first
+    capitalised ("`End of Life`", "`Long Term Support`"). A command is lower case
+    ("`iobroker backup`"); one word may be a button or a file name, so it stays code."""
+    words = span.strip("`").split()
+    return len(words) >= 2 and words[0][:1].isupper() and all(w.isalpha() for w in words)
+
+
 def _question_words(question: str) -> set[str]:
     """The question's words, whole and split at ``. - _`` ("Node.js" also gives "node")."""
     words = {w.casefold() for w in re.findall(r"\w[\w.-]*", question)}
@@ -224,9 +232,13 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
                     if v.lstrip("v") not in asked]
         return (True, f"version {versions[0]!r}") if versions else (False, "no version number beyond the question's")
     if kind == "instruction":
+        # "Node.js" asked about ("vor einem Node.js-Update") is not the instruction that answers.
+        asked = _question_words(question)
+        asked |= {p for w in asked for p in w.split("-") if p}
         for label, rx in (("code", _CODE), ("command", _COMMAND), ("setting", _SETTING), ("path", _PATH),
                           ("menu path", _MENU)):
-            m = rx.search(quote)
+            m = next((m for m in rx.finditer(quote) if not (label == "code" and _prose_span(m.group(0)))
+                      and m.group(0).strip().strip("`").casefold() not in asked), None)
             if m:
                 return True, f"{label} {m.group(0).strip()[:40]!r}"
         return False, "no command, code, setting, path or menu path in the quote"
