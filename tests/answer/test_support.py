@@ -18,6 +18,7 @@ from beleg.answer.support import (
     Check,
     Support,
     asked_kind,
+    compound_credit,
     confidence_from,
     extractive_support,
     focus_terms,
@@ -28,7 +29,7 @@ from beleg.answer.support import (
 from beleg.answer.types import Answer, Citation, Source
 from beleg.cli.main import main
 from beleg.cli.render import Style, render_answer
-from beleg.index.analyzer import analyze_query
+from beleg.index.analyzer import analyze, analyze_query
 from beleg.testing import ScriptedLLM
 from beleg.types import Hit
 
@@ -191,6 +192,16 @@ def test_a_term_in_backticks_or_the_asked_product_is_no_instruction() -> None:
     assert kind_present("instruction", term, q)[0] is False
     assert kind_present("instruction", "Sichern Sie vorher mit `iobroker backup`.", q)[0] is True
     assert kind_present("instruction", "Klicken Sie danach auf `Speichern`.", q)[0] is True  # a button
+
+
+def test_a_german_closed_compound_is_covered_by_its_parts_and_the_other_way_round() -> None:
+    apart = set(analyze("Wegen ihrer weichen Körper sind Rippenquallen als Fossilien extrem selten.", "de"))
+    closed = set(analyze("Rippenquallenfossilien sind extrem selten.", "de"))
+    assert compound_credit(analyze("Rippenquallenfossilien", "de")[0], apart, "de") == 1.0
+    assert compound_credit(analyze("Fossilien", "de")[0], closed, "de") == 1.0
+    assert compound_credit(analyze("Quallen", "de")[0], {"fossili", "selt"}, "de") == 0.0
+    assert compound_credit("rippenquallenfossili", apart, "en") == 0.0  # English does not close compounds
+    assert compound_credit("wert", {"wertpapi"}, "de") == 0.0  # stems under five letters are too ambiguous
 
 
 def test_who_asks_for_a_name_that_a_pronoun_does_not_give() -> None:

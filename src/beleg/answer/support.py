@@ -403,14 +403,35 @@ def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms:
 
 
 def compound_credit(term: str, seen: set[str], language: str) -> float:
-    """How much of a focus term the context holds: 1 for the term itself; for a hyphenated or
-    dotted compound, the share of its word parts ("Raspberry-Pi-Image" is as often written
-    "Raspberry Pi Image", "Node.js-Version" as "Node.js in der Version"); else 0. Number
+    """How much of a focus term the context holds: 1 for the term itself, or in German for a
+    closed compound written apart or the other way round (``closed_compound_found``); for a
+    hyphenated or dotted compound, the share of its word parts ("Raspberry-Pi-Image" is as
+    often written "Raspberry Pi Image", "Node.js-Version" as "Node.js in der Version"); else 0. Number
     parts give no credit: "27.11.2019" is one date, and the anchors check matches numbers."""
     if term in seen:
         return 1.0
+    if language == "de" and closed_compound_found(term, seen):
+        return 1.0
     parts = compound_parts(term, language)
     return sum(p in seen for p in parts) / len(parts) if parts else 0.0
+
+
+def closed_compound_found(term: str, seen: set[str]) -> bool:
+    """German closes compounds: "Rippenquallenfossilien" asked, "Rippenquallen … Fossilien"
+    written (or the other way round). Stems of five or more letters only."""
+    if len(term) < 5:
+        return False
+    long = [w for w in seen if len(w) >= 4]
+    if any(len(w) >= len(term) + 3 and (w.startswith(term) or w.endswith(term)) for w in long):
+        return True  # the asked word is the head or the tail of a written compound
+    for w in long:
+        if term.startswith(w) and len(term) - len(w) >= 4:
+            rest = term[len(w):]
+            for link in ("", "s", "n", "en", "es", "e"):
+                r = rest[len(link):] if rest.startswith(link) else None
+                if r and len(r) >= 4 and any(v.startswith(r) or (r.startswith(v) and len(v) >= 4) for v in long):
+                    return True
+    return False
 
 
 def compound_parts(term: str, language: str) -> list[str]:
