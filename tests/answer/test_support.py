@@ -60,6 +60,11 @@ def _support(question: str, text: str, quote: str, heading: tuple[str, ...] = ("
     return extractive_support(question, [_cite(src, quote)], [src], FlatIDF())  # type: ignore[arg-type]
 
 
+def _type_passes(question: str, quote: str) -> bool | None:
+    """The answer_type verdict for ``quote`` cited alone."""
+    return _support(question, quote, quote).check("answer_type").passed
+
+
 INSTALL = ("Adapters are installed from the admin page or the command line.\n\n"
            "Use the following command:\n\n```\niobroker add zigbee\n```\n")
 
@@ -206,10 +211,8 @@ def test_a_german_closed_compound_is_covered_by_its_parts_and_the_other_way_roun
 
 def test_who_asks_for_a_name_that_a_pronoun_does_not_give() -> None:
     q = "Who is the oldest quarterback to play in a Super Bowl?"
-    he = "He is also the oldest quarterback ever to play in a Super Bowl at age 39."
-    assert _support(q, he, he).check("answer_type").passed is False
-    named = "Peyton Manning is also the oldest quarterback ever to play in a Super Bowl at age 39."
-    assert _support(q, named, named).check("answer_type").passed is True
+    assert _type_passes(q, "He is also the oldest quarterback ever to play in a Super Bowl at age 39.") is False
+    assert _type_passes(q, "Peyton Manning is also the oldest quarterback ever to play in a Super Bowl.") is True
     assert asked_kind("Prior to Manning, who was the oldest quarterback?") == "name"
     assert asked_kind("Wer gewann die Meisterschaft im Jahr 2000?") == "name"
     assert asked_kind("What did the player who scored first say?") is None  # a relative "who"
@@ -223,10 +226,9 @@ def test_a_quoted_command_names_what_a_which_question_asks_for() -> None:
 
 def test_the_question_word_inflected_is_no_new_name() -> None:
     q = "Welche Berechtigungen kann ein Zugriffsschlüssel haben?"
-    own = "Jeder Zugriffsschlüssel hat eine Berechtigung."
-    assert _support(q, own, own).check("answer_type").passed is False
+    assert _type_passes(q, "Jeder Zugriffsschlüssel hat eine Berechtigung.") is False
     named = "Ein Zugriffsschlüssel kann die Berechtigungen `queues:read` und `messages:publish` haben."
-    assert _support(q, named, named).check("answer_type").passed is True
+    assert _type_passes(q, named) is True
 
 
 def test_a_limit_is_answered_by_a_number_or_by_no_limit() -> None:
