@@ -209,6 +209,18 @@ def test_a_german_closed_compound_is_covered_by_its_parts_and_the_other_way_roun
     assert compound_credit("wert", {"wertpapi"}, "de") == 0.0  # stems under five letters are too ambiguous
 
 
+def test_which_command_is_answered_by_code_not_by_a_capitalised_noun() -> None:
+    q = "Welchen Befehl gebe ich auf dem Slave ein, um ihn mit dem Master zu verbinden?"
+    assert _type_passes(q, "Der Master stellt allen Slaves die zentralen Objekt- und Zustandsdatenbanken bereit.") is False
+    assert _type_passes(q, "Auf dem Slave wird `iobroker multihost connect` eingegeben.") is True
+    assert "ihn" not in focus_terms(q, FlatIDF())  # a pronoun points at the question's own "Slave"
+
+
+def test_a_hyphenated_compounds_german_part_is_found_in_a_longer_word() -> None:
+    # "Linux-Installer" asked; the page says "Installation" (and "Linux" in its title).
+    assert compound_credit(analyze("Linux-Installer", "de")[0], {"linux", "installation"}, "de") == 1.0
+
+
 def test_who_asks_for_a_name_that_a_pronoun_does_not_give() -> None:
     q = "Who is the oldest quarterback to play in a Super Bowl?"
     assert _type_passes(q, "He is also the oldest quarterback ever to play in a Super Bowl at age 39.") is False

@@ -117,6 +117,8 @@ _MENU = re.compile(r"\b\w[\w ]{0,30}\s*(?:>|→|->|»)\s*\w")
 # A name or identifier: a code span, a token with inner dots/underscores/hyphens or
 # digits, camelCase, or a capitalised word (not the first of its sentence).
 _IDENTIFIER = re.compile(r"`[^`\n]+`|\b\w+[._-]\w[\w.-]*\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+\d\w*\b|\b\d+[A-Za-z]\w*\b")
+_ASKS_COMMAND = re.compile(r"\b(?:which|what)\s+commands?\b|\bwelche[nrms]?\s+(?:befehle?|kommandos?)\b",
+                           re.IGNORECASE)
 _CAPITALISED = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-ZÄÖÜ][\wäöüß]+")
 
 
@@ -252,7 +254,8 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
         # "Berechtigung" quoted): compare stems too.
         lang = detect_language(question)
         asked_stems = set(analyze(question, lang))
-        for rx in (_IDENTIFIER, _CAPITALISED):
+        # "Welchen Befehl …": a command is code or an identifier, never a capitalised noun ("Objekt").
+        for rx in (_IDENTIFIER,) if _ASKS_COMMAND.search(question) else (_IDENTIFIER, _CAPITALISED):
             for m in rx.finditer(quote):
                 word = m.group(0).strip("`")
                 if word.casefold() not in asked and not set(analyze(word, lang)) <= asked_stems:
@@ -317,7 +320,9 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        "whose whom wen wem wessen welchem welchen warum weshalb wieso weswegen wozu wofür "
                        "woher wohin womit wodurch worauf woran worüber wovon worin wobei "
                        # the asker ("which command tells me", "one adapter instance"), not the topic
-                       "me my mine myself one such mir mich mein meine meinem meinen meiner")
+                       "me my mine myself one such mir mich mein meine meinem meinen meiner "
+                       # pronouns point at a word the question names elsewhere ("… um ihn zu verbinden")
+                       "him her hers them ihn ihm ihnen ihre ihren ihrem ihrer seine seinen seinem seiner")
 
 
 @cache
@@ -413,7 +418,8 @@ def compound_credit(term: str, seen: set[str], language: str) -> float:
     if language == "de" and closed_compound_found(term, seen):
         return 1.0
     parts = compound_parts(term, language)
-    return sum(p in seen for p in parts) / len(parts) if parts else 0.0
+    found = [p in seen or (language == "de" and closed_compound_found(p, seen)) for p in parts]
+    return sum(found) / len(parts) if parts else 0.0
 
 
 def closed_compound_found(term: str, seen: set[str]) -> bool:
