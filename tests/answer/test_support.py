@@ -221,6 +221,11 @@ def test_a_hyphenated_compounds_german_part_is_found_in_a_longer_word() -> None:
     assert compound_credit(analyze("Linux-Installer", "de")[0], {"linux", "installation"}, "de") == 1.0
 
 
+def test_tell_me_whether_is_how_the_question_asks() -> None:
+    q = "Which command tells me whether the states database runs on Redis?"
+    assert not {"tell", "whether"} & set(focus_terms(q, FlatIDF()))
+
+
 def test_who_asks_for_a_name_that_a_pronoun_does_not_give() -> None:
     q = "Who is the oldest quarterback to play in a Super Bowl?"
     assert _type_passes(q, "He is also the oldest quarterback ever to play in a Super Bowl at age 39.") is False

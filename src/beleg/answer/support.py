@@ -321,6 +321,8 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        "woher wohin womit wodurch worauf woran worüber wovon worin wobei "
                        # the asker ("which command tells me", "one adapter instance"), not the topic
                        "me my mine myself one such mir mich mein meine meinem meinen meiner "
+                       # "tell me whether": how an asker asks ("which command tells me whether …")
+                       "tell tells whether "
                        # pronouns point at a word the question names elsewhere ("… um ihn zu verbinden")
                        "him her hers them ihn ihm ihnen ihre ihren ihrem ihrer seine seinen seinem seiner")
 
