@@ -9,8 +9,9 @@ can redo by reading the quote:
 * **answer type**: the asked-for kind of value is in the quote: a duration, number or
   size for "how long/how many/how big", a date for "when", a command, code span or
   setting for "how do I/wie kann ich", a name or identifier for "what was X called/which
-  adapter/welcher/who/wer" (a pronoun, "He is the oldest quarterback", names nobody). A quote that ends in ":" introduces something it does not contain,
-  so it answers nothing by itself.
+  adapter/welcher/who/wer" (a pronoun, "He is the oldest quarterback", names nobody). A
+  quote that ends in ":" introduces something it does not contain, so it answers nothing
+  by itself.
 * **focus**: the question's rarest terms (IDF over what the asker may read, as in
   :mod:`beleg.retrieve.coverage`) occur in the quote or its immediate context (the
   sentence before it, its section heading, the document title), not merely somewhere in
@@ -415,13 +416,13 @@ def compound_credit(term: str, seen: set[str], language: str) -> float:
     hyphenated or dotted compound, the share of its word parts ("Raspberry-Pi-Image" is as
     often written "Raspberry Pi Image", "Node.js-Version" as "Node.js in der Version"); else 0. Number
     parts give no credit: "27.11.2019" is one date, and the anchors check matches numbers."""
-    if term in seen:
-        return 1.0
-    if language == "de" and closed_compound_found(term, seen):
+    def found(word: str) -> bool:
+        return word in seen or (language == "de" and closed_compound_found(word, seen))
+
+    if found(term):
         return 1.0
     parts = compound_parts(term, language)
-    found = [p in seen or (language == "de" and closed_compound_found(p, seen)) for p in parts]
-    return sum(found) / len(parts) if parts else 0.0
+    return sum(map(found, parts)) / len(parts) if parts else 0.0
 
 
 def closed_compound_found(term: str, seen: set[str]) -> bool:
