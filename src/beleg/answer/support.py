@@ -347,17 +347,22 @@ def focus_terms(question: str, terms: TermCoverage) -> dict[str, float]:
     return dict(ranked[:FOCUS_MAX_TERMS])
 
 
+def quoted_text(source: Source, start: int, end: int) -> str:
+    """The chunk text at document offsets ``start``-``end`` (the quote itself)."""
+    return source.hit.text[max(start - source.hit.start, 0):max(end - source.hit.start, 0)]
+
+
 def quote_context(source: Source, start: int, end: int) -> tuple[str, str]:
     """The quote with its immediate context, in two parts: its own text (the sentence before
     it, the quote, and the version and product the source is about: "in version 2.4" is
     answered by a 2.4 source) and its headings (the heading path and the document title)."""
     hit = source.hit
-    a, b = start - hit.start, end - hit.start
+    a = start - hit.start
     before = [sp for sp in split_sentences(hit.text) if sp.end <= a and not source.quarantine.overlaps(sp.start, sp.end)]
     previous = before[-1].text if before else ""
     about = [f"version {source.version}" if source.version else "", str(hit.metadata.get("product") or "")]
     # Instruction-like headings and fields are withheld (quarantine.py): they support nothing.
-    own = "\n".join([*map(shown_value, about), previous, hit.text[max(a, 0):max(b, 0)]])
+    own = "\n".join([*map(shown_value, about), previous, quoted_text(source, start, end)])
     return own, heading_context(source)
 
 
@@ -370,7 +375,7 @@ def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms:
                  dense: float | None) -> Check:
     # The reverse action shares every other word of the question, in any language (polarity.py).
     for src, a, b in cited:
-        reverse = opposite_action(question, src.hit.text[max(a - src.hit.start, 0):max(b - src.hit.start, 0)])
+        reverse = opposite_action(question, quoted_text(src, a, b))
         if reverse is not None:
             return Check("focus", False, f"the quote does the reverse of what is asked: {reverse!r}", 0.0)
     focus = focus_terms(question, terms)
