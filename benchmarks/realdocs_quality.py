@@ -1,16 +1,19 @@
-"""Retrieval and answer quality on outside documentation: the ioBroker docs (German and English).
+"""Retrieval and answer quality on outside documentation (German and English): the ioBroker
+docs, and the Contao user manual as a second, held-out set.
 
-One command: ``python benchmarks/realdocs_quality.py [--git-dir CLONE]`` materialises the
-corpus (``benchmarks/realdocs/fetch_iobroker.py``: a pinned commit of ioBroker/ioBroker.docs,
-a selection rule in that script; from a local clone or by ``git clone``), validates the gold
-set (``benchmarks/realdocs/check_gold.py``), and runs the same evaluation as
+One command per set: ``python benchmarks/realdocs_quality.py [--set iobroker|contao] [--git-dir CLONE]``
+materialises the corpus (``benchmarks/realdocs/fetch_iobroker.py`` or ``fetch_contao.py``: a
+pinned upstream commit and a selection rule in that script; from a local clone or by ``git
+clone``), validates the gold set (``benchmarks/realdocs/check_gold.py``), and runs the same
+evaluation as (for ioBroker)
 
     beleg eval --gold benchmarks/realdocs/iobroker.gold.yaml --modes dense,bm25,hybrid
     beleg eval --gold benchmarks/realdocs/iobroker.gold.yaml --answers
 
-on one cached index (``.cache/realdocs/eval``; the first run embeds every chunk, later runs
-embed nothing). It writes ``benchmarks/results/realdocs_quality.json`` and prints a Markdown
-table (the one in docs/benchmarks.md, "Real outside documentation: ioBroker").
+on one cached index per set (``.cache/realdocs/eval``, ``.cache/realdocs/contao-eval``; the
+first run embeds every chunk, later runs embed nothing). It writes
+``benchmarks/results/realdocs_quality.json`` (ioBroker) or ``realdocs_contao_quality.json`` and
+prints a Markdown table (the ones in docs/benchmarks.md, "Real outside documentation").
 
 Figures: Hit@1/Hit@3/MRR@10/nDCG@10 per retrieval mode (document level, answerable
 questions), and for the offline extractive answers: answer accuracy (the answer contains a
@@ -28,6 +31,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +43,31 @@ from beleg.evaluate.session import EvalRequest, evaluate, evaluate_answers
 
 sys.path.insert(0, str(_common.BENCH_DIR / "realdocs"))
 import check_gold  # noqa: E402  (benchmarks/realdocs is a folder of scripts, not a package)
+import fetch_contao  # noqa: E402
 import fetch_iobroker  # noqa: E402
 
-GOLD = _common.BENCH_DIR / "realdocs" / "iobroker.gold.yaml"
-CACHE = _common.REPO_ROOT / ".cache" / "realdocs" / "eval"
+
+@dataclass(frozen=True)
+class QuestionSet:
+    fetch: Any  # the corpus script's module: DEFAULT_OUT, ensure_corpus(), read_manifest()
+    gold: Path
+    cache: Path
+    result: str  # name of the results file, without .json
+    note: str
+
+
+SETS = {
+    "iobroker": QuestionSet(
+        fetch_iobroker, _common.BENCH_DIR / "realdocs" / "iobroker.gold.yaml",
+        _common.REPO_ROOT / ".cache" / "realdocs" / "eval", "realdocs_quality",
+        "The questions were written by this project from the pages, before Beleg was run on them. Since then, "
+        "answer rules were written from reading Beleg's answers to them (docs/benchmarks.md): a read set."),
+    "contao": QuestionSet(
+        fetch_contao, _common.BENCH_DIR / "realdocs" / "contao.gold.yaml",
+        _common.REPO_ROOT / ".cache" / "realdocs" / "contao-eval", "realdocs_contao_quality",
+        "Held out: the questions were written by a helper session that did not read Beleg's code, before "
+        "Beleg was run on them; nothing in Beleg was tuned on its answers before the first run recorded here."),
+}
 MODES = "dense,bm25,hybrid"
 RETRIEVAL_METRICS = ("hit@1", "hit@3", "mrr@10", "ndcg@10")
 
@@ -127,41 +152,49 @@ def table(retrieval: dict[str, Any], answers: dict[str, Any], group_names: list[
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--git-dir", type=Path, help="local clone/mirror of ioBroker.docs holding the pinned commit")
-    ap.add_argument("--corpus", type=Path, default=fetch_iobroker.DEFAULT_OUT)
-    ap.add_argument("--cache-dir", type=Path, default=CACHE, help="index cache (default .cache/realdocs/eval)")
-    ap.add_argument("--out", type=Path, default=_common.RESULTS_DIR / "realdocs_quality.json")
+    ap.add_argument("--set", choices=sorted(SETS), default="iobroker", help="question set (default iobroker)")
+    ap.add_argument("--git-dir", type=Path, help="local clone/mirror of the set's upstream repository "
+                                                 "holding the pinned commit (default: git clone)")
+    ap.add_argument("--corpus", type=Path, help="corpus folder (only the one the gold set names)")
+    ap.add_argument("--cache-dir", type=Path, help="index cache (default .cache/realdocs/eval, "
+                                                   ".cache/realdocs/contao-eval)")
+    ap.add_argument("--out", type=Path, help="results file (default benchmarks/results/<set's name>.json)")
     args = ap.parse_args()
-    if args.corpus.resolve() != fetch_iobroker.DEFAULT_OUT.resolve():
-        print("error: the gold set names its corpus folder (.cache/realdocs/iobroker); --corpus must be that folder",
+    qset = SETS[args.set]
+    gold, fetch = qset.gold, qset.fetch
+    corpus = args.corpus or fetch.DEFAULT_OUT
+    if corpus.resolve() != fetch.DEFAULT_OUT.resolve():
+        print(f"error: the gold set names its corpus folder ({fetch.DEFAULT_OUT}); --corpus must be that folder",
               file=sys.stderr)
         return 2
-    fetch_iobroker.ensure_corpus(args.corpus, args.git_dir)
-    problems, _ = check_gold.check(GOLD)
+    cache_dir = args.cache_dir or qset.cache
+    out = args.out or _common.RESULTS_DIR / f"{qset.result}.json"
+    fetch.ensure_corpus(corpus, args.git_dir)
+    problems, _ = check_gold.check(gold)
     if problems:
         print("error: the gold set does not match the corpus:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1
     machine = _common.machine_info()
     t0 = time.perf_counter()
     _common.log("retrieval: indexing (first run embeds every chunk) and evaluating " + MODES)
-    retrieval = evaluate(EvalRequest(gold=GOLD, modes=MODES, k=10, cache_dir=args.cache_dir, progress=False))
+    retrieval = evaluate(EvalRequest(gold=gold, modes=MODES, k=10, cache_dir=cache_dir, progress=False))
     t_retrieval = time.perf_counter() - t0
     _common.log("answers: offline extractive answerer")
-    answers = evaluate_answers(EvalRequest(gold=GOLD, cache_dir=args.cache_dir, progress=False))
+    answers = evaluate_answers(EvalRequest(gold=gold, cache_dir=cache_dir, progress=False))
     t_answers = time.perf_counter() - t0 - t_retrieval
 
     by_group = groups(retrieval.queries)
     group_names = list(by_group)
     retrieval_groups = retrieval_by_group(retrieval, by_group)
     answer_groups = answers_by_group(answers, by_group)
-    manifest = fetch_iobroker.read_manifest(args.corpus)
+    manifest = fetch.read_manifest(corpus)
     payload = {
         "benchmark": "realdocs_quality",
         "corpus": {"repository": manifest["repository"], "commit": manifest["commit"], "files": manifest["files"],
-                   "by_language": manifest["by_language"], "adapter_pages": manifest["adapters"],
+                   "by_language": manifest["by_language"], "adapter_pages": manifest.get("adapters"),
                    "documents_indexed": retrieval.index["documents"], "chunks": retrieval.index["chunks"],
                    "index_version": retrieval.index["index_version"], "embedder": retrieval.index["embedder"]},
-        "gold": {"file": str(GOLD.relative_to(_common.REPO_ROOT)), "questions": len(retrieval.queries),
+        "gold": {"file": str(gold.relative_to(_common.REPO_ROOT)), "questions": len(retrieval.queries),
                  "answerable": len(retrieval.answerable),
                  "groups": {g: len(q) for g, q in by_group.items()}},
         "retrieval": {"summary": retrieval.to_json()["results"], "by_group": retrieval_groups,
@@ -178,10 +211,9 @@ def main() -> int:
         "seconds": {"retrieval_incl_indexing": _common.rnd(t_retrieval, 1), "answers": _common.rnd(t_answers, 1)},
         "machine": machine,
         "load": os.getloadavg(),
-        "notes": ["Baseline before answer-quality work: the questions were written by this project from the "
-                  "pages, before Beleg was run on them, and not tuned on Beleg's output."],
+        "notes": [qset.note],
     }
-    _common.write_result("realdocs_quality", payload, args.out)
+    _common.write_result(qset.result, payload, out)
     print(table(retrieval_groups, answer_groups, group_names), file=sys.stderr)
     return 0
 

@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "realdocs"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import check_gold  # noqa: E402
+import fetch_contao  # noqa: E402
 import fetch_iobroker  # noqa: E402
 import realdocs_quality  # noqa: E402
 
@@ -114,6 +115,33 @@ def test_a_git_dir_without_the_commit_is_one_clear_error(upstream: Path, tmp_pat
     monkeypatch.setattr(fetch_iobroker, "COMMIT", "0" * 40)
     with pytest.raises(fetch_iobroker.FetchError, match="does not contain commit 0000"):
         fetch_iobroker.materialise(upstream, tmp_path / "corpus")
+
+
+def test_contao_selection_rule_keeps_both_languages_of_manual_pages(tmp_path: Path, monkeypatch):
+    repo = tmp_path / "contao"
+    pages = {
+        "docs/manual/installation/_index.de.md": f"---\ntitle: Installation\nweight: 3\n---\n{LONG}\n",
+        "docs/manual/installation/_index.en.md": f"---\ntitle: Installation\naliases: [/x/]\n---\n{LONG}\n",
+        "docs/manual/layout/_index.en.md": "---\ntitle: Layout\n---\n{{% children %}}\n",  # a bare index
+        "docs/dev/reference/hooks.en.md": f"---\ntitle: Hooks\n---\n{LONG}\n",  # developer docs: not the manual
+        "docs/manual/README.md": f"{LONG}\n",  # no language in the name
+    }
+    for rel, text in pages.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text, encoding="utf-8")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "docs")
+    monkeypatch.setattr(fetch_contao, "COMMIT", _git(repo, "rev-parse", "HEAD"))
+    out = tmp_path / "corpus"
+    manifest = fetch_contao.materialise(repo / ".git", out)
+    assert sorted(p["path"] for p in manifest["pages"]) == ["de/installation/_index.md", "en/installation/_index.md"]
+    assert manifest["skipped"] == {"docs/manual/layout/_index.en.md": "under 200 characters of text"}
+    meta = _front_matter(out / "de/installation/_index.md")
+    assert meta == {"title": "Installation", "language": "de", "product": "contao", "section": "installation",
+                    "upstream_path": "docs/manual/installation/_index.de.md", "upstream_commit": fetch_contao.COMMIT}
+    body = (out / "en/installation/_index.md").read_text(encoding="utf-8").split("---\n", 2)[2]
+    assert body.lstrip("\n") == f"{LONG}\n"
 
 
 # ---------------------------------------------------------------------- gold checker

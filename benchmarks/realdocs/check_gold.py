@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Validate benchmarks/realdocs/iobroker.gold.yaml against the materialised ioBroker corpus.
+"""Validate a realdocs gold set (default benchmarks/realdocs/iobroker.gold.yaml) against its materialised corpus.
 
 Checks (every problem is listed, exit status 1 if there is any):
   * the questions load with Beleg's own loader (``beleg.evaluate.datasets.load_gold``);
@@ -16,7 +16,7 @@ Checks (every problem is listed, exit status 1 if there is any):
   * an unanswerable question has ``relevant: []`` and no answer.
 
 Usage:  python benchmarks/realdocs/check_gold.py [--gold FILE]
-The corpus must exist (python benchmarks/realdocs/fetch_iobroker.py).
+The corpus must exist (python benchmarks/realdocs/fetch_iobroker.py, or fetch_contao.py for contao.gold.yaml).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def check(gold_path: Path) -> tuple[list[str], Counter]:
     data = yaml.safe_load(gold_path.read_text(encoding="utf-8"))
     corpus = (gold_path.parent / str(data.get("corpus"))).resolve()
     if not corpus.is_dir():
-        return [f"corpus folder {corpus} is missing: run benchmarks/realdocs/fetch_iobroker.py"], Counter()
+        return [f"corpus folder {corpus} is missing: run benchmarks/realdocs/fetch_iobroker.py or fetch_contao.py"], Counter()
     try:
         load_gold(gold_path)
     except BelegError as exc:

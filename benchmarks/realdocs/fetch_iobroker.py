@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pinned_git import FetchError, clone_pinned, list_markdown, read_blobs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO_ROOT / ".cache" / "realdocs" / "iobroker"
@@ -83,10 +84,6 @@ CHANGELOG_HEADING = re.compile(r"^(change ?log|Änderungsprotokoll)\b", re.IGNOR
 FENCE = re.compile(r"^[ \t]*(```|~~~)")
 
 
-class FetchError(RuntimeError):
-    """The upstream repository or commit could not be read."""
-
-
 @dataclass(frozen=True, slots=True)
 class Page:
     upstream_path: str  # docs/de/install/nodejs.md
@@ -98,57 +95,6 @@ class Page:
     @property
     def corpus_path(self) -> str:  # de/install/nodejs.md
         return self.upstream_path.removeprefix("docs/")
-
-
-# ---------------------------------------------------------------------- git access
-def git(git_dir: Path, *args: str, data: bytes | None = None) -> bytes:
-    cmd = ["git", f"--git-dir={git_dir}", *args]
-    proc = subprocess.run(cmd, input=data, capture_output=True, check=False)
-    if proc.returncode != 0:
-        raise FetchError(f"`{' '.join(cmd)}` failed: {proc.stderr.decode(errors='replace').strip()}")
-    return proc.stdout
-
-
-def clone_pinned(target: Path) -> Path:
-    """A blob-less bare clone of the upstream repository holding ``COMMIT`` (blobs come on demand)."""
-    subprocess.run(["git", "clone", "--bare", "--filter=blob:none", "--depth", "1", UPSTREAM_URL, str(target)],
-                   check=True)
-    subprocess.run(["git", f"--git-dir={target}", "fetch", "--depth", "1", "origin", COMMIT], check=True)
-    return target
-
-
-def list_tree(git_dir: Path) -> list[tuple[str, str]]:
-    """(path, blob id) of every Markdown file under docs/en and docs/de at ``COMMIT``."""
-    try:
-        git(git_dir, "cat-file", "-e", f"{COMMIT}^{{commit}}")
-    except FetchError:
-        raise FetchError(f"{git_dir} does not contain commit {COMMIT}; fetch it "
-                         f"(git --git-dir={git_dir} fetch {UPSTREAM_URL} {COMMIT}) or omit --git-dir") from None
-    out = git(git_dir, "ls-tree", "-r", COMMIT, "--", *(f"docs/{lang}" for lang in LANGUAGES)).decode()
-    rows = []
-    for line in out.splitlines():
-        meta, path = line.split("\t", 1)
-        _mode, kind, blob = meta.split()
-        if kind == "blob" and path.endswith(".md"):
-            rows.append((path, blob))
-    return rows
-
-
-def read_blobs(git_dir: Path, blobs: list[str]) -> dict[str, bytes]:
-    """Blob contents via one ``git cat-file --batch`` call."""
-    raw = git(git_dir, "cat-file", "--batch", data="".join(b + "\n" for b in blobs).encode())
-    out: dict[str, bytes] = {}
-    pos = 0
-    for blob in blobs:
-        header_end = raw.index(b"\n", pos)
-        header = raw[pos:header_end].decode().split()
-        if len(header) != 3:  # "<oid> missing"
-            raise FetchError(f"{git_dir} lacks blob {blob} of commit {COMMIT}; fetch the commit with its files")
-        oid, _kind, size = header
-        start = header_end + 1
-        out[oid] = raw[start:start + int(size)]
-        pos = start + int(size) + 1  # content is followed by a newline
-    return out
 
 
 # ---------------------------------------------------------------------- selection
@@ -229,8 +175,9 @@ def front_matter(page: Page, meta: dict[str, Any]) -> str:
 
 
 def materialise(git_dir: Path, out: Path) -> dict[str, Any]:
-    pages = [p for p in (candidate(path, blob) for path, blob in list_tree(git_dir)) if p]
-    contents = read_blobs(git_dir, sorted({p.blob for p in pages}))
+    rows = list_markdown(git_dir, UPSTREAM_URL, COMMIT, [f"docs/{lang}" for lang in LANGUAGES])
+    pages = [p for p in (candidate(path, blob) for path, blob in rows) if p]
+    contents = read_blobs(git_dir, sorted({p.blob for p in pages}), COMMIT)
     if out.exists():
         shutil.rmtree(out)
     kept, skipped = [], {}
@@ -269,7 +216,7 @@ def ensure_corpus(out: Path = DEFAULT_OUT, git_dir: Path | None = None) -> Path:
         materialise(git_dir, out)
         return out
     with tempfile.TemporaryDirectory(prefix="iobroker-docs-") as tmp:
-        materialise(clone_pinned(Path(tmp) / "repo.git"), out)
+        materialise(clone_pinned(UPSTREAM_URL, COMMIT, Path(tmp) / "repo.git"), out)
     return out
 
 

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Materialise the Contao user manual at a pinned commit (the second realdocs corpus).
+
+The corpus is the user manual of the Contao CMS, https://github.com/contao/docs
+(``docs/manual/``: Hugo Markdown with shortcodes, every page in German and English, written
+by the Contao community; CC BY-NC-SA 4.0). Nothing of it is committed here; this script
+rebuilds it:
+
+    python benchmarks/realdocs/fetch_contao.py --git-dir /path/to/contao-docs.git
+    python benchmarks/realdocs/fetch_contao.py            # git clone (network needed)
+
+Selection rule (all of it is in this file): every ``docs/manual/**/*.<lang>.md`` for the
+languages in ``LANGUAGES``, less pages with under ``MIN_BODY_CHARS`` characters of text
+(chapter indexes that hold little but a ``{{% children %}}`` list). Unlike the ioBroker set,
+every page exists in both languages, as on the published manual.
+
+Each file is written to ``<out>/<lang>/<path below docs/manual, ".<lang>.md" → ".md">``
+with its upstream ``title`` and ``description`` plus ``language`` (from the file name),
+``product: contao``, ``section`` (the first folder), ``upstream_path`` and
+``upstream_commit``. The body is the upstream body byte for byte. ``<out>/MANIFEST.json``
+lists the files and their upstream blob ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from fetch_iobroker import split_front_matter
+from pinned_git import FetchError, clone_pinned, list_markdown, read_blobs
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_OUT = REPO_ROOT / ".cache" / "realdocs" / "contao"
+UPSTREAM_URL = "https://github.com/contao/docs.git"
+#: main of contao/docs on 2026-07-27 ("add empty path example"). Pinned: the gold answers
+#: are copied from this state.
+COMMIT = "ddf5a72e3148c1696b693eb6ce822f68a20b589d"
+MANUAL = "docs/manual/"
+LANGUAGES = ("en", "de")
+MIN_BODY_CHARS = 200
+
+
+def corpus_path(upstream_path: str) -> tuple[str, str] | None:
+    """(language, corpus path) of a manual page, or None if the path rule leaves it out."""
+    if not upstream_path.startswith(MANUAL):
+        return None
+    rest = upstream_path.removeprefix(MANUAL)
+    for lang in LANGUAGES:
+        suffix = f".{lang}.md"
+        if rest.endswith(suffix):
+            return lang, f"{lang}/{rest.removesuffix(suffix)}.md"
+    return None
+
+
+def front_matter(meta: dict[str, Any], language: str, upstream_path: str, path: str) -> str:
+    keep = {k: str(meta[k]).strip() for k in ("title", "description") if meta.get(k)}
+    section = path.split("/")[1].removesuffix(".md") if "/" in path else "home"
+    keep.update({"language": language, "product": "contao", "section": section,
+                 "upstream_path": upstream_path, "upstream_commit": COMMIT})
+    return "---\n" + yaml.safe_dump(keep, allow_unicode=True, sort_keys=True) + "---\n"
+
+
+def materialise(git_dir: Path, out: Path) -> dict[str, Any]:
+    rows = [(p, b, corpus_path(p)) for p, b in list_markdown(git_dir, UPSTREAM_URL, COMMIT, [MANUAL])]
+    pages = [(p, b, where) for p, b, where in rows if where]
+    contents = read_blobs(git_dir, sorted({b for _, b, _ in pages}), COMMIT)
+    if out.exists():
+        shutil.rmtree(out)
+    kept, skipped = [], {}
+    for upstream_path, blob, (lang, path) in sorted(pages):
+        meta, body = split_front_matter(contents[blob].decode("utf-8", errors="replace"))
+        if len(body.strip()) < MIN_BODY_CHARS:
+            skipped[upstream_path] = f"under {MIN_BODY_CHARS} characters of text"
+            continue
+        target = out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(front_matter(meta, lang, upstream_path, path) + "\n" + body.lstrip("\n"), encoding="utf-8")
+        kept.append({"path": path, "upstream_path": upstream_path, "blob": blob, "language": lang})
+    manifest = {"repository": UPSTREAM_URL, "commit": COMMIT, "files": len(kept),
+                "by_language": {lang: sum(1 for k in kept if k["language"] == lang) for lang in LANGUAGES},
+                "pages": kept, "skipped": skipped}
+    (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return manifest
+
+
+def read_manifest(out: Path = DEFAULT_OUT) -> dict[str, Any]:
+    """The MANIFEST.json of a materialised corpus ({} when there is none)."""
+    manifest = out / "MANIFEST.json"
+    return json.loads(manifest.read_text(encoding="utf-8")) if manifest.exists() else {}
+
+
+def ensure_corpus(out: Path = DEFAULT_OUT, git_dir: Path | None = None) -> Path:
+    """The corpus folder, materialised unless it already holds this commit's selection."""
+    if read_manifest(out).get("commit") == COMMIT:
+        return out
+    if git_dir is not None:
+        materialise(git_dir, out)
+        return out
+    with tempfile.TemporaryDirectory(prefix="contao-docs-") as tmp:
+        materialise(clone_pinned(UPSTREAM_URL, COMMIT, Path(tmp) / "repo.git"), out)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--git-dir", type=Path, help="a local clone or mirror (its .git or bare directory) "
+                                                 f"that contains commit {COMMIT[:12]}; default: git clone")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"corpus folder (default {DEFAULT_OUT})")
+    ap.add_argument("--force", action="store_true", help="rebuild even if the folder holds this commit")
+    args = ap.parse_args()
+    if args.force and (args.out / "MANIFEST.json").exists():
+        (args.out / "MANIFEST.json").unlink()
+    try:
+        ensure_corpus(args.out, args.git_dir)
+    except (FetchError, subprocess.CalledProcessError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    m = read_manifest(args.out)
+    print(f"{args.out}: {m['files']} files at {m['commit'][:12]} ({m['by_language']}; {len(m['skipped'])} left out)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

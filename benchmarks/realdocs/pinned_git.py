@@ -1,0 +1,64 @@
+"""Read files of one pinned commit from a local git clone or mirror, or clone it.
+
+Shared by the corpus scripts of the realdocs benchmark (fetch_iobroker.py, fetch_contao.py):
+each pins an upstream commit, because documentation changes daily and the gold answers are
+copied from one state of it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+
+class FetchError(RuntimeError):
+    """The upstream repository or commit could not be read."""
+
+
+def git(git_dir: Path, *args: str, data: bytes | None = None) -> bytes:
+    cmd = ["git", f"--git-dir={git_dir}", *args]
+    proc = subprocess.run(cmd, input=data, capture_output=True, check=False)
+    if proc.returncode != 0:
+        raise FetchError(f"`{' '.join(cmd)}` failed: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.stdout
+
+
+def clone_pinned(url: str, commit: str, target: Path) -> Path:
+    """A blob-less bare clone of ``url`` holding ``commit`` (blobs come on demand)."""
+    subprocess.run(["git", "clone", "--bare", "--filter=blob:none", "--depth", "1", url, str(target)], check=True)
+    subprocess.run(["git", f"--git-dir={target}", "fetch", "--depth", "1", "origin", commit], check=True)
+    return target
+
+
+def list_markdown(git_dir: Path, url: str, commit: str, folders: list[str]) -> list[tuple[str, str]]:
+    """(path, blob id) of every Markdown file under ``folders`` at ``commit``."""
+    try:
+        git(git_dir, "cat-file", "-e", f"{commit}^{{commit}}")
+    except FetchError:
+        raise FetchError(f"{git_dir} does not contain commit {commit}; fetch it "
+                         f"(git --git-dir={git_dir} fetch {url} {commit}) or omit --git-dir") from None
+    out = git(git_dir, "ls-tree", "-r", commit, "--", *folders).decode()
+    rows = []
+    for line in out.splitlines():
+        meta, path = line.split("\t", 1)
+        _mode, kind, blob = meta.split()
+        if kind == "blob" and path.endswith(".md"):
+            rows.append((path, blob))
+    return rows
+
+
+def read_blobs(git_dir: Path, blobs: list[str], commit: str) -> dict[str, bytes]:
+    """Blob contents via one ``git cat-file --batch`` call."""
+    raw = git(git_dir, "cat-file", "--batch", data="".join(b + "\n" for b in blobs).encode())
+    out: dict[str, bytes] = {}
+    pos = 0
+    for blob in blobs:
+        header_end = raw.index(b"\n", pos)
+        header = raw[pos:header_end].decode().split()
+        if len(header) != 3:  # "<oid> missing"
+            raise FetchError(f"{git_dir} lacks blob {blob} of commit {commit}; fetch the commit with its files")
+        oid, _kind, size = header
+        start = header_end + 1
+        out[oid] = raw[start:start + int(size)]
+        pos = start + int(size) + 1  # content is followed by a newline
+    return out
