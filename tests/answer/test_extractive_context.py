@@ -230,6 +230,46 @@ def test_a_withheld_row_between_header_and_answer_row_keeps_the_quote_to_the_row
     assert ex.answer == "Setting: port; Default: 8081 [S1]"
 
 
+def test_the_twin_is_compared_on_the_other_language_scale() -> None:
+    # ct017 of the Contao set: the German twin overlaps the German question in a few words
+    # (lexical 0.26, dense 1.00: 0.5·0.26 + 0.5·1.00 + 0.12 = 0.75) and its English
+    # translation in none (0.08, 0.95: 0.15·0.08 + 0.85·0.95 + 0.12 = 0.94). By meaning the
+    # German one is as good: on the English one's scale it scores 1.01.
+    en = _source("LTS versions get bug fixes for 3 years.", "S1", 1)
+    de = _source("LTS-Versionen bekommen 3 Jahre lang Bugfixes.", "S2", 2, language="de")
+    values = {"S1": (0.94, 0.08, 0.95), "S2": (0.75, 0.26, 1.00)}
+    scored = sorted((replace(s, score=values[s.source.label][0], lexical=values[s.source.label][1],
+                             dense=values[s.source.label][2]) for s in candidate_sentences([en, de])),
+                    key=lambda s: -s.score)
+    twin = choose(scored, language="de")
+    assert twin.source.label == "S2"
+    # Confidence judges the twin as the sentence it translates (support._features): its score
+    # is at least that one's, and that one is no competitor.
+    assert twin.translates == "LTS versions get bug fixes for 3 years." and twin.score >= 0.94
+    assert choose(scored, language="en").source.label == "S1"
+    # A twin that the other scale does not lift (its words already carried it) stays behind.
+    values["S2"] = (0.70, 0.90, 0.60)
+    scored = sorted((replace(s, score=values[s.source.label][0], lexical=values[s.source.label][1],
+                             dense=values[s.source.label][2]) for s in scored), key=lambda s: -s.score)
+    assert choose(scored, language="de").source.label == "S1"
+
+
+def test_the_language_twin_must_hold_the_asked_kind_if_the_chosen_one_does() -> None:
+    # ct025: "… will last one day" (a duration) was swapped for "Enddatum: Hier gibst du das
+    # Enddatum des Events ein." (none), which shares no number to tell them apart.
+    en = _source("If you leave the end date empty, the event lasts one day.", "S1", 1)
+    de = _source("Enddatum: Hier gibst du das Enddatum des Events ein.", "S2", 2, language="de")
+    values = {"S1": (0.90, 0.11, 0.92, 1), "S2": (0.53, 0.31, 1.00, -1)}
+    scored = sorted((replace(s, score=values[s.source.label][0], lexical=values[s.source.label][1],
+                             dense=values[s.source.label][2], type_match=values[s.source.label][3])
+                     for s in candidate_sentences([en, de])), key=lambda s: -s.score)
+    assert choose(scored, language="de").source.label == "S1"
+    values["S2"] = (0.53, 0.31, 1.00, 1)
+    scored = sorted((replace(s, score=values[s.source.label][0], type_match=values[s.source.label][3])
+                     for s in scored), key=lambda s: -s.score)
+    assert choose(scored, language="de").source.label == "S2"
+
+
 def test_the_language_twin_must_state_the_same_numbers() -> None:
     en = _source("A request id may be at most 64 characters long.", "S1", 1)
     de = _source("Testdaten werden höchstens 24 Stunden gespeichert.", "S2", 2, language="de")

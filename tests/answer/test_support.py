@@ -387,3 +387,83 @@ def test_human_output_never_says_verified_alone_under_an_unsupported_answer() ->
     assert "not shown to answer the question (0.31)" in out and "✓" not in out
     ok = Answer(Q, "x [S1]", False, (cite,), (), (src,), True, (), "extractive", {}, Support(True, 0.87))
     assert "supported (0.87)" in render_answer(ok, Style(False))
+
+
+def test_contraction_fragments_are_no_focus_terms() -> None:
+    # "don't" leaves "don" and "t": the Contao question ct016 had them as half its focus.
+    assert not {"don", "t"} & set(focus_terms("Why don't engines cut titles?", FlatIDF()))
+    assert "won" in focus_terms("Which team won the 2010 cup?", FlatIDF())  # the past of "win" stays
+
+
+def test_how_long_is_answered_by_a_length_too() -> None:
+    q = "How long should the page title of a website root be at most?"
+    assert _type_passes(q, "It should not contain more than 65 characters.") is True
+    assert _type_passes(q, "The page title is used in the title tag.") is False
+    assert _type_passes("Wie lang darf der Seitentitel sein?", "Er sollte höchstens 65 Zeichen haben.") is True
+    # "wie lange" asks for a time only
+    assert _type_passes("Wie lange dauert der Export?", "Der Export hat 65 Zeichen.") is False
+
+
+def test_a_unit_the_question_names_makes_a_bare_number_its_value() -> None:
+    q = "Wie viele Sekunden lang kann man gelöschte Datensätze wiederherstellen?"
+    assert _type_passes(q, "Zeitspanne in Sekunden, wie lange gelöschte Einträge wiederhergestellt werden können. "
+                           "Standard: 2592000.") is True
+    assert _type_passes("How long can deleted records be restored?", "The default is 2592000.") is False
+    assert _type_passes("How many MB may an upload be?", "Uploads may be 8 at most.") is True
+    assert _type_passes("How many MB may an upload be?", "Uploads are checked.") is False
+
+
+def test_a_german_participle_is_the_verb_the_question_asks_about() -> None:
+    from beleg.answer.support import participle_found
+
+    seen = set(analyze("Standardmäßig dürfen Dateien bis zu 2 MB hochgeladen werden.", "de"))
+    assert compound_credit(analyze("hochlade", "de")[0], seen, "de") == 1.0
+    assert participle_found(analyze("eingestellt", "de")[0], set(analyze("Hier einstellen", "de")))
+    assert participle_found(analyze("gelöscht", "de")[0], set(analyze("Sie löschen den Eintrag", "de")))
+    assert not participle_found(analyze("hochlade", "de")[0], set(analyze("Dateien werden geprüft", "de")))
+    assert compound_credit(analyze("hochlade", "de")[0], seen, "en") == 0.0  # German morphology only
+
+
+def test_words_written_apart_in_one_text_and_together_in_the_other() -> None:
+    q = "With a daily backup cron job, how many backups does Contao keep?"
+    s = _support(q, "If you have defined a cronjob for a daily backup, Contao will keep 5 backups.",
+                 "If you have defined a cronjob for a daily backup, Contao will keep 5 backups.")
+    assert s.check("focus").passed is True
+    s = _support("Where is the backend path set?", "The path of the back end is set in config.yaml.",
+                 "The path of the back end is set in config.yaml.")
+    assert s.check("focus").passed is True
+    s = _support("Where is the backend path set?", "The path of the front end is set in config.yaml.",
+                 "The path of the front end is set in config.yaml.")
+    assert s.check("focus").passed is False
+
+
+def test_a_date_is_no_version_number() -> None:
+    q = "Which Debian release is the piVCCU3 image from August 2019 based on?"
+    assert _type_passes(q, "Also included is piVCCU3 dated 19.07.2019 after download.") is False
+    assert _type_passes(q, "The image dated 19.07.2019 is based on Debian 9.") is True
+
+
+def test_a_language_twin_is_judged_as_the_sentence_it_translates() -> None:
+    from dataclasses import replace
+
+    from beleg.answer.scoring import candidate_sentences
+    from beleg.answer.support import _features
+
+    en = _source("LTS versions get bug fixes for 3 years.", "S1")
+    de = _source("LTS-Versionen bekommen 3 Jahre lang Bugfixes.", "S2", language="de")
+    scored = [replace(s, score=0.94 if s.source.label == "S1" else 0.75) for s in candidate_sentences([en, de])]
+    scored.sort(key=lambda s: -s.score)
+    twin = replace(scored[1], score=1.0, translates=scored[0].text)
+    f = _features([], True, twin, scored, {}, de)
+    assert f["governing"] == 1.0 and f["margin"] == 0.5  # no competitor left: the margin's cap
+    plain = _features([], True, replace(scored[1], translates=""), scored, {}, de)
+    assert plain["governing"] == 0.0 and plain["margin"] == 0.0
+
+
+def test_a_question_that_sets_the_scene_asks_in_its_last_sentence() -> None:
+    q = ("Meine Cronjobs laufen nur, wenn jemand die Webseite besucht. "
+         "Wie richte ich einen echten Cronjob auf dem Server ein?")
+    assert asked_kind(q) == "instruction"
+    assert asked_kind("Our site uses Basic Authentication. How can I still let the crawler index it?") == "instruction"
+    assert asked_kind("I run Contao 3.2.10. Which version must I install first?") == "version"
+    assert asked_kind("Wie kann ich z. B. einen Cronjob einrichten?") == "instruction"

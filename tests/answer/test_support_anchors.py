@@ -29,7 +29,7 @@ class _Chosen:
     """The chosen sentence's dense similarity (all extractive_support reads of it here)."""
 
     def __init__(self, dense: float) -> None:
-        self.dense, self.score, self.text = dense, 0.8, ""
+        self.dense, self.score, self.text, self.translates = dense, 0.8, "", ""
 
 
 def _source(text: str, heading: tuple[str, ...] = ("Notes",), language: str = "en", **meta: Any) -> Source:

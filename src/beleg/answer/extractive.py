@@ -17,7 +17,7 @@ import numpy as np
 
 from beleg.answer.conflicts import conflict_lines, detect_conflicts
 from beleg.answer.evidence import Target
-from beleg.answer.scoring import Sentence
+from beleg.answer.scoring import LEXICAL_WEIGHT_CROSS_LANGUAGE, LEXICAL_WEIGHT_SAME_LANGUAGE, Sentence
 from beleg.answer.types import REFUSAL, Citation, Conflict
 from beleg.index.analyzer import detect_language
 from beleg.markup import table_row
@@ -320,9 +320,25 @@ def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW,
         chosen = min(fitter, key=lambda s: (s.source.rank, -s.score))
     if language in (None, "?") or _language(chosen) == language:
         return chosen
-    twins = [s for s in eligible if s.score >= best - LANGUAGE_MARGIN and _language(s) == language
-             and _governance(s) == _governance(chosen) and _same_statement(chosen, s)]
-    return max(twins, key=lambda s: s.score) if twins else chosen
+    twins = [s for s in eligible if as_cross_language(s) >= best - LANGUAGE_MARGIN and _language(s) == language
+             and _governance(s) == _governance(chosen) and _same_statement(chosen, s)
+             and s.type_match >= chosen.type_match]
+    if not twins:
+        return chosen
+    twin = max(twins, key=as_cross_language)
+    return replace(twin, score=max(as_cross_language(twin), chosen.score), translates=chosen.text)
+
+
+def as_cross_language(s: Sentence) -> float:
+    """A same-language sentence's score on the other-language scale, or its own if higher.
+
+    The scorer weighs word overlap less for a sentence in another language than the
+    question's (it has almost none), and meaning more. So a German twin with a partial word
+    overlap (0.26) and a perfect meaning score (1.00) came out 0.19 below its English
+    translation (0.08, 0.95), although by meaning it is the better one. Compared on the
+    other-language scale, it is 1.01 against 0.94, and it wins."""
+    shift = (LEXICAL_WEIGHT_SAME_LANGUAGE - LEXICAL_WEIGHT_CROSS_LANGUAGE) * (s.dense - s.lexical)
+    return s.score + max(shift, 0.0)
 
 
 #: How far below the best a same-language, equally governing sentence may score and still win.
@@ -339,7 +355,9 @@ _CODE = re.compile(r"`([^`\n]+)`")
 
 def _same_statement(chosen: Sentence, twin: Sentence) -> bool:
     """A translation keeps the numbers and code of the sentence it translates: the twin must
-    hold every number and code span of the chosen sentence (sentences without either pass)."""
+    hold every number and code span of the chosen sentence (sentences without either pass).
+    (``choose`` also asks it to hold the asked-for kind of value if the chosen one does:
+    "Enddatum: Hier gibst du das Enddatum ein" is no translation of "… will last one day".)"""
     def marks(text: str) -> set[str]:
         numbers = {n.replace(",", ".") for n in _NUMBER.findall(text)}
         return numbers | {c.strip().casefold() for c in _CODE.findall(text)}

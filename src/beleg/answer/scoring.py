@@ -118,8 +118,17 @@ _CODE_GAP = re.compile(r"(?:\s|\{\{[%<].*?[%>]\}\}|\{%.*?%\})*", re.DOTALL)
 _LEAD = re.compile(r"^\W*(?:(?:and|und|but|aber|also|so|then|dann|ok(?:ay)?)\b[\s,]*)+", re.IGNORECASE)
 
 
+#: A sentence boundary inside a question: "… besucht. Wie richte ich …" (after "z." or "e.g." none).
+_SENTENCE_BREAK = re.compile(r"(?<=\w\w[.!?:])\s+(?=[A-ZÄÖÜ])")
+
+
 def question_form(question: str) -> str:
-    """The question without a follow-up's opening conjunction."""
+    """The asking sentence without a follow-up's opening conjunction. A question that first
+    sets the scene ("My cron jobs only run when someone visits the site. How do I set up a
+    real one?") asks in its last sentence, so that one says what kind of answer is wanted."""
+    parts = _SENTENCE_BREAK.split(question.strip())
+    if len(parts) > 1 and parts[-1].endswith("?"):
+        question = parts[-1]
     return _LEAD.sub("", question, count=1)
 
 
@@ -182,6 +191,9 @@ class Sentence:
     score: float = 0.0
     #: The sentence holds inline code or leads into a code block (see ``HOWTO_CODE_BONUS``).
     code_context: bool = False
+    #: The other-language sentence this one was chosen instead of, as its twin in the
+    #: question's language (extractive.choose); confidence then judges it as that sentence.
+    translates: str = ""
 
     @property
     def text(self) -> str:

@@ -108,6 +108,17 @@ _NO_LIMIT = re.compile(r"\b(?:unlimited|no\s+limit|not\s+limited|unbegrenzt|unbe
 _PORT = re.compile(r"\b(?:which|what|welche[nrsm]?)\s+(?:\w+\s+)?(?:[\w]+-)?(?:ports?|portnummer|port\s+number)\b",
                    re.IGNORECASE)
 
+# "How long" asks for a time or a length ("How long should the page title be?": "65 characters");
+# German says "wie lange" for a time and "wie lang" for a length.
+_HOW_LONG = re.compile(r"\bhow\s+long\b|\bwie\s+lang\b", re.IGNORECASE)
+_LENGTH = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)?\s*(?:characters?|chars|letters|words|lines|digits|bytes|Zeichen|"
+                     r"Buchstaben|Wörter|Worte|Zeilen|Stellen|Ziffern)\b", re.IGNORECASE)
+# The question names the unit ("how many seconds", "wie viele Sekunden", "in MB").
+_UNIT_ASKED = re.compile(r"\b(?:how\s+many|wie\s+viele?|in)\s+(?:seconds|minutes|hours|days|weeks|months|years|"
+                         r"milliseconds|bytes|kilobytes|megabytes|gigabytes|KB|MB|GB|KiB|MiB|GiB|Sekunden|Minuten|"
+                         r"Stunden|Tagen?|Wochen|Monaten?|Jahren?|Millisekunden|Bytes?|Kilobytes?|Megabytes?|"
+                         r"Gigabytes?)\b", re.IGNORECASE)
+
 # Instruction content: a code span or block, a command with options, a setting, a path,
 # a menu path ("Settings > Users", "Einstellungen → Benutzer").
 _CODE = re.compile(r"`[^`\n]*\w\w[^`\n]*`|^(?: {4}|\t)\S|^```", re.MULTILINE)
@@ -214,12 +225,18 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
                 return True, f"frequency {times.group(0)!r}"
         if kind == "date" and not values:
             values = when_markers(quote)  # "when": "every Sunday from 02:00" answers it too
+        if kind == "duration" and not values and _HOW_LONG.search(question):
+            length = _LENGTH.search(quote)  # "how long should the title be": "65 characters"
+            if length:
+                return True, f"length {length.group(0)!r}"
+        if kind in ("duration", "size") and not values and _UNIT_ASKED.search(question):
+            # "Wie viele Sekunden …": the question names the unit, so a bare number is the value
+            # ("Zeitspanne in Sekunden … Standard: 2592000").
+            values = _bare_numbers(quote, [v for v in found if v.kind != "count"])
         if kind == "count" and not values:
             # A bare number counts; one that is part of a duration, size or amount ("7 Tagen")
             # measures something else than "how many".
-            taken = [(v.start, v.end) for v in found]
-            values = [m.group(0) for m in re.finditer(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w]|[.,]\d)", quote)
-                      if not any(a <= m.start() < b for a, b in taken)]
+            values = _bare_numbers(quote, found)
         return (True, f"{kind} {values[0]!r}") if values else (False, f"no {kind} in the quote")
     if kind == "number":
         asked = set(re.findall(r"\d+(?:[.,]\d+)*", question))
@@ -231,8 +248,10 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
         return (True, f"no limit {unlimited.group(0)!r}") if unlimited else (False, "no number beyond the question's")
     if kind == "version":
         asked = set(re.findall(r"\d+(?:\.\d+)*", question))
-        versions = [v for v in re.findall(r"(?<![\w.])v?\d+(?:\.(?:\d+|x))*(?![\w])", quote)
-                    if v.lstrip("v") not in asked]
+        # "dated 19.07.2019" is a date, not a version
+        dates = [(v.start, v.end) for v in extract_values(quote) if v.kind == "date"]
+        versions = [m.group(0) for m in re.finditer(r"(?<![\w.])v?\d+(?:\.(?:\d+|x))*(?![\w])", quote)
+                    if m.group(0).lstrip("v") not in asked and not any(a <= m.start() < b for a, b in dates)]
         return (True, f"version {versions[0]!r}") if versions else (False, "no version number beyond the question's")
     if kind == "instruction":
         # "Node.js" asked about ("vor einem Node.js-Update") is not the instruction that answers.
@@ -263,6 +282,13 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
                     return True, f"name {m.group(0)[:40]!r}"
         return False, "no name or identifier beyond the question's own words"
     return True, "no particular kind asked"
+
+
+def _bare_numbers(quote: str, found: Sequence[Any]) -> list[str]:
+    """Numbers of the quote that are no part of a value ``extract_values`` found ("7 Tagen")."""
+    taken = [(v.start, v.end) for v in found]
+    return [m.group(0) for m in re.finditer(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w]|[.,]\d)", quote)
+            if not any(a <= m.start() < b for a, b in taken)]
 
 
 def _type_check(question: str, quote: str) -> Check:
@@ -325,7 +351,10 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        # "tell me whether": how an asker asks ("which command tells me whether …")
                        "tell tells whether "
                        # pronouns point at a word the question names elsewhere ("… um ihn zu verbinden")
-                       "him her hers them ihn ihm ihnen ihre ihren ihrem ihrer seine seinen seinem seiner")
+                       "him her hers them ihn ihm ihnen ihre ihren ihrem ihrer seine seinen seinem seiner "
+                       # what the tokenizer leaves of a contraction ("don't" → "don", "t"): a negation
+                       # or a verb form, never a topic ("won" stays: the past of "win")
+                       "don doesn didn isn aren wasn weren wouldn couldn shouldn haven hasn hadn mustn t s ll re ve")
 
 
 @cache
@@ -401,6 +430,8 @@ def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms:
     # does that work instead. The split only names such terms in the explanation.
     seen = own | headed
     lang = str(cited[0][0].hit.metadata.get("language") or "en")
+    if any(t not in seen for t in focus):
+        seen |= written_together(question, context_text(cited), seen, lang)
     credit = {t: compound_credit(t, seen, lang) for t in focus}
     total = sum(focus.values())
     share = sum(w * credit[t] for t, w in focus.items()) / total if total else 0.0
@@ -422,7 +453,8 @@ def compound_credit(term: str, seen: set[str], language: str) -> float:
     often written "Raspberry Pi Image", "Node.js-Version" as "Node.js in der Version"); else 0. Number
     parts give no credit: "27.11.2019" is one date, and the anchors check matches numbers."""
     def found(word: str) -> bool:
-        return word in seen or (language == "de" and closed_compound_found(word, seen))
+        return word in seen or (language == "de" and (closed_compound_found(word, seen)
+                                                      or participle_found(word, seen)))
 
     if found(term):
         return 1.0
@@ -446,6 +478,51 @@ def closed_compound_found(term: str, seen: set[str]) -> bool:
                 if r and len(r) >= 4 and any(v.startswith(r) or (r.startswith(v) and len(v) >= 4) for v in long):
                     return True
     return False
+
+
+#: German separable prefixes, as the analyzer writes them: "hochladen" has the participle
+#: "hochgeladen", "einstellen" "eingestellt".
+_SEPARABLE = ("ab", "an", "auf", "aus", "bei", "durch", "ein", "fest", "her", "herunter", "hin", "hoch", "los",
+              "mit", "nach", "raus", "rein", "runter", "um", "vor", "weg", "zu", "zuruck", "zusammen")
+
+
+def participle_found(term: str, seen: set[str]) -> bool:
+    """"hochladen" asked, "hochgeladen" written (or the other way round): a German participle
+    inserts "ge", at the start or after a separable prefix. Forms of four letters or more."""
+    def without_ge(word: str) -> set[str]:
+        forms = {word[2:]} if word.startswith("ge") else set()
+        forms |= {p + word[len(p) + 2:] for p in _SEPARABLE if word.startswith(p + "ge")}
+        return {f for f in forms if len(f) >= 4}
+
+    def same_verb(a: str, b: str) -> bool:  # stems of one verb: "einstell" and "einstellt"
+        short, long = sorted((a, b), key=len)
+        return len(short) >= 4 and long.startswith(short) and len(long) - len(short) <= 2
+
+    return (any(same_verb(term, f) for w in seen for f in without_ge(w))
+            or any(same_verb(f, w) for f in without_ge(term) for w in seen))
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def written_together(question: str, context: str, seen: set[str], language: str) -> set[str]:
+    """Stems to credit for words one text writes apart and the other together, in any
+    language: "cron job" asked, "cronjob" written, or "backend" asked, "back end" written."""
+    def pairs(text: str) -> list[tuple[str, str]]:
+        words = _WORD.findall(text)
+        return list(zip(words, words[1:], strict=False))
+
+    def stem(word: str) -> set[str]:
+        return set(analyze(word, language))
+
+    def joined(a: str, b: str) -> set[str]:  # lower case: "RemoteLizenz" would split at the capital again
+        return stem((a + b).casefold())
+
+    out = {t for a, b in pairs(context) for t in joined(a, b)}  # "back end" written: "backend"
+    for a, b in pairs(question):
+        if joined(a, b) & (seen | out):
+            out |= stem(a) | stem(b)  # "cron job" asked, "cronjob" written: both words found
+    return out
 
 
 def compound_parts(term: str, language: str) -> list[str]:
@@ -558,10 +635,13 @@ def _features(checks: Sequence[Check], supported: bool, chosen: Any, scored: Seq
     }
     eligible = [s for s in scored if s.source.eligible]
     if chosen is not None:
-        others = [s.score for s in eligible if s.text != chosen.text]
+        # A language twin (extractive.choose) is judged as the sentence it translates: that one
+        # is no competitor, and its being first is the twin's.
+        same = {chosen.text, chosen.translates} - {""}
+        others = [s.score for s in eligible if s.text not in same]
         out["score"] = max(0.0, min(1.0, float(chosen.score)))
         out["margin"] = max(0.0, min(0.5, float(chosen.score) - (others[0] if others else 0.0)))
-        out["governing"] = 1.0 if eligible and eligible[0].text == chosen.text else 0.0
+        out["governing"] = 1.0 if eligible and eligible[0].text in same else 0.0
     else:
         out.update(score=0.0, margin=0.0, governing=0.0)
     return out
