@@ -96,3 +96,18 @@ def test_cli_reindex_then_eval_compares_versions(index: Path, tmp_path: Path, ca
     results = json.loads(out)["results"]
     assert set(results) == {f"hybrid@{live}", f"hybrid@{new}"}
     assert all(r["hit@1"] == 1.0 for r in results.values())
+
+
+def test_cli_reindex_keeps_the_live_settings_and_takes_up_the_current_chunking_rules(tmp_path: Path, embedder,
+                                                                                      capsys) -> None:
+    from beleg.index.config import CHUNK_RULES
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "retries.md").write_text(DOC, encoding="utf-8")
+    first = IndexConfig(ChunkingConfig("parent-child", 120, 20, child_tokens=30, rules=1))
+    with beleg.open(tmp_path / "kb", first, embedder=embedder) as kb:
+        kb.ingest([str(tmp_path / "docs")], progress=False)
+    code, out, err = _run(capsys, "reindex", "--index", str(tmp_path / "kb"), "--json", "--no-progress")
+    assert code == 0, err
+    built = json.loads((tmp_path / "kb" / "versions" / json.loads(out)["version"] / "beleg.json").read_text())
+    assert built["chunking"]["child_tokens"] == 30 and built["chunking"]["rules"] == CHUNK_RULES  # before: 60, none

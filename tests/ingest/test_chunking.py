@@ -59,3 +59,42 @@ def test_chunk_ids_are_content_hashes() -> None:
 def test_bad_chunking_config(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         ChunkingConfig(**kwargs)
+
+
+def _lead_in_text() -> str:
+    # 50 words of prose, a paragraph announcing a code block, and the block: with max_tokens
+    # 70 the packer's group ends after the announcement, so rules 1 put the block in the next chunk.
+    prose = " ".join(f"word{i}" for i in range(50))
+    settings = "\n".join(f"realpath_cache_option{i} = {i}" for i in range(10))
+    return (f"# PHP setup\n\n{prose}.\n\nYou can configure the TTL in your php.ini. Here is a recommendation:\n\n"
+            f"```ini\nrealpath_cache_size = 4096K\n{settings}\n```\n\nMore text after the block.\n")
+
+
+def test_a_paragraph_ending_in_a_colon_stays_with_the_block_it_announces() -> None:
+    text = _lead_in_text()
+    chunks = chunk_document("doc", _parsed(text), "PHP setup", ChunkingConfig(max_tokens=70))
+    holder = next(c for c in chunks if "Here is a recommendation:" in c.text)
+    assert "realpath_cache_size = 4096K" in holder.text
+    assert all(text[c.start:c.end] == c.text for c in chunks)
+    # An index built with the first rules keeps cutting as it did (its stored config says 1).
+    old = chunk_document("doc", _parsed(text), "PHP setup", ChunkingConfig(max_tokens=70, rules=1))
+    holder = next(c for c in old if "Here is a recommendation:" in c.text)
+    assert "4096K" not in holder.text
+
+
+def test_chunking_rules_enter_the_index_version_only_from_revision_2() -> None:
+    import hashlib
+    import json
+
+    from beleg.index.config import CHUNK_RULES, IndexConfig
+
+    first = IndexConfig(ChunkingConfig(rules=1), "e5", "a1")
+    blob = json.dumps({"chunking": {"method": "structure", "max_tokens": 220, "overlap": 40},
+                       "embedder": "e5", "analyzer": "a1"}, sort_keys=True).encode()
+    assert first.index_version == hashlib.sha256(blob).hexdigest()[:12]  # an existing index keeps its version
+    assert IndexConfig(ChunkingConfig(), "e5", "a1").index_version != first.index_version
+    stored = first.to_json()
+    assert IndexConfig.from_json(stored).chunking.rules == 1
+    assert IndexConfig.from_json(IndexConfig(ChunkingConfig(), "e5", "a1").to_json()).chunking.rules == CHUNK_RULES
+    with pytest.raises(ConfigError, match="rules=9"):
+        ChunkingConfig(rules=9)

@@ -421,13 +421,16 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_reindex(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from beleg.ingest.chunking import ChunkingConfig
+    from beleg.index.config import CHUNK_RULES
 
     with _open(args) as kb:
         live = kb.config
         c = live.chunking
-        chunking = ChunkingConfig(args.chunking or c.method, args.max_tokens or c.max_tokens,
-                                  args.overlap if args.overlap is not None else c.overlap, args.context or c.context)
+        # The live settings (also child_tokens, percentile, min_tokens) unless overridden, and
+        # the current chunking rules: a reindex is how an index takes up a rule revision.
+        chunking = replace(c, method=args.chunking or c.method, max_tokens=args.max_tokens or c.max_tokens,
+                           overlap=args.overlap if args.overlap is not None else c.overlap,
+                           context=args.context or c.context, rules=CHUNK_RULES)
         config = replace(live, chunking=chunking, embedder=args.embedder or live.embedder)
         result = kb.reindex(config, progress=_progress(args))
     if args.json:

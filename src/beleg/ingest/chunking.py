@@ -58,11 +58,12 @@ def chunk_document(doc_id: str, parsed: ParsedDocument, title: str, config: Chun
 
     ``embed`` (passages → vectors) is needed by the ``semantic`` method only."""
     sections = list(_sections(parsed.text, parsed.headings, title))
+    lead_ins = config.rules >= 2
     if config.method == "structure":
-        spans = list(_structure_spans(parsed.text, sections, config.max_tokens))
+        spans = list(_structure_spans(parsed.text, sections, config.max_tokens, lead_ins))
     elif config.method == "parent-child":
-        spans = [(s, e, path) for ps, pe, path in _structure_spans(parsed.text, sections, config.max_tokens)
-                 for s, e in _pack(parsed.text, ps, pe, config.child_tokens, _PARAGRAPH_BREAK)]
+        spans = [(s, e, path) for ps, pe, path in _structure_spans(parsed.text, sections, config.max_tokens, lead_ins)
+                 for s, e in _pack(parsed.text, ps, pe, config.child_tokens, _PARAGRAPH_BREAK, lead_ins)]
     elif config.method == "semantic":
         from beleg.ingest.semantic_chunking import semantic_spans
 
@@ -75,7 +76,7 @@ def chunk_document(doc_id: str, parsed: ParsedDocument, title: str, config: Chun
 
 
 def parents_of_children(text: str, children: Sequence[tuple[int, int, tuple[str, ...]]],
-                        max_tokens: int) -> list[tuple[int, int, tuple[str, ...]]]:
+                        max_tokens: int, lead_ins: bool = True) -> list[tuple[int, int, tuple[str, ...]]]:
     """The parents of a ``parent-child`` document, re-derived from its stored children
     ``(start, end, heading path)`` in order: consecutive children with one heading path are
     one section, which is split as ``structure`` splits it (the same spans, since the gaps
@@ -86,7 +87,7 @@ def parents_of_children(text: str, children: Sequence[tuple[int, int, tuple[str,
         j = i
         while j + 1 < len(children) and children[j + 1][2] == children[i][2]:
             j += 1
-        for s, e in _pack(text, children[i][0], children[j][1], max_tokens, _PARAGRAPH_BREAK):
+        for s, e in _pack(text, children[i][0], children[j][1], max_tokens, _PARAGRAPH_BREAK, lead_ins):
             s, e = _strip(text, s, e)
             if s < e:
                 parents.append((s, e, children[i][2]))
@@ -94,9 +95,10 @@ def parents_of_children(text: str, children: Sequence[tuple[int, int, tuple[str,
     return parents
 
 
-def _structure_spans(text: str, sections: list[_Section], max_tokens: int) -> Iterator[tuple[int, int, tuple[str, ...]]]:
+def _structure_spans(text: str, sections: list[_Section], max_tokens: int,
+                     lead_ins: bool = True) -> Iterator[tuple[int, int, tuple[str, ...]]]:
     for sec in sections:
-        for s, e in _split_section(text, sec, max_tokens):
+        for s, e in _split_section(text, sec, max_tokens, lead_ins):
             yield s, e, sec.path
 
 
@@ -138,21 +140,22 @@ def _body_is_empty(text: str, section: _Section) -> bool:
     return first_newline < 0 or not body[first_newline:].strip()
 
 
-def _split_section(text: str, section: _Section, max_tokens: int) -> Iterator[tuple[int, int]]:
+def _split_section(text: str, section: _Section, max_tokens: int, lead_ins: bool = True) -> Iterator[tuple[int, int]]:
     """Split one section into spans of at most ``max_tokens`` words, at natural breaks."""
     if section.path != section.path[:1] and _body_is_empty(text, section):
         return  # a heading directly followed by its subsection: the child carries the path
-    yield from _pack(text, section.start, section.end, max_tokens, _PARAGRAPH_BREAK)
+    yield from _pack(text, section.start, section.end, max_tokens, _PARAGRAPH_BREAK, lead_ins)
 
 
-def _pack(text: str, start: int, end: int, max_tokens: int, separator: re.Pattern[str]) -> Iterator[tuple[int, int]]:
+def _pack(text: str, start: int, end: int, max_tokens: int, separator: re.Pattern[str],
+          lead_ins: bool = True) -> Iterator[tuple[int, int]]:
     if _count_words(text, start, end) <= max_tokens:
         yield start, end
         return
-    pieces = _pieces(text, start, end, separator)
+    pieces = _pieces(text, start, end, separator, lead_ins)
     if len(pieces) == 1:
         if separator is _PARAGRAPH_BREAK:
-            yield from _pack(text, start, end, max_tokens, _SENTENCE_END)
+            yield from _pack(text, start, end, max_tokens, _SENTENCE_END, lead_ins)
         else:
             yield from _word_windows(text, start, end, max_tokens, 0)
         return
@@ -161,24 +164,27 @@ def _pack(text: str, start: int, end: int, max_tokens: int, separator: re.Patter
     for p_start, p_end in pieces:
         words = _count_words(text, p_start, p_end)
         if group_words and group_words + words > max_tokens:
-            yield from _pack(text, group_start, group_end, max_tokens, separator)
+            yield from _pack(text, group_start, group_end, max_tokens, separator, lead_ins)
             group_start, group_words = p_start, 0
         group_end = p_end
         group_words += words
-    yield from _pack(text, group_start, group_end, max_tokens, separator)
+    yield from _pack(text, group_start, group_end, max_tokens, separator, lead_ins)
 
 
-def _pieces(text: str, start: int, end: int, separator: re.Pattern[str]) -> list[tuple[int, int]]:
+def _pieces(text: str, start: int, end: int, separator: re.Pattern[str], lead_ins: bool = True) -> list[tuple[int, int]]:
     pieces, cursor = [], start
     for match in separator.finditer(text, start, end):
         pieces.append((cursor, match.start()))
         cursor = match.end()
     pieces.append((cursor, end))
     pieces = [(s, e) for s, e in pieces if text[s:e].strip()]
-    # A heading line or a one-line lead-in belongs with what follows it, not alone.
+    # A heading line or a one-line lead-in belongs with what follows it, not alone; so does
+    # (chunking rules 2) a paragraph that ends in ":", whatever its length: "Here is a
+    # recommendation:" announces the code block, list or table after it.
     merged: list[tuple[int, int]] = []
     for s, e in pieces:
-        if merged and _count_words(text, *merged[-1]) < _MIN_PIECE_WORDS:
+        if merged and (_count_words(text, *merged[-1]) < _MIN_PIECE_WORDS
+                       or lead_ins and text[merged[-1][0]:merged[-1][1]].rstrip().endswith(":")):
             merged[-1] = (merged[-1][0], e)
         else:
             merged.append((s, e))
