@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import check_gold  # noqa: E402
 import fetch_contao  # noqa: E402
 import fetch_iobroker  # noqa: E402
+import pinned_git  # noqa: E402
 import realdocs_quality  # noqa: E402
 
 LONG = "Text über ioBroker. " * 20  # well over MIN_BODY_CHARS
@@ -45,17 +46,21 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
-@pytest.fixture()
-def upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    repo = tmp_path / "upstream"
-    for rel, text in UPSTREAM.items():
+def _commit(repo: Path, files: dict[str, str]) -> str:
+    """A git repository at ``repo`` holding ``files`` in one commit; that commit's id."""
+    for rel, text in files.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text, encoding="utf-8")
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "docs")
-    monkeypatch.setattr(fetch_iobroker, "COMMIT", _git(repo, "rev-parse", "HEAD"))
-    return repo / ".git"
+    return _git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture()
+def upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(fetch_iobroker, "COMMIT", _commit(tmp_path / "upstream", UPSTREAM))
+    return tmp_path / "upstream" / ".git"
 
 
 def _front_matter(path: Path) -> dict:
@@ -113,7 +118,7 @@ def test_ensure_corpus_reuses_a_folder_of_the_same_commit(upstream: Path, tmp_pa
 
 def test_a_git_dir_without_the_commit_is_one_clear_error(upstream: Path, tmp_path: Path, monkeypatch):
     monkeypatch.setattr(fetch_iobroker, "COMMIT", "0" * 40)
-    with pytest.raises(fetch_iobroker.FetchError, match="does not contain commit 0000"):
+    with pytest.raises(pinned_git.FetchError, match="does not contain commit 0000"):
         fetch_iobroker.materialise(upstream, tmp_path / "corpus")
 
 
@@ -126,13 +131,7 @@ def test_contao_selection_rule_keeps_both_languages_of_manual_pages(tmp_path: Pa
         "docs/dev/reference/hooks.en.md": f"---\ntitle: Hooks\n---\n{LONG}\n",  # developer docs: not the manual
         "docs/manual/README.md": f"{LONG}\n",  # no language in the name
     }
-    for rel, text in pages.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text, encoding="utf-8")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "docs")
-    monkeypatch.setattr(fetch_contao, "COMMIT", _git(repo, "rev-parse", "HEAD"))
+    monkeypatch.setattr(fetch_contao, "COMMIT", _commit(repo, pages))
     out = tmp_path / "corpus"
     manifest = fetch_contao.materialise(repo / ".git", out)
     assert sorted(p["path"] for p in manifest["pages"]) == ["de/installation/_index.md", "en/installation/_index.md"]

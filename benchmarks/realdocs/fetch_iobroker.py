@@ -32,19 +32,17 @@ byte for byte, less an adapter page's changelog. ``<out>/MANIFEST.json`` lists t
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pinned_git
 import yaml
-from pinned_git import FetchError, clone_pinned, list_markdown, read_blobs
+from pinned_git import list_markdown, read_blobs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO_ROOT / ".cache" / "realdocs" / "iobroker"
@@ -204,40 +202,18 @@ def materialise(git_dir: Path, out: Path) -> dict[str, Any]:
 
 def read_manifest(out: Path = DEFAULT_OUT) -> dict[str, Any]:
     """The MANIFEST.json of a materialised corpus ({} when there is none)."""
-    manifest = out / "MANIFEST.json"
-    return json.loads(manifest.read_text(encoding="utf-8")) if manifest.exists() else {}
+    return pinned_git.read_manifest(out)
 
 
 def ensure_corpus(out: Path = DEFAULT_OUT, git_dir: Path | None = None) -> Path:
     """The corpus folder, materialised unless it already holds this commit's selection."""
-    if read_manifest(out).get("commit") == COMMIT:
-        return out
-    if git_dir is not None:
-        materialise(git_dir, out)
-        return out
-    with tempfile.TemporaryDirectory(prefix="iobroker-docs-") as tmp:
-        materialise(clone_pinned(UPSTREAM_URL, COMMIT, Path(tmp) / "repo.git"), out)
-    return out
+    return pinned_git.ensure_corpus(out, git_dir, UPSTREAM_URL, COMMIT, materialise)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--git-dir", type=Path, help="a local clone or mirror (its .git or bare directory) "
-                                                 f"that contains commit {COMMIT[:12]}; default: git clone")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"corpus folder (default {DEFAULT_OUT})")
-    ap.add_argument("--force", action="store_true", help="rebuild even if the folder holds this commit")
-    args = ap.parse_args()
-    if args.force and (args.out / "MANIFEST.json").exists():
-        (args.out / "MANIFEST.json").unlink()
-    try:
-        ensure_corpus(args.out, args.git_dir)
-    except (FetchError, subprocess.CalledProcessError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    m = json.loads((args.out / "MANIFEST.json").read_text(encoding="utf-8"))
-    print(f"{args.out}: {m['files']} files at {m['commit'][:12]} ({m['by_language']}, {m['adapters']} adapter pages; "
-          f"{len(m['skipped'])} left out)")
-    return 0
+    return pinned_git.fetch_main(__doc__.split("\n\n")[0], DEFAULT_OUT, COMMIT, ensure_corpus,
+                                 lambda m: (f"{m['files']} files at {m['commit'][:12]} ({m['by_language']}, "
+                                     f"{m['adapters']} adapter pages; {len(m['skipped'])} left out)"))
 
 
 if __name__ == "__main__":

@@ -7,8 +7,14 @@ copied from one state of it.
 
 from __future__ import annotations
 
+import argparse
+import json
 import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 class FetchError(RuntimeError):
@@ -62,3 +68,43 @@ def read_blobs(git_dir: Path, blobs: list[str], commit: str) -> dict[str, bytes]
         out[oid] = raw[start:start + int(size)]
         pos = start + int(size) + 1  # content is followed by a newline
     return out
+
+
+def read_manifest(out: Path) -> dict[str, Any]:
+    """The MANIFEST.json of a materialised corpus ({} when there is none)."""
+    manifest = out / "MANIFEST.json"
+    return json.loads(manifest.read_text(encoding="utf-8")) if manifest.exists() else {}
+
+
+def ensure_corpus(out: Path, git_dir: Path | None, url: str, commit: str,
+                  materialise: Callable[[Path, Path], dict[str, Any]]) -> Path:
+    """The corpus folder, materialised unless it already holds ``commit``'s selection: from
+    ``git_dir`` when given, else from a temporary clone of ``url``."""
+    if read_manifest(out).get("commit") == commit:
+        return out
+    if git_dir is not None:
+        materialise(git_dir, out)
+        return out
+    with tempfile.TemporaryDirectory(prefix="realdocs-") as tmp:
+        materialise(clone_pinned(url, commit, Path(tmp) / "repo.git"), out)
+    return out
+
+
+def fetch_main(description: str, default_out: Path, commit: str, ensure: Callable[[Path, Path | None], Path],
+               summary: Callable[[dict[str, Any]], str]) -> int:
+    """The command line of a corpus script: ``[--git-dir CLONE] [--out DIR] [--force]``."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--git-dir", type=Path, help="a local clone or mirror (its .git or bare directory) "
+                                                 f"that contains commit {commit[:12]}; default: git clone")
+    ap.add_argument("--out", type=Path, default=default_out, help=f"corpus folder (default {default_out})")
+    ap.add_argument("--force", action="store_true", help="rebuild even if the folder holds this commit")
+    args = ap.parse_args()
+    if args.force and (args.out / "MANIFEST.json").exists():
+        (args.out / "MANIFEST.json").unlink()
+    try:
+        ensure(args.out, args.git_dir)
+    except (FetchError, subprocess.CalledProcessError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args.out}: {summary(read_manifest(args.out))}")
+    return 0
