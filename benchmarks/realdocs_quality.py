@@ -1,8 +1,8 @@
 """Retrieval and answer quality on outside documentation (German and English): the ioBroker
-docs, and the Contao user manual as a second, held-out set.
+docs, the Contao user manual and the Paperless-ngx docs (the last two held out when first run).
 
-One command per set: ``python benchmarks/realdocs_quality.py [--set iobroker|contao] [--git-dir CLONE]``
-materialises the corpus (``benchmarks/realdocs/fetch_iobroker.py`` or ``fetch_contao.py``: a
+One command per set: ``python benchmarks/realdocs_quality.py [--set iobroker|contao|paperless] [--git-dir CLONE]``
+materialises the corpus (``benchmarks/realdocs/fetch_iobroker.py``, ``fetch_contao.py``, ``fetch_paperless.py``: a
 pinned upstream commit and a selection rule in that script; from a local clone or by ``git
 clone``), validates the gold set (``benchmarks/realdocs/check_gold.py``), and runs the same
 evaluation as (for ioBroker)
@@ -10,9 +10,10 @@ evaluation as (for ioBroker)
     beleg eval --gold benchmarks/realdocs/iobroker.gold.yaml --modes dense,bm25,hybrid
     beleg eval --gold benchmarks/realdocs/iobroker.gold.yaml --answers
 
-on one cached index per set (``.cache/realdocs/eval``, ``.cache/realdocs/contao-eval``; the
+on one cached index per set (``.cache/realdocs/eval``, ``.cache/realdocs/<set>-eval``; the
 first run embeds every chunk, later runs embed nothing). It writes
-``benchmarks/results/realdocs_quality.json`` (ioBroker) or ``realdocs_contao_quality.json`` and
+``benchmarks/results/realdocs_quality.json`` (ioBroker), ``realdocs_contao_quality.json`` or
+``realdocs_paperless_quality.json`` and
 prints a Markdown table (the ones in docs/benchmarks.md, "Real outside documentation").
 
 Figures: Hit@1/Hit@3/MRR@10/nDCG@10 per retrieval mode (document level, answerable
@@ -45,6 +46,7 @@ sys.path.insert(0, str(_common.BENCH_DIR / "realdocs"))
 import check_gold  # noqa: E402  (benchmarks/realdocs is a folder of scripts, not a package)
 import fetch_contao  # noqa: E402
 import fetch_iobroker  # noqa: E402
+import fetch_paperless  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,11 @@ SETS = {
         _common.REPO_ROOT / ".cache" / "realdocs" / "contao-eval", "realdocs_contao_quality",
         "Held out: the questions were written by a helper session that did not read Beleg's code, before "
         "Beleg was run on them; nothing in Beleg was tuned on its answers before the first run recorded here."),
+    "paperless": QuestionSet(
+        fetch_paperless, _common.BENCH_DIR / "realdocs" / "paperless.gold.yaml",
+        _common.REPO_ROOT / ".cache" / "realdocs" / "paperless-eval", "realdocs_paperless_quality",
+        "Held out: English pages, English and German questions, written by a helper session that did not read "
+        "Beleg's code, before Beleg was run on them; written after the Contao rules, to test them."),
 }
 MODES = "dense,bm25,hybrid"
 RETRIEVAL_METRICS = ("hit@1", "hit@3", "mrr@10", "ndcg@10")
@@ -157,7 +164,7 @@ def main() -> int:
                                                  "holding the pinned commit (default: git clone)")
     ap.add_argument("--corpus", type=Path, help="corpus folder (only the one the gold set names)")
     ap.add_argument("--cache-dir", type=Path, help="index cache (default .cache/realdocs/eval, "
-                                                   ".cache/realdocs/contao-eval)")
+                                                   ".cache/realdocs/<set>-eval)")
     ap.add_argument("--out", type=Path, help="results file (default benchmarks/results/<set's name>.json)")
     args = ap.parse_args()
     qset = SETS[args.set]

@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import check_gold  # noqa: E402
 import fetch_contao  # noqa: E402
 import fetch_iobroker  # noqa: E402
+import fetch_paperless  # noqa: E402
 import pinned_git  # noqa: E402
 import realdocs_quality  # noqa: E402
 
@@ -141,6 +142,18 @@ def test_contao_selection_rule_keeps_both_languages_of_manual_pages(tmp_path: Pa
                     "upstream_path": "docs/manual/installation/_index.de.md", "upstream_commit": fetch_contao.COMMIT}
     body = (out / "en/installation/_index.md").read_text(encoding="utf-8").split("---\n", 2)[2]
     assert body.lstrip("\n") == f"{LONG}\n"
+
+
+def test_paperless_selection_rule_takes_the_docs_pages_but_not_the_changelog(tmp_path: Path, monkeypatch):
+    pages = {"docs/setup.md": f"# Setup\n\n{LONG}\n", "docs/changelog.md": f"# Changelog\n\n{LONG}\n",
+             "docs/assets/extra.md": f"# Extra\n\n{LONG}\n", "src/README.md": f"{LONG}\n"}
+    monkeypatch.setattr(fetch_paperless, "COMMIT", _commit(tmp_path / "paperless", pages))
+    manifest = fetch_paperless.materialise(tmp_path / "paperless" / ".git", tmp_path / "corpus")
+    assert [p["path"] for p in manifest["pages"]] == ["en/setup.md"]
+    meta = _front_matter(tmp_path / "corpus" / "en/setup.md")
+    assert meta["title"] == "Setup" and meta["language"] == "en" and meta["product"] == "paperless-ngx"
+    body = (tmp_path / "corpus" / "en/setup.md").read_text(encoding="utf-8").split("---\n", 2)[2]
+    assert body.lstrip("\n") == pages["docs/setup.md"]
 
 
 # ---------------------------------------------------------------------- gold checker

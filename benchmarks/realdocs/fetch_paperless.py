@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Materialise the Paperless-ngx documentation at a pinned commit (the third realdocs corpus).
+
+The corpus is the user documentation of Paperless-ngx, a document management system,
+https://github.com/paperless-ngx/paperless-ngx (``docs/*.md``: MkDocs Markdown with
+admonitions, English only; GPL-3.0 like the project). Nothing of it is committed here; this
+script rebuilds it:
+
+    python benchmarks/realdocs/fetch_paperless.py --git-dir /path/to/paperless-ngx.git
+    python benchmarks/realdocs/fetch_paperless.py            # git clone (network needed)
+
+Selection rule (all of it is in this file): every ``docs/*.md`` at ``COMMIT`` except
+``changelog.md`` (the release notes of every version, more than twice the rest together).
+Each file is written to ``<out>/en/<name>.md`` with front matter ``title`` (its first
+heading), ``language: en``, ``product: paperless-ngx``, ``upstream_path`` and
+``upstream_commit``; the body is the upstream file byte for byte. ``<out>/MANIFEST.json``
+lists the files and their upstream blob ids.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pinned_git
+import yaml
+from fetch_iobroker import split_front_matter
+from pinned_git import list_markdown, read_blobs
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_OUT = REPO_ROOT / ".cache" / "realdocs" / "paperless"
+UPSTREAM_URL = "https://github.com/paperless-ngx/paperless-ngx.git"
+#: main of paperless-ngx on 2026-08-08. Pinned: the gold answers are copied from this state.
+COMMIT = "b0e0e8a35373a5d9d588a507cb63c79e50a23403"
+LEFT_OUT = ("docs/changelog.md",)
+FIRST_HEADING = re.compile(r"^#\s+(.+?)\s*$", re.MULTILINE)
+
+
+def materialise(git_dir: Path, out: Path) -> dict[str, Any]:
+    rows = [(p, b) for p, b in list_markdown(git_dir, UPSTREAM_URL, COMMIT, ["docs"])
+            if p.count("/") == 1 and p not in LEFT_OUT]
+    contents = read_blobs(git_dir, sorted({b for _, b in rows}), COMMIT)
+    if out.exists():
+        shutil.rmtree(out)
+    kept = []
+    for upstream_path, blob in sorted(rows):
+        meta, body = split_front_matter(contents[blob].decode("utf-8", errors="replace"))
+        heading = FIRST_HEADING.search(body)
+        keep = {"title": str(meta.get("title") or (heading.group(1) if heading else Path(upstream_path).stem)),
+                "language": "en", "product": "paperless-ngx", "upstream_path": upstream_path,
+                "upstream_commit": COMMIT}
+        path = "en/" + Path(upstream_path).name
+        target = out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("---\n" + yaml.safe_dump(keep, allow_unicode=True, sort_keys=True) + "---\n\n"
+                          + body.lstrip("\n"), encoding="utf-8")
+        kept.append({"path": path, "upstream_path": upstream_path, "blob": blob, "language": "en"})
+    manifest = {"repository": UPSTREAM_URL, "commit": COMMIT, "files": len(kept), "by_language": {"en": len(kept)},
+                "pages": kept, "skipped": {p: "release notes" for p in LEFT_OUT}}
+    (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return manifest
+
+
+def read_manifest(out: Path = DEFAULT_OUT) -> dict[str, Any]:
+    """The MANIFEST.json of a materialised corpus ({} when there is none)."""
+    return pinned_git.read_manifest(out)
+
+
+def ensure_corpus(out: Path = DEFAULT_OUT, git_dir: Path | None = None) -> Path:
+    """The corpus folder, materialised unless it already holds this commit's selection."""
+    return pinned_git.ensure_corpus(out, git_dir, UPSTREAM_URL, COMMIT, materialise)
+
+
+def main() -> int:
+    return pinned_git.fetch_main(__doc__.split("\n\n")[0], DEFAULT_OUT, COMMIT, ensure_corpus,
+                                 lambda m: f"{m['files']} files at {m['commit'][:12]} ({len(m['skipped'])} left out)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
