@@ -467,3 +467,10 @@ def test_a_question_that_sets_the_scene_asks_in_its_last_sentence() -> None:
     assert asked_kind("Our site uses Basic Authentication. How can I still let the crawler index it?") == "instruction"
     assert asked_kind("I run Contao 3.2.10. Which version must I install first?") == "version"
     assert asked_kind("Wie kann ich z. B. einen Cronjob einrichten?") == "instruction"
+
+
+def test_a_link_target_is_no_name_the_reader_sees() -> None:
+    q = "Which console command puts the installation into maintenance mode?"
+    quote = "Via the [command line](en/cli/maintenance-mode) the installation can be put into maintenance mode."
+    assert _type_passes(q, quote) is False
+    assert _type_passes(q, "Run [`contao:maintenance-mode`](en/cli/maintenance-mode) to do so.") is True

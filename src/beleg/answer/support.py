@@ -296,8 +296,13 @@ def _type_check(question: str, quote: str) -> Check:
     if kind is None or kind == "yes-no":
         return Check("answer_type", None, "the question asks for no particular kind of value"
                      if kind is None else "a yes/no question: the focus check decides")
-    ok, why = kind_present(kind, quote, question)
+    # A link's target is not shown to the reader ("[command line](en/cli/maintenance-mode)"
+    # names no command): only its text can hold the asked-for name, command or setting.
+    ok, why = kind_present(kind, _LINK_TARGET.sub(r"\1", quote), question)
     return Check("answer_type", ok, f"asks for {kind}: {why}", 1.0 if ok else 0.0)
+
+
+_LINK_TARGET = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")
 
 
 # A Markdown link, an HTML anchor or a bare URL: navigation, not a statement.
