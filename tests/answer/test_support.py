@@ -474,3 +474,14 @@ def test_a_link_target_is_no_name_the_reader_sees() -> None:
     quote = "Via the [command line](en/cli/maintenance-mode) the installation can be put into maintenance mode."
     assert _type_passes(q, quote) is False
     assert _type_passes(q, "Run [`contao:maintenance-mode`](en/cli/maintenance-mode) to do so.") is True
+
+
+def test_a_leading_phrase_and_what_to_configure_are_how_the_question_asks() -> None:
+    assert asked_kind("On a bare-metal install, how do I allow ImageMagick to process PDF files?") == "instruction"
+    assert asked_kind("My consume folder is on an NFS share. What do I configure?") == "instruction"
+    assert asked_kind("Ich will mich mit GitHub anmelden. Was muss ich dafür konfigurieren?") == "instruction"
+    assert asked_kind("Prior to Manning, who was the oldest quarterback?") == "name"
+    from beleg.answer.scoring import question_form
+
+    q = "What does the adapter log, which file does it write?"
+    assert question_form(q) == q  # a question that asks first keeps all of its clauses

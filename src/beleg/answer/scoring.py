@@ -83,6 +83,10 @@ HOWTO_CODE_BONUS = 0.06
 _HOWTO = re.compile(r"^\W*(?:how\s+(?:do|can|could|should|would|must)\s+(?:i|we|you|one)\b|how\s+to\b|"
                     r"how\s+is\s+.+\s+(?:installed|configured|enabled|set|started|updated)\b|"
                     r"what\s+(?:command|setting)|"
+                    r"what\s+(?:do|should|must|can)\s+(?:i|we|you)\s+(?:need\s+to\s+|have\s+to\s+)?"
+                    r"(?:configure|set|change|enter|do|run|install|use)\b|"
+                    r"was\s+(?:muss|soll|sollte|kann)\s+(?:ich|man)\s+(?:\w+\s+){0,4}?(?:einstellen|konfigurieren|"
+                    r"tun|eintragen|machen|\u00e4ndern|setzen|installieren)\b|"
                     r"wie\s+(?:kann|k\u00f6nnte|muss|soll|sollte|l\u00e4sst|lasse)\s+(?:ich|man|wir|sich)\b|"
                     r"wie\s+\w+(?:e|t)\s+(?:ich|man)\b|"
                     r"wie\s+(?:richte|installiere|aktiviere|konfiguriere|\u00e4ndere|setze|starte|aktualisiere)\b|"
@@ -122,14 +126,28 @@ _LEAD = re.compile(r"^\W*(?:(?:and|und|but|aber|also|so|then|dann|ok(?:ay)?)\b[\
 _SENTENCE_BREAK = re.compile(r"(?<=\w\w[.!?:])\s+(?=[A-ZÄÖÜ])")
 
 
+#: A question word that opens the asking clause ("On a bare-metal install, how do I …").
+_ASKING = re.compile(r",\s*(?=(?:how|what|which|where|when|why|who|wie|was|welche[rsmn]?|wo|wann|warum|wer)\b)",
+                     re.IGNORECASE)
+_ASKS_FIRST = re.compile(r"^\W*(?:how|what|which|where|when|why|who|whom|whose|is|are|do|does|did|can|could|should|"
+                         r"will|would|was|were|has|have|wie|was|welche[rsmn]?|wo|wann|warum|wer|wem|wen|ist|sind|"
+                         r"kann|können|muss|gibt|hat|haben|wird|werden)\b", re.IGNORECASE)
+
+
 def question_form(question: str) -> str:
     """The asking sentence without a follow-up's opening conjunction. A question that first
     sets the scene ("My cron jobs only run when someone visits the site. How do I set up a
-    real one?") asks in its last sentence, so that one says what kind of answer is wanted."""
+    real one?") asks in its last sentence, so that one says what kind of answer is wanted;
+    so does the clause after a leading phrase ("On a bare-metal install, how do I …?")."""
     parts = _SENTENCE_BREAK.split(question.strip())
     if len(parts) > 1 and parts[-1].endswith("?"):
         question = parts[-1]
-    return _LEAD.sub("", question, count=1)
+    question = _LEAD.sub("", question, count=1)
+    if not _ASKS_FIRST.match(question):
+        m = _ASKING.search(question)
+        if m:
+            question = question[m.end():]
+    return question
 
 
 def is_howto_question(question: str) -> bool:
