@@ -302,11 +302,12 @@ def _type_check(question: str, quote: str) -> Check:
     return Check("answer_type", ok, f"asks for {kind}: {why}", 1.0 if ok else 0.0)
 
 
-_LINK_TARGET = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")
+_MARKDOWN_LINK = r"!?\[([^\]\n]*)\]\([^)\n]*\)"  # its text is group 1
+_LINK_TARGET = re.compile(_MARKDOWN_LINK)
 
 
 # A Markdown link, an HTML anchor or a bare URL: navigation, not a statement.
-_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)|<a\s[^>]*>.*?</a>|https?://\S+", re.IGNORECASE | re.DOTALL)
+_LINK = re.compile(_MARKDOWN_LINK + r"|<a\s[^>]*>.*?</a>|https?://\S+", re.IGNORECASE | re.DOTALL)
 # "More information can be found [here](…)", "siehe [hier](…)": where the answer is, not the answer.
 _POINTER = re.compile(r"\[(?:here|hier|this\s+page|dieser\s+seite)\b|\b(?:can\s+be\s+found|see\s+(?:also\s+)?(?:here|the|this|\[)|more\s+(?:information|details)|"
                       r"(?:finde[nt]|siehe)\s+(?:man\s+|sich\s+)?(?:hier|unter|im|in\s+der)|weitere\s+"
