@@ -47,11 +47,12 @@ import check_gold  # noqa: E402  (benchmarks/realdocs is a folder of scripts, no
 import fetch_contao  # noqa: E402
 import fetch_iobroker  # noqa: E402
 import fetch_paperless  # noqa: E402
+import pinned_git  # noqa: E402
 
 
 @dataclass(frozen=True)
 class QuestionSet:
-    fetch: Any  # the corpus script's module: DEFAULT_OUT, ensure_corpus(), read_manifest()
+    fetch: Any  # the corpus script's module (pinned_git.ensure_corpus reads it)
     gold: Path
     cache: Path
     result: str  # name of the results file, without .json
@@ -176,7 +177,7 @@ def main() -> int:
         return 2
     cache_dir = args.cache_dir or qset.cache
     out = args.out or _common.RESULTS_DIR / f"{qset.result}.json"
-    fetch.ensure_corpus(corpus, args.git_dir)
+    pinned_git.ensure_corpus(fetch, corpus, args.git_dir)
     problems, _ = check_gold.check(gold)
     if problems:
         print("error: the gold set does not match the corpus:\n  " + "\n  ".join(problems), file=sys.stderr)
@@ -194,7 +195,7 @@ def main() -> int:
     group_names = list(by_group)
     retrieval_groups = retrieval_by_group(retrieval, by_group)
     answer_groups = answers_by_group(answers, by_group)
-    manifest = fetch.read_manifest(corpus)
+    manifest = pinned_git.read_manifest(corpus)
     payload = {
         "benchmark": "realdocs_quality",
         "corpus": {"repository": manifest["repository"], "commit": manifest["commit"], "files": manifest["files"],

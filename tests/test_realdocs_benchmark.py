@@ -110,10 +110,10 @@ def test_bot_front_matter_that_is_not_yaml_is_read_line_by_line():
 
 def test_ensure_corpus_reuses_a_folder_of_the_same_commit(upstream: Path, tmp_path: Path):
     out = tmp_path / "corpus"
-    fetch_iobroker.ensure_corpus(out, upstream)
+    pinned_git.ensure_corpus(fetch_iobroker, out, upstream)
     marker = out / "de/README.md"
     marker.write_text("edited", encoding="utf-8")
-    fetch_iobroker.ensure_corpus(out, upstream)
+    pinned_git.ensure_corpus(fetch_iobroker, out, upstream)
     assert marker.read_text(encoding="utf-8") == "edited"
 
 

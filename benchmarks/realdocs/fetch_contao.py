@@ -88,21 +88,9 @@ def materialise(git_dir: Path, out: Path) -> dict[str, Any]:
     return manifest
 
 
-def read_manifest(out: Path = DEFAULT_OUT) -> dict[str, Any]:
-    """The MANIFEST.json of a materialised corpus ({} when there is none)."""
-    return pinned_git.read_manifest(out)
-
-
-def ensure_corpus(out: Path = DEFAULT_OUT, git_dir: Path | None = None) -> Path:
-    """The corpus folder, materialised unless it already holds this commit's selection."""
-    return pinned_git.ensure_corpus(out, git_dir, UPSTREAM_URL, COMMIT, materialise)
-
-
-def main() -> int:
-    return pinned_git.fetch_main(__doc__.split("\n\n")[0], DEFAULT_OUT, COMMIT, ensure_corpus,
-                                 lambda m: (f"{m['files']} files at {m['commit'][:12]} ({m['by_language']}; "
-                                     f"{len(m['skipped'])} left out)"))
+def summary(m: dict[str, Any]) -> str:
+    return f"{m['files']} files at {m['commit'][:12]} ({m['by_language']}; {len(m['skipped'])} left out)"
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(pinned_git.fetch_main(sys.modules[__name__]))

@@ -12,8 +12,8 @@ import json
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 
@@ -76,35 +76,37 @@ def read_manifest(out: Path) -> dict[str, Any]:
     return json.loads(manifest.read_text(encoding="utf-8")) if manifest.exists() else {}
 
 
-def ensure_corpus(out: Path, git_dir: Path | None, url: str, commit: str,
-                  materialise: Callable[[Path, Path], dict[str, Any]]) -> Path:
-    """The corpus folder, materialised unless it already holds ``commit``'s selection: from
-    ``git_dir`` when given, else from a temporary clone of ``url``."""
-    if read_manifest(out).get("commit") == commit:
+def ensure_corpus(corpus: ModuleType, out: Path | None = None, git_dir: Path | None = None) -> Path:
+    """The folder of ``corpus`` (a corpus script: ``UPSTREAM_URL``, ``COMMIT``, ``DEFAULT_OUT``,
+    ``materialise``), materialised unless it already holds that commit's selection: from
+    ``git_dir`` when given, else from a temporary clone of the upstream repository. The
+    script's attributes are read at call time (the tests pin ``COMMIT`` to a repository they build)."""
+    out = out or corpus.DEFAULT_OUT
+    if read_manifest(out).get("commit") == corpus.COMMIT:
         return out
     if git_dir is not None:
-        materialise(git_dir, out)
+        corpus.materialise(git_dir, out)
         return out
     with tempfile.TemporaryDirectory(prefix="realdocs-") as tmp:
-        materialise(clone_pinned(url, commit, Path(tmp) / "repo.git"), out)
+        corpus.materialise(clone_pinned(corpus.UPSTREAM_URL, corpus.COMMIT, Path(tmp) / "repo.git"), out)
     return out
 
 
-def fetch_main(description: str, default_out: Path, commit: str, ensure: Callable[[Path, Path | None], Path],
-               summary: Callable[[dict[str, Any]], str]) -> int:
-    """The command line of a corpus script: ``[--git-dir CLONE] [--out DIR] [--force]``."""
-    ap = argparse.ArgumentParser(description=description)
+def fetch_main(corpus: ModuleType) -> int:
+    """The command line of a corpus script: ``[--git-dir CLONE] [--out DIR] [--force]``; it
+    prints the script's ``summary(manifest)``."""
+    ap = argparse.ArgumentParser(description=(corpus.__doc__ or "").split("\n\n")[0])
     ap.add_argument("--git-dir", type=Path, help="a local clone or mirror (its .git or bare directory) "
-                                                 f"that contains commit {commit[:12]}; default: git clone")
-    ap.add_argument("--out", type=Path, default=default_out, help=f"corpus folder (default {default_out})")
+                                                 f"that contains commit {corpus.COMMIT[:12]}; default: git clone")
+    ap.add_argument("--out", type=Path, default=corpus.DEFAULT_OUT, help=f"corpus folder (default {corpus.DEFAULT_OUT})")
     ap.add_argument("--force", action="store_true", help="rebuild even if the folder holds this commit")
     args = ap.parse_args()
     if args.force and (args.out / "MANIFEST.json").exists():
         (args.out / "MANIFEST.json").unlink()
     try:
-        ensure(args.out, args.git_dir)
+        ensure_corpus(corpus, args.out, args.git_dir)
     except (FetchError, subprocess.CalledProcessError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"{args.out}: {summary(read_manifest(args.out))}")
+    print(f"{args.out}: {corpus.summary(read_manifest(args.out))}")
     return 0
