@@ -256,7 +256,7 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
     if kind == "instruction":
         # "Node.js" asked about ("vor einem Node.js-Update") is not the instruction that answers.
         asked = _question_words(question)
-        asked |= {p for w in asked for p in w.split("-") if p}
+        asked |= {p for w in asked for p in w.split("-") if p}  # "node.js" of "node.js-update"
         for label, rx in (("code", _CODE), ("command", _COMMAND), ("setting", _SETTING), ("path", _PATH),
                           ("menu path", _MENU)):
             m = next((m for m in rx.finditer(quote) if not (label == "code" and _prose_span(m.group(0)))
@@ -424,11 +424,13 @@ def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms:
                      f"language: dense similarity {dense:.2f} {'>=' if ok else '<'} {FOCUS_MIN_DENSE}", dense)
     own: set[str] = set()
     headed: set[str] = set()
+    contexts: list[str] = []  # the same texts, raw, for written_together
     for src, a, b in cited:
         lang = str(src.hit.metadata.get("language") or "en")
         text, headings = quote_context(src, a, b)
         own |= set(analyze(text, lang))
         headed |= set(analyze(headings, lang))
+        contexts += [text, headings]
     # A focus term only in the heading path or title counts fully. Half weight (a heading names
     # the whole section's topic, the sentence next to the answer's as much as the answer's) was
     # measured and lost: on the demo set and realdocs it took `supported` from five right answers
@@ -437,7 +439,7 @@ def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms:
     seen = own | headed
     lang = str(cited[0][0].hit.metadata.get("language") or "en")
     if any(t not in seen for t in focus):
-        seen |= written_together(question, context_text(cited), seen, lang)
+        seen |= written_together(question, "\n".join(contexts), seen, lang)
     credit = {t: compound_credit(t, seen, lang) for t in focus}
     total = sum(focus.values())
     share = sum(w * credit[t] for t, w in focus.items()) / total if total else 0.0
