@@ -30,8 +30,28 @@ def test_children_lie_inside_parents_and_parents_are_the_structure_chunks() -> N
     for c in children:
         assert TEXT[c.start:c.end] == c.text and len(c.text.split()) <= 25
         assert sum(p.start <= c.start and c.end <= p.end for p in parents) == 1
-    derived = parents_of_children(TEXT, [(c.start, c.end, c.heading_path) for c in children], 80)
+    derived = parents_of_children(TEXT, [(c.start, c.end, c.heading_path) for c in children], config)
     assert derived == [(p.start, p.end, p.heading_path) for p in parents]
+
+
+def test_parents_are_cut_by_the_rules_the_index_was_built_with() -> None:
+    # Rules 2 keep a paragraph ending in ":" with the block it announces; an index built under
+    # rules 1 cut its children without that, and its parents must be the rules-1 parents, or a
+    # child can straddle two of them.
+    lead = ("The service reads its settings once at start, so a change needs a restart; on a fresh "
+            "installation, set these values in the configuration file before the first start of the service:")
+    block = "```\n" + "\n".join(f"option_{i} = {i}" for i in range(12)) + "\n```"
+    before = " ".join(SECTION_A.split(". ")[:7])  # ~90 words: with the lead-in it fits, with the block too it does not
+    text = f"# Setup\n\n{before}\n\n{lead}\n\n{block}\n"
+    parsed = ParsedDocument(text, (Heading(1, "Setup", 0),))
+    for rules in (1, 2):
+        config = ChunkingConfig("parent-child", max_tokens=150, child_tokens=40, rules=rules)
+        children = chunk_document("d", parsed, "Guide", config)
+        parents = chunk_document("d", parsed, "Guide", ChunkingConfig("structure", max_tokens=150, rules=rules))
+        derived = parents_of_children(text, [(c.start, c.end, c.heading_path) for c in children], config)
+        assert derived == [(p.start, p.end, p.heading_path) for p in parents], rules
+    assert derived != [(p.start, p.end, p.heading_path) for p in chunk_document(
+        "d", parsed, "Guide", ChunkingConfig("structure", max_tokens=150, rules=1))]  # the rules differ here
 
 
 def test_search_returns_each_parent_once_with_the_matched_child(tmp_path: Path, embedder) -> None:

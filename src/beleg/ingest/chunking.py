@@ -76,11 +76,12 @@ def chunk_document(doc_id: str, parsed: ParsedDocument, title: str, config: Chun
 
 
 def parents_of_children(text: str, children: Sequence[tuple[int, int, tuple[str, ...]]],
-                        max_tokens: int, lead_ins: bool = True) -> list[tuple[int, int, tuple[str, ...]]]:
+                        config: ChunkingConfig) -> list[tuple[int, int, tuple[str, ...]]]:
     """The parents of a ``parent-child`` document, re-derived from its stored children
     ``(start, end, heading path)`` in order: consecutive children with one heading path are
-    one section, which is split as ``structure`` splits it (the same spans, since the gaps
-    between children are whitespace)."""
+    one section, which is split as ``structure`` splits it under the index's ``config``
+    (its max_tokens and rules: the same spans, since the gaps between children are whitespace)."""
+    max_tokens, lead_ins = config.max_tokens, config.rules >= 2
     parents: list[tuple[int, int, tuple[str, ...]]] = []
     i = 0
     while i < len(children):

@@ -27,13 +27,13 @@ from typing import Protocol
 
 from beleg.errors import ConfigError
 from beleg.index.ports import ChunkRecord, SearchIndex
-from beleg.ingest.chunking import parents_of_children
+from beleg.ingest.chunking import ChunkingConfig, parents_of_children
 from beleg.types import Document, Hit, Principal
 
 Unit = tuple[int, int, tuple[str, ...]]  # (start, end, heading path) in document text
 
-#: Parent spans per (doc id, content hash, max_tokens); documents are re-chunked rarely.
-_PARENTS: OrderedDict[tuple[str, str, int], list[Unit]] = OrderedDict()
+#: Parent spans per (doc id, content hash, max_tokens, chunking rules); documents are re-chunked rarely.
+_PARENTS: OrderedDict[tuple[str, str, int, int], list[Unit]] = OrderedDict()
 _PARENT_CACHE_SIZE = 512
 _PARENTS_LOCK = threading.Lock()  # parallel sub-searches share the cache
 
@@ -86,15 +86,15 @@ class Expander:
             self._chunks[doc_id] = self.index.document_chunks(doc_id, self.principal)
         return self._chunks[doc_id]
 
-    def parents(self, doc: Document, max_tokens: int) -> list[Unit]:
-        key = (doc.doc_id, doc.content_hash, max_tokens)
+    def parents(self, doc: Document, chunking: ChunkingConfig) -> list[Unit]:
+        key = (doc.doc_id, doc.content_hash, chunking.max_tokens, chunking.rules)
         with _PARENTS_LOCK:
             found = _PARENTS.get(key)
             if found is not None:
                 _PARENTS.move_to_end(key)
                 return found
         children = [(c.start, c.end, tuple(c.heading_path)) for c in self.stored(doc.doc_id)]
-        found = parents_of_children(doc.text, children, max_tokens)
+        found = parents_of_children(doc.text, children, chunking)
         with _PARENTS_LOCK:
             _PARENTS[key] = found
             while len(_PARENTS) > _PARENT_CACHE_SIZE:
@@ -117,7 +117,7 @@ class Expander:
 
 
 def to_parents(hits: Sequence[Hit], index: SearchIndex, store: DocumentSource, principal: Principal,
-               max_tokens: int, k: int) -> list[Hit]:
+               chunking: ChunkingConfig, k: int) -> list[Hit]:
     """Replace child hits by their parents, best child first, each parent once; at most ``k``."""
     ex = Expander(index, store, principal)
     out: list[Hit] = []
@@ -126,7 +126,7 @@ def to_parents(hits: Sequence[Hit], index: SearchIndex, store: DocumentSource, p
         doc = ex.current(hit)
         if doc is None:
             continue
-        parent = _containing(ex.parents(doc, max_tokens), hit.start, hit.end)
+        parent = _containing(ex.parents(doc, chunking), hit.start, hit.end)
         if parent is None:  # a child outside every parent cannot happen for one chunker; keep it as is
             parent = (hit.start, hit.end, hit.heading_path)
         if (hit.doc_id, parent[0]) in seen:
@@ -139,10 +139,10 @@ def to_parents(hits: Sequence[Hit], index: SearchIndex, store: DocumentSource, p
 
 
 def expand_neighbours(hits: Sequence[Hit], index: SearchIndex, store: DocumentSource, principal: Principal, n: int,
-                      parents_of: int | None = None) -> list[Hit]:
+                      parents_of: ChunkingConfig | None = None) -> list[Hit]:
     """Each hit plus ``n`` units before and after it in its heading section.
 
-    ``parents_of`` (the parents' max_tokens) makes the units the parents of a
+    ``parents_of`` (the index's chunking config) makes the units the parents of a
     ``parent-child`` index; otherwise they are the stored chunks. A hit whose widened
     span lies inside an earlier result's is dropped (it adds no text).
     """

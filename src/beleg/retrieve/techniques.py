@@ -65,12 +65,12 @@ def finish(kb: Any, query: str, hits: list[Any], k: int, techniques: Techniques,
     parent_child = chunking.method == "parent-child"
     index = kb.search_index()
     if parent_child:
-        hits = to_parents(hits, index, kb.store, principal, chunking.max_tokens, k)
+        hits = to_parents(hits, index, kb.store, principal, chunking, k)
     else:
         hits = hits[:k]
     if techniques.expand:
         hits = expand_neighbours(hits, index, kb.store, principal, techniques.expand,
-                                 parents_of=chunking.max_tokens if parent_child else None)
+                                 parents_of=chunking if parent_child else None)
     if techniques.compress is not None and hits:
         from beleg.retrieve.compress import compress
 
