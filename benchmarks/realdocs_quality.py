@@ -1,8 +1,10 @@
 """Retrieval and answer quality on outside documentation (German and English): the ioBroker
-docs, the Contao user manual and the Paperless-ngx docs (the last two held out when first run).
+docs, the Contao user manual, the Paperless-ngx docs and the mailcow docs (the last three held
+out when first run).
 
-One command per set: ``python benchmarks/realdocs_quality.py [--set iobroker|contao|paperless] [--git-dir CLONE]``
-materialises the corpus (``benchmarks/realdocs/fetch_iobroker.py``, ``fetch_contao.py``, ``fetch_paperless.py``: a
+One command per set: ``python benchmarks/realdocs_quality.py [--set iobroker|contao|paperless|mailcow] [--git-dir CLONE]``
+materialises the corpus (``benchmarks/realdocs/fetch_iobroker.py``, ``fetch_contao.py``, ``fetch_paperless.py``,
+``fetch_mailcow.py``: a
 pinned upstream commit and a selection rule in that script; from a local clone or by ``git
 clone``), validates the gold set (``benchmarks/realdocs/check_gold.py``), and runs the same
 evaluation as (for ioBroker)
@@ -12,8 +14,7 @@ evaluation as (for ioBroker)
 
 on one cached index per set (``.cache/realdocs/eval``, ``.cache/realdocs/<set>-eval``; the
 first run embeds every chunk, later runs embed nothing). It writes
-``benchmarks/results/realdocs_quality.json`` (ioBroker), ``realdocs_contao_quality.json`` or
-``realdocs_paperless_quality.json`` and
+``benchmarks/results/realdocs_quality.json`` (ioBroker) or ``realdocs_<set>_quality.json`` and
 prints a Markdown table (the ones in docs/benchmarks.md, "Real outside documentation").
 
 Figures: Hit@1/Hit@3/MRR@10/nDCG@10 per retrieval mode (document level, answerable
@@ -46,6 +47,7 @@ sys.path.insert(0, str(_common.BENCH_DIR / "realdocs"))
 import check_gold  # noqa: E402  (benchmarks/realdocs is a folder of scripts, not a package)
 import fetch_contao  # noqa: E402
 import fetch_iobroker  # noqa: E402
+import fetch_mailcow  # noqa: E402
 import fetch_paperless  # noqa: E402
 import pinned_git  # noqa: E402
 
@@ -75,6 +77,11 @@ SETS = {
         _common.REPO_ROOT / ".cache" / "realdocs" / "paperless-eval", "realdocs_paperless_quality",
         "Held out: English pages, English and German questions, written by a helper session that did not read "
         "Beleg's code, before Beleg was run on them; written after the Contao rules, to test them."),
+    "mailcow": QuestionSet(
+        fetch_mailcow, _common.BENCH_DIR / "realdocs" / "mailcow.gold.yaml",
+        _common.REPO_ROOT / ".cache" / "realdocs" / "mailcow-eval", "realdocs_mailcow_quality",
+        "Held out: every page in German and English, German and English questions, written by a helper session "
+        "that did not read Beleg's code, before Beleg was run on them; written after the Paperless rules."),
 }
 MODES = "dense,bm25,hybrid"
 RETRIEVAL_METRICS = ("hit@1", "hit@3", "mrr@10", "ndcg@10")

@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import check_gold  # noqa: E402
 import fetch_contao  # noqa: E402
 import fetch_iobroker  # noqa: E402
+import fetch_mailcow  # noqa: E402
 import fetch_paperless  # noqa: E402
 import pinned_git  # noqa: E402
 import realdocs_quality  # noqa: E402
@@ -154,6 +155,27 @@ def test_paperless_selection_rule_takes_the_docs_pages_but_not_the_changelog(tmp
     assert meta["title"] == "Setup" and meta["language"] == "en" and meta["product"] == "paperless-ngx"
     body = (tmp_path / "corpus" / "en/setup.md").read_text(encoding="utf-8").split("---\n", 2)[2]
     assert body.lstrip("\n") == pages["docs/setup.md"]
+
+
+def test_mailcow_selection_rule_takes_both_languages_by_their_suffix(tmp_path: Path, monkeypatch):
+    pages = {"docs/getstarted/install.de.md": f"# Installation von mailcow\n\n{LONG}\n",
+             "docs/getstarted/install.en.md": f"---\ntitle: Install\n---\n{LONG}\n",
+             "docs/manual-guides/Dovecot/u_e-dovecot-fts.en.md": f"{LONG}\n",  # no heading: the file name
+             "docs/index.md": f"# No language\n\n{LONG}\n", "includes/abbreviations.md": f"{LONG}\n",
+             "docs/assets/notes.fr.md": f"# Pas ici\n\n{LONG}\n"}
+    monkeypatch.setattr(fetch_mailcow, "COMMIT", _commit(tmp_path / "mailcow", pages))
+    manifest = fetch_mailcow.materialise(tmp_path / "mailcow" / ".git", tmp_path / "corpus")
+    assert [p["path"] for p in manifest["pages"]] == [
+        "de/getstarted/install.md", "en/getstarted/install.md", "en/manual-guides/Dovecot/u_e-dovecot-fts.md"]
+    assert manifest["by_language"] == {"de": 1, "en": 2}
+    meta = _front_matter(tmp_path / "corpus" / "de/getstarted/install.md")
+    assert meta == {"title": "Installation von mailcow", "language": "de", "product": "mailcow",
+                    "upstream_path": "docs/getstarted/install.de.md", "upstream_commit": fetch_mailcow.COMMIT}
+    assert _front_matter(tmp_path / "corpus" / "en/getstarted/install.md")["title"] == "Install"
+    assert _front_matter(tmp_path / "corpus" / "en/manual-guides/Dovecot/u_e-dovecot-fts.md")["title"] == \
+        "u_e-dovecot-fts"
+    body = (tmp_path / "corpus" / "de/getstarted/install.md").read_text(encoding="utf-8").split("---\n", 2)[2]
+    assert body.lstrip("\n") == pages["docs/getstarted/install.de.md"]
 
 
 # ---------------------------------------------------------------------- gold checker
