@@ -15,7 +15,10 @@ words and drops the markup around them:
 * HTML tags go (``<br>`` becomes a line break), entities are decoded (``&amp;`` -> ``&``);
 * inline code stays as ```code```; fenced code keeps its lines without the fences; markup
   inside code is left alone;
-* table rows under a header become ``Header: value; Header: value`` (:func:`table_row`).
+* table rows under a header become ``Header: value; Header: value`` (:func:`table_row`);
+* MkDocs admonitions (``!!! warning "Achtung"``, ``??? note``) and content tabs
+  (``=== "docker compose"``) become their title, their bodies lose the four spaces of
+  indentation that put them under the opener (:func:`unwrap_blocks`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = ["plain", "table_cells", "table_row"]
+__all__ = ["plain", "table_cells", "table_row", "unwrap_blocks"]
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 _INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
@@ -49,6 +52,11 @@ _SETEXT_LINE = re.compile(r"^[ \t]{0,3}(?:=+|-{3,})[ \t]*$", re.MULTILINE)
 _QUOTE_MARK = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~])")
 _TABLE_LINE = re.compile(r"^[ \t]*\|.*$")
+# An admonition ("!!! tip", "??? note "Title"", "???+ warning") or a content tab (=== "Tab"),
+# Python-Markdown and MkDocs Material syntax; the title is group 1 or 2. A tab has a title
+# always: a bare "===" is a setext heading's underline.
+_BLOCK_OPENER = re.compile(r'^(?:(?:!!!|\?\?\?\+?)[ \t]*[\w-]+(?:[ \t]+[\w-]+)*(?:[ \t]+"([^"\n]*)")?'
+                           r'|===\+?[ \t]+"([^"\n]*)")[ \t]*$')
 _TABLE_SEPARATOR = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t]*)?$")
 
 
@@ -60,7 +68,8 @@ def plain(text: str) -> str:
         code.append(value)
         return _HOLE.format(len(code) - 1)
 
-    out = _FENCE.sub(lambda m: hold(m.group(2).rstrip("\n")) + "\n", text)
+    out = unwrap_blocks(text)
+    out = _FENCE.sub(lambda m: hold(m.group(2).rstrip("\n")) + "\n", out)
     out = _INLINE_CODE.sub(lambda m: hold(f"`{m.group(2).strip()}`"), out)
     out = _ESCAPE.sub(lambda m: hold(m.group(1)), out)  # "\*" is a literal star, not emphasis
     out = _SHORTCODE.sub("", out)
@@ -77,6 +86,32 @@ def plain(text: str) -> str:
     out = _tables(out)
     out = _tidy(html.unescape(out))
     return _HOLE_RE.sub(lambda m: code[int(m.group(1))], out)
+
+
+def unwrap_blocks(text: str) -> str:
+    """Admonition and content-tab openers replaced by their title (or nothing), and their
+    bodies dedented by the four columns that put them under the opener. The body of
+    ``!!! example`` is prose indented four spaces: read as it stands, it would be an indented
+    code block, and a check looking for code would find some."""
+    if "!!!" not in text and "???" not in text and "===" not in text:
+        return text
+    out: list[str] = []
+    bodies: list[int] = []  # the indentation of each open block's body, innermost last
+    for line in text.split("\n"):
+        lead = len(line) - len(line.lstrip(" \t"))
+        width = len(line[:lead].expandtabs(4))
+        if line.strip():
+            while bodies and width < bodies[-1]:
+                bodies.pop()
+        cut = bodies[-1] if bodies and line.strip() else 0
+        rest = " " * (width - cut) + line[lead:] if cut else line
+        opener = _BLOCK_OPENER.match(rest.strip())
+        if opener:
+            out.append(" " * (width - cut) + (opener.group(1) or opener.group(2) or ""))
+            bodies.append(width + 4)
+            continue
+        out.append(rest)
+    return "\n".join(out)
 
 
 def table_cells(row: str) -> list[str]:

@@ -6,7 +6,7 @@ import pytest
 
 from beleg.answer.types import Citation
 from beleg.cli.render import Style, render_hits
-from beleg.markup import plain, table_cells, table_row
+from beleg.markup import plain, table_cells, table_row, unwrap_blocks
 from beleg.types import Hit
 
 
@@ -37,6 +37,19 @@ def test_plain_drops_markup_and_keeps_words(text: str, expected: str) -> None:
 def test_fenced_code_keeps_its_lines_without_fences_and_without_touching_markup_inside() -> None:
     text = "Run:\n\n```bash\nsudo  apt install *iobroker*\n# not a heading\n```"
     assert plain(text) == "Run:\n\nsudo  apt install *iobroker*\n# not a heading"
+
+
+def test_admonitions_and_content_tabs_show_their_title_and_an_unindented_body() -> None:
+    text = ('Intro.\n\n!!! warning "Achtung"\n    Installieren Sie **nicht** auf einem NAS.\n\n'
+            "    ??? note\n        Nested body.\n\n            indented code in the nested body\n\n"
+            'Back at the top.\n\n=== "docker compose (Plugin)"\n\n    ```\n    docker compose up -d\n    ```\n'
+            "Title\n===\n")
+    assert plain(text) == ("Intro.\n\nAchtung\nInstallieren Sie nicht auf einem NAS.\n\nNested body.\n\n"
+                           "    indented code in the nested body\n\nBack at the top.\n\ndocker compose (Plugin)\n\n"
+                           "docker compose up -d\n\nTitle")
+    # Under the opener, prose indented four spaces is the admonition's body, not a code block.
+    assert unwrap_blocks("!!! example\n    As an example, take the subnet.") == "\nAs an example, take the subnet."
+    assert unwrap_blocks("Plain text\n    indented code") == "Plain text\n    indented code"
 
 
 def test_table_rows_are_named_by_their_header() -> None:
