@@ -476,6 +476,27 @@ def test_a_link_target_is_no_name_the_reader_sees() -> None:
     assert _type_passes(q, "Run [`contao:maintenance-mode`](en/cli/maintenance-mode) to do so.") is True
 
 
+def test_where_to_set_something_and_a_scene_ending_in_an_identifier_ask_how_to() -> None:
+    assert asked_kind("Das Passwort ist zufällig. Wo setze ich ein eigenes?") == "instruction"
+    assert asked_kind("Wo kann ich den Hostnamen der Instanz einstellen?") == "instruction"
+    assert asked_kind("Where do I put my own Postfix settings?") == "instruction"
+    assert asked_kind("Wo liegen meine Dokumente auf dem Host?") != "instruction"  # a place, not a setting
+    # The scene ends in an identifier ("…-1."): the last sentence still asks.
+    assert asked_kind("ClamAV rejects PDF forms with PUA.Pdf.Trojan.EmbeddedJavaScript-1. "
+                      "How do I let that signature through?") == "instruction"
+    from beleg.answer.scoring import question_form
+
+    assert question_form("Was passiert am 1. Januar mit den Logs?") == "Was passiert am 1. Januar mit den Logs?"
+
+
+def test_an_admonition_body_is_prose_not_an_indented_code_block() -> None:
+    q = "Some hosts in 192.168.2.0/24 must relay mail without authentication. How do I allow that?"
+    example = "!!! example\n    As an example, let's take the subnet `192.168.2.0/24`, which we want to relay."
+    assert _type_passes(q, example) is False  # the only code span is the question's own subnet
+    assert _type_passes(q, "!!! example\n    Add it to `mynetworks` in the admin UI.") is True
+    assert _type_passes(q, "Run this:\n\n    postconf -e mynetworks=192.168.2.0/24") is True  # real indented code
+
+
 def test_a_leading_phrase_and_what_to_configure_are_how_the_question_asks() -> None:
     assert asked_kind("On a bare-metal install, how do I allow ImageMagick to process PDF files?") == "instruction"
     assert asked_kind("My consume folder is on an NFS share. What do I configure?") == "instruction"

@@ -67,6 +67,29 @@ def test_german_nouns_two_letter_words_and_dates_are_no_anchors() -> None:
     assert _anchors("Can it run next Tuesday in August?") == []
 
 
+def test_abbreviations_and_the_askers_placeholders_are_no_anchors() -> None:
+    assert _anchors("Which container applies it, i.e. whose logs do I check?") == []
+    assert _anchors("Welcher Dienst, d.h. welcher Container, z.B. der Proxy?", "de") == []
+    # Reserved example names and private or documentation addresses are the asker's own setup.
+    assert _anchors("I want smtp.example.org and mail.example.com on the certificate.") == []
+    assert _anchors("How do I get the language code into my URLs, e.g. www.example.com/de/?") == [("URL", "acronym")]
+    assert _anchors("Hosts in 192.168.2.0/24, 10.1.2.3 and `203.0.113.7` must relay.") == []
+    assert _anchors("Does it resolve 8.8.8.8 and mail.ferrolink.io?") == [("8.8.8.8", "number"),
+                                                                          ("mail.ferrolink.io", "identifier")]
+    # A name compounded with a German noun: the name is the anchor.
+    assert _anchors("Wir ziehen von einem x86-Server auf eine ARM64-Maschine um.", "de") == [
+        ("x86", "identifier"), ("ARM64", "identifier")]
+    assert _anchors("Was bedeutet E-4012?", "de") == [("E-4012", "identifier")]
+
+
+def test_a_compounds_last_word_may_be_inflected() -> None:
+    def missing(question: str, text: str) -> list[str]:
+        return [a.text for a in missing_anchors(question_anchors(question, "en"), text)]
+
+    assert missing("The mailbox was re-created. What now?", "Recreate the mailbox from the backup.") == []
+    assert missing("The mailbox was re-created. What now?", "Create the mailbox from the backup.") == ["re-created"]
+
+
 def test_matching_ignores_case_and_separators_but_not_word_or_number_bounds() -> None:
     def missing(question: str, text: str) -> list[str]:
         return [a.text for a in missing_anchors(question_anchors(question, "en"), text)]
@@ -77,6 +100,7 @@ def test_matching_ignores_case_and_separators_but_not_word_or_number_bounds() ->
     assert missing("Does relay 5 work?", "relay 15 and relay 5.1 work") == ["5"]
     assert missing("Does relay 5 work?", "relay 5, yes") == []
     assert missing("Is the 2019 image fine?", "image_20190730.img") == []
+    assert missing("Which URLs and APIs?", "the URL of the API") == []  # an acronym's plural
     assert missing("Which uptime, 99,5 %?", "an uptime of 99.5 %") == []
     assert missing("Is there a Tinker Board image?", "the TinkerBoard image") == []
 
@@ -230,3 +254,12 @@ def test_how_often_is_answered_by_an_interval_a_number_of_times_or_a_frequency_w
         question: str, quote: str, holds: bool) -> None:
     s = _support(question, quote, quote)
     assert s.check("answer_type").passed is holds
+
+
+def test_placeholders_and_abbreviations_are_not_the_questions_focus() -> None:
+    from beleg.answer.support import focus_terms
+
+    q = "Besides the hostname I want smtp.example.org on the certificate, i.e. which setting do I use?"
+    focus = focus_terms(q, FlatIDF())  # type: ignore[arg-type]
+    assert focus and not any("example" in t or t == "i.e" for t in focus)
+    assert "certif" in " ".join(focus)

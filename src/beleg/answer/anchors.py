@@ -16,9 +16,17 @@ question's "iCalReadTrigger" is the English page's as well):
   names ("Terraform", "Raspberry"). German capitalises every noun, so there this form
   says nothing.
 
+Not anchors: abbreviations ("i.e.", "e.g.", "z. B.", "d.h."), and the placeholders the
+asker puts in for their own setup, which no documentation can name: the reserved example
+domains (``example.org``, ``*.example``, ``*.test``, ``*.invalid``, ``localhost``; RFC 2606)
+and the private and documentation IP ranges (``192.168.2.0/24``, ``10.0.0.1``,
+``203.0.113.5``; RFC 1918 and 5737). In "x86-Server" or "ARM64-Maschine" the anchor is the
+name, not the German noun it is compounded with.
+
 Matching ignores case and separators ("Node.js" = "NodeJS", "docker-compose" = "docker
 compose"), never crosses a word boundary ("SOC" is not in "socket"), and a number only
-matches the same number ("5" is not in "15" or "5.1").
+matches the same number ("5" is not in "15" or "5.1"). A compound's last word may be
+inflected differently ("re-created" is found as "recreate").
 """
 
 from __future__ import annotations
@@ -26,12 +34,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from beleg.index.analyzer import analyze
+
 _CODE = re.compile(r"`([^`\n]+)`")
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)+|[\w][\w./\-]*[\w]|[\w]")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _ACRONYM = re.compile(r"([A-ZÄÖÜ]{3,}\d*|[A-ZÄÖÜ]{2}\d+)s?")  # two letters alone: "ID", "IT", "OK" are words
 _CAMEL = re.compile(r"[a-z]+[A-Z][\w]*|[A-Z][a-z]+[A-Z][\w]*")
 _CAPITALISED = re.compile(r"[A-ZÄÖÜ][a-zäöüß]{2,}")
+# "i.e", "e.g", "z.B", "d.h", "u.a" (the final dot is stripped): single letters with dots.
+_ABBREVIATION = re.compile(r"(?:[A-Za-zÄÖÜäöü]\.)+[A-Za-zÄÖÜäöü]")
+# The asker's own setup, which no page names (RFC 2606 and 6761 names, RFC 1918 and 5737 addresses).
+_PLACEHOLDER = re.compile(
+    r"(?:[\w-]+\.)*(?:example\.(?:com|org|net)|[\w-]+\.(?:example|test|invalid|localhost)|localhost)"
+    r"(?::\d+)?(?:/[\w.~%/-]*)?"  # with its port and path: "www.example.com/de/"
+    r"|(?:10|127)(?:\.\d{1,3}){3}(?:/\d{1,2})?|192\.168(?:\.\d{1,3}){2}(?:/\d{1,2})?"
+    r"|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}(?:/\d{1,2})?"
+    r"|(?:192\.0\.2|198\.51\.100|203\.0\.113)\.\d{1,3}(?:/\d{1,2})?", re.IGNORECASE)
+# A German compound of a name and a noun ("x86-Server", "ARM64-Maschine", "IPv6-Adresse").
+_NOUN_TAIL = re.compile(r"-[A-ZÄÖÜ][a-zäöüß]{2,}$")
 #: Anchors that name exactly one thing: a text that answers must contain them.
 STRONG = ("number", "identifier", "acronym")
 #: Capitalised words that are question or sentence furniture, not names.
@@ -81,6 +102,15 @@ def _word_pattern(text: str, bounded: bool = True) -> re.Pattern[str]:
     return re.compile(r"(?<![^\W_])" + body + r"s?(?![^\W_])" if bounded else body)
 
 
+def _compound_pattern(compound: str) -> re.Pattern[str]:
+    """A lower-case compound in text without separators, its last word by its stem: "re-created"
+    is in "recreate", "sign-ons" in "signon"."""
+    parts = [p for p in re.split(r"[\W_]+", compound.casefold()) if p]
+    stems = analyze(parts[-1], "en", keep_stopwords=True) if parts else []
+    last = stems[0] if stems and parts[-1].startswith(stems[0]) else parts[-1] if parts else ""
+    return re.compile(re.escape("".join(parts[:-1]) + last))
+
+
 def _number_pattern(number: str) -> re.Pattern[str]:
     body = r"[.,]".join(re.escape(p) for p in re.split(r"[.,]", number))
     # A year also matches inside a compact date ("2019" in "20190730").
@@ -100,24 +130,37 @@ def question_anchors(question: str, language: str) -> list[Anchor]:
         if key and key not in out:
             if kind == "name" and len(text) > 3 and text.endswith("s") and not text.endswith("ss"):
                 text = text[:-1]  # "Grammys" is found as "Grammy"
-            pattern = _number_pattern(text) if kind == "number" else _word_pattern(text, kind in STRONG)
+            if kind == "acronym" and text.endswith("s") and text[:-1].isupper():
+                text = text[:-1]  # "URLs" is found as "URL"
+            pattern = (_number_pattern(text) if kind == "number" else _compound_pattern(text) if kind == "compound"
+                       else _word_pattern(text, kind in STRONG))
             out[key] = Anchor(text, kind, pattern)
 
     for m in _CODE.finditer(question):
-        add(m.group(1).strip(), "identifier")
-    rest = _CODE.sub(" ", question)
+        if not _PLACEHOLDER.fullmatch(m.group(1).strip()):
+            add(m.group(1).strip(), "identifier")
+    rest = without_placeholders(_CODE.sub(" ", question))
     for m in _TOKEN.finditer(rest):
         opens = not rest[:m.start()].strip() or re.search(r"[.!?:]\s*$", rest[:m.start()]) is not None
         token = m.group(0).strip("./-")
-        # "GraphQL-Endpunkt", "iCal-Adapter": a compound of a name and a word is judged by its parts.
-        # A one-letter head ("X-Request-Id", "E-Mail") marks a header or a fixed term: kept whole.
-        compound = ("-" in token and not re.search(r"\d", token) and token != token.lower()
-                    and not re.match(r"[A-Za-z]-", token))
+        if _ABBREVIATION.fullmatch(token):
+            continue
+        # "GraphQL-Endpunkt", "iCal-Adapter": a compound of a name and a word is judged by its parts;
+        # so is a name with digits and a German noun ("x86-Server"). A one-letter head
+        # ("X-Request-Id", "E-Mail") marks a header or a fixed term: kept whole.
+        compound = ("-" in token and (not re.search(r"\d", token) or language == "de" and _NOUN_TAIL.search(token))
+                    and token != token.lower() and not re.match(r"[A-Za-z]-", token))
         for i, part in enumerate(token.split("-") if compound else [token]):
             kind = _kind(part, language, opens and i == 0)
             if kind is not None:
                 add(part, kind)
     return list(out.values())
+
+
+def without_placeholders(text: str) -> str:
+    """``text`` with the asker's placeholders (example domains, private and documentation
+    addresses; see the module docstring) blanked out."""
+    return _PLACEHOLDER.sub(" ", text)
 
 
 def _kind(token: str, language: str, opens: bool) -> str | None:

@@ -90,7 +90,15 @@ _HOWTO = re.compile(r"^\W*(?:how\s+(?:do|can|could|should|would|must)\s+(?:i|we|
                     r"wie\s+(?:kann|k\u00f6nnte|muss|soll|sollte|l\u00e4sst|lasse)\s+(?:ich|man|wir|sich)\b|"
                     r"wie\s+\w+(?:e|t)\s+(?:ich|man)\b|"
                     r"wie\s+(?:richte|installiere|aktiviere|konfiguriere|\u00e4ndere|setze|starte|aktualisiere)\b|"
-                    r"mit\s+welche[mr]\s+(?:befehl|kommando))", re.IGNORECASE)
+                    r"mit\s+welche[mr]\s+(?:befehl|kommando)|"
+                    # "Where do I set …", "Wo setze ich …", "Wo kann ich … einstellen": a setting's place
+                    r"where\s+(?:do|can|should|must|would)\s+(?:i|we|you|one)\s+(?:\w+\s+)?(?:set|change|configure|"
+                    r"enter|put|add|enable|disable|define|specify|override)\b|"
+                    r"wo\s+(?:setze|\u00e4ndere|trage|stelle|konfiguriere|aktiviere|deaktiviere|definiere|lege|"
+                    r"hinterlege)\s+(?:ich|man)\b|"
+                    r"wo\s+(?:kann|muss|soll|sollte)\s+(?:ich|man)\s+(?:\w+\s+){0,4}?(?:setzen|\u00e4ndern|eintragen|"
+                    r"einstellen|festlegen|konfigurieren|aktivieren|deaktivieren|hinterlegen|definieren)\b)",
+                    re.IGNORECASE)
 #: Questions asking for a name: a sentence naming something the question does not gains this.
 NAME_BONUS = 0.06
 #: A question naming numbers ("since adapter version 3.4.0", "as of May 2021"): a sentence
@@ -122,8 +130,9 @@ _CODE_GAP = re.compile(r"(?:\s|\{\{[%<].*?[%>]\}\}|\{%.*?%\})*", re.DOTALL)
 _LEAD = re.compile(r"^\W*(?:(?:and|und|but|aber|also|so|then|dann|ok(?:ay)?)\b[\s,]*)+", re.IGNORECASE)
 
 
-#: A sentence boundary inside a question: "… besucht. Wie richte ich …" (after "z." or "e.g." none).
-_SENTENCE_BREAK = re.compile(r"(?<=\w\w[.!?:])\s+(?=[A-ZÄÖÜ])")
+#: A sentence boundary inside a question: "… besucht. Wie richte ich …", "… JavaScript-1. How do I …"
+#: (after "z.", "e.g." or the ordinal of "am 1. Januar" none).
+_SENTENCE_BREAK = re.compile(r"(?:(?<=\w\w[.!?:])|(?<=\w-\w[.!?:]))\s+(?=[A-ZÄÖÜ])")
 
 
 #: A question word that opens the asking clause ("On a bare-metal install, how do I …").

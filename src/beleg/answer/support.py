@@ -37,13 +37,21 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from beleg.answer.anchors import STRONG, missing_anchors, numbered_names, pair_found, question_anchors
+from beleg.answer.anchors import (
+    STRONG,
+    missing_anchors,
+    numbered_names,
+    pair_found,
+    question_anchors,
+    without_placeholders,
+)
 from beleg.answer.polarity import opposite_action
 from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import is_howto_question, is_question, names_in, question_form
 from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values, when_markers
 from beleg.index.analyzer import SUPPORTED_LANGUAGES, analyze, detect_language
+from beleg.markup import unwrap_blocks
 from beleg.retrieve.coverage import TermCoverage
 from beleg.sentences import split_sentences
 
@@ -209,9 +217,10 @@ def _prose_span(span: str) -> bool:
 
 
 def _question_words(question: str) -> set[str]:
-    """The question's words, whole and split at ``. - _`` ("Node.js" also gives "node")."""
-    words = {w.casefold() for w in re.findall(r"\w[\w.-]*", question)}
-    return words | {p for w in words for p in re.split(r"[._-]+", w) if p}
+    """The question's words, whole and split at ``. - _ / :`` ("Node.js" also gives "node";
+    "192.168.2.0/24" and "/api/v3" stay whole too)."""
+    words = {w.casefold().rstrip(".:") for w in re.findall(r"[\w/][\w./:-]*", question)}
+    return words | {p for w in words for p in re.split(r"[._/:-]+", w) if p}
 
 
 def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
@@ -297,8 +306,9 @@ def _type_check(question: str, quote: str) -> Check:
         return Check("answer_type", None, "the question asks for no particular kind of value"
                      if kind is None else "a yes/no question: the focus check decides")
     # A link's target is not shown to the reader ("[command line](en/cli/maintenance-mode)"
-    # names no command): only its text can hold the asked-for name, command or setting.
-    ok, why = kind_present(kind, _LINK_TARGET.sub(r"\1", quote), question)
+    # names no command): only its text can hold the asked-for name, command or setting. The
+    # body of an admonition is indented prose, not an indented code block (markup.unwrap_blocks).
+    ok, why = kind_present(kind, _LINK_TARGET.sub(r"\1", unwrap_blocks(quote)), question)
     return Check("answer_type", ok, f"asks for {kind}: {why}", 1.0 if ok else 0.0)
 
 
@@ -360,7 +370,9 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        "him her hers them ihn ihm ihnen ihre ihren ihrem ihrer seine seinen seinem seiner "
                        # what the tokenizer leaves of a contraction ("don't" → "don", "t"): a negation
                        # or a verb form, never a topic ("won" stays: the past of "win")
-                       "don doesn didn isn aren wasn weren wouldn couldn shouldn haven hasn hadn mustn t s ll re ve")
+                       "don doesn didn isn aren wasn weren wouldn couldn shouldn haven hasn hadn mustn t s ll re ve "
+                       # abbreviations join the asker's clauses ("which container, i.e. whose logs")
+                       "i.e. e.g. z.B. d.h. u.a. bzw. usw. etc. ca. vs. sog.")
 
 
 @cache
@@ -372,9 +384,11 @@ def _question_form_terms() -> frozenset[str]:
 
 
 def focus_terms(question: str, terms: TermCoverage) -> dict[str, float]:
-    """The question's rarest content terms with their IDF (see FOCUS_IDF_SHARE, FOCUS_MAX_TERMS)."""
+    """The question's rarest content terms with their IDF (see FOCUS_IDF_SHARE, FOCUS_MAX_TERMS).
+    The asker's placeholders ("smtp.example.org", "192.168.2.0/24"; anchors.without_placeholders) are
+    their own setup, which no page names: not the question's focus."""
     skip = _question_form_terms()
-    weights = terms.weights(question, skip)
+    weights = terms.weights(without_placeholders(question), skip)
     if not weights:
         return {}
     top = max(weights.values())
