@@ -8,6 +8,7 @@ what verification checks); what a person reads is :func:`plain` of the quote. It
 words and drops the markup around them:
 
 * links ``[text](url)`` (also ``[text]({{% relref "x" %}})``) and images become their text;
+  footnote references (``[^1]``) go;
 * emphasis (``**b**``, ``*i*``, ``__b__``, ``_i_``, ``~~s~~``), heading marks, block-quote
   marks and setext underlines go;
 * shortcodes ``{{% … %}}``, ``{{< … >}}`` and ``{% … %}`` go; the text between a paired
@@ -39,6 +40,8 @@ _SHORTCODE = re.compile(r"\{\{[%<].*?[%>]\}\}|\{%.*?%\}", re.DOTALL)
 _LINK = re.compile(r"!?\[((?:[^\[\]]|\[[^\]]*\])*)\]\((?:\{\{.*?\}\}|[^()\n]|\([^()\n]*\))*\)")
 # "[text][ref]", but not two citation labels side by side ("[S1][S2]").
 _REF_LINK = re.compile(r"!?\[(?!S\d+\])([^\[\]]+)\]\[(?!S\d+\])[^\]]*\]")
+# A footnote reference ("mailcow[^1]: dockerized") and a footnote's own label ("[^1]: text").
+_FOOTNOTE = re.compile(r"^[ \t]*\[\^[^\]\s]+\]:[ \t]*|\[\^[^\]\s]+\]", re.MULTILINE)
 _AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^>\s]+)>")
 _BREAK_TAG = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>|<!--.*?-->", re.DOTALL)
@@ -73,6 +76,7 @@ def plain(text: str) -> str:
     out = _INLINE_CODE.sub(lambda m: hold(f"`{m.group(2).strip()}`"), out)
     out = _ESCAPE.sub(lambda m: hold(m.group(1)), out)  # "\*" is a literal star, not emphasis
     out = _SHORTCODE.sub("", out)
+    out = _FOOTNOTE.sub("", out)
     out = _LINK.sub(r"\1", out)
     out = _REF_LINK.sub(r"\1", out)
     out = _AUTOLINK.sub(r"\1", out)

@@ -28,6 +28,8 @@ from beleg.types import Hit
         ("Set `a_b*c*` and keep snake_case_name.", "Set `a_b*c*` and keep snake_case_name."),
         ("Escaped \\*star\\* stays.", "Escaped *star* stays."),
         ("Cite [S1][S2] as written.", "Cite [S1][S2] as written."),
+        ("mailcow[^1]: dockerized is a suite.\n\n[^1]: Not affiliated with Docker.",
+         "mailcow: dockerized is a suite.\n\nNot affiliated with Docker."),
     ],
 )
 def test_plain_drops_markup_and_keeps_words(text: str, expected: str) -> None:

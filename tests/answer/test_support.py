@@ -489,6 +489,32 @@ def test_where_to_set_something_and_a_scene_ending_in_an_identifier_ask_how_to()
     assert question_form("Was passiert am 1. Januar mit den Logs?") == "Was passiert am 1. Januar mit den Logs?"
 
 
+def test_an_opening_name_question_an_amount_of_memory_and_a_compound_version() -> None:
+    q = "Wie heißt die Variable in der Konfiguration, mit der ich festlege, wie viele Prozesse laufen dürfen?"
+    assert asked_kind(q) == "name"  # the opening asks for a name; "wie viele" is the variable's topic
+    assert asked_kind("Which option sets how many workers run?") == "name"
+    assert asked_kind("How many workers run by default?") == "count"
+    assert asked_kind("Wie viel Arbeitsspeicher braucht der Server mindestens?") == "size"
+    assert asked_kind("How much RAM does the indexer get?") == "size"
+    assert asked_kind("Welche Docker-Version setzt der Stack mindestens voraus?") == "version"
+    assert asked_kind("What command lists the queue?") == "instruction"
+    assert _type_passes("How much RAM does the indexer get?", "I tested it on a Raspberry Pi 3 B.") is False
+    assert _type_passes("How much RAM does the indexer get?", "Each process gets 128 MB by default.") is True
+
+
+def test_an_option_asked_for_is_code_or_an_identifier_not_a_noun_compound() -> None:
+    q = "Als Admin will ich mich direkt als Benutzer anmelden. Welche Option muss dafür aktiviert werden?"
+    assert _type_passes(q, "Die Funktion erlaubt es Admins, sich direkt als Mailbox-Benutzer anzumelden.") is False
+    assert _type_passes(q, "Setzen Sie `ALLOW_ADMIN_EMAIL_LOGIN=y` in der mailcow.conf.") is True
+    assert _type_passes("Welcher Header nennt die Wartezeit?", "Das steht im Header Retry-After.") is True
+
+
+def test_pronominal_adverbs_point_elsewhere_and_are_no_focus_terms() -> None:
+    from beleg.answer.support import _question_form_terms
+
+    assert {"dafur", "hierfur", "dazu"} <= _question_form_terms()
+
+
 def test_an_admonition_body_is_prose_not_an_indented_code_block() -> None:
     q = "Some hosts in 192.168.2.0/24 must relay mail without authentication. How do I allow that?"
     example = "!!! example\n    As an example, let's take the subnet `192.168.2.0/24`, which we want to relay."

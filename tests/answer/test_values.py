@@ -242,3 +242,8 @@ def test_demo_corpus_values_are_exact_and_typed() -> None:
     assert {"99.95", "99.9", "99.5"} <= seen["percent"]
     assert "EUR 3.50" in seen["money"]
     assert "2026-01-15" in seen["date"]
+
+
+def test_a_model_name_before_a_number_is_no_size_in_bytes() -> None:
+    sizes = [v.raw for v in extract_values("Tested on a Raspberry Pi 3 B; a 512 B block; 10 MB at most.") if v.kind == "size"]
+    assert sizes == ["512 B", "10 MB"]

@@ -104,8 +104,15 @@ _TIMES = re.compile(r"(?<![\w.,])(?:\d+(?:[.,]\d+)?|" + _NUMBER_WORD + r")\s*-?\
                     r"(?:stünd|täg|wöchent|monat|jähr|minüt)lich)\b", re.IGNORECASE)
 # "Which port ...", "Welchen Port muss ich eintragen": a port number, not a name.
 # "Which Node.js version ...", "Welche Version ...": a version number the question does not name.
-_VERSION = re.compile(r"\b(?:which|what|welche[nrsm]?)\s+(?:[\w.-]+\s+){0,2}(?:version|release|versionsnummer)\b",
-                      re.IGNORECASE)
+_VERSION = re.compile(r"\b(?:which|what|welche[nrsm]?)\s+(?:[\w.-]+\s+){0,2}(?:[\w.]+-)?(?:version|release|"
+                      r"versionsnummer)\b", re.IGNORECASE)  # also "Welche Docker-Version"
+# A question that opens by asking for a name asks for one, whatever its clauses count
+# ("Wie heißt die Variable, mit der ich festlege, wie viele Prozesse laufen?").
+_NAME_FIRST = re.compile(
+    r"^\W*(?:wie\s+(?:hei(?:ß|ss)t|hie(?:ß|ss)|lautet)|what(?:'s|\s+is|\s+was)\s+the\s+name|"
+    r"(?:which|what|welche[rsmn]?)\s+(?:[\w.-]+\s+)?(?:variable|option|parameter|einstellung|datei|file|key|"
+    r"schlüssel|container|service|dienst|script|skript|endpoint|endpunkt)s?\b)",  # (commands: _HOWTO, _NAME)
+    re.IGNORECASE)
 # "What is the rate limit ...", "Wie hoch ist das Limit ...": a limit is a number (or "unlimited"),
 # of whatever unit.
 _LIMIT = re.compile(r"\b(?:limits?|maximum|minimum|max|quota|threshold|cap|ceiling|obergrenze|grenze|"
@@ -137,8 +144,12 @@ _MENU = re.compile(r"\b\w[\w ]{0,30}\s*(?:>|→|->|»)\s*\w")
 # A name or identifier: a code span, a token with inner dots/underscores/hyphens or
 # digits, camelCase, or a capitalised word (not the first of its sentence).
 _IDENTIFIER = re.compile(r"`[^`\n]+`|\b\w+[._-]\w[\w.-]*\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+\d\w*\b|\b\d+[A-Za-z]\w*\b")
-_ASKS_COMMAND = re.compile(r"\b(?:which|what)\s+commands?\b|\bwelche[nrms]?\s+(?:befehle?|kommandos?)\b",
+# "Which command/option/variable …": what answers is code or an identifier, never a noun.
+_ASKS_COMMAND = re.compile(r"\b(?:which|what)\s+(?:commands?|options?|(?:environment\s+)?variables?|parameters?)\b|"
+                           r"\bwelche[nrms]?\s+(?:befehle?|kommandos?|option(?:en)?|(?:umgebungs)?variablen?|parameter)\b",
                            re.IGNORECASE)
+# Capitalised words joined by hyphens are a (German) noun compound, "Mailbox-Benutzer", not an identifier.
+_NOUN_COMPOUND = re.compile(r"[A-ZÄÖÜ][a-zäöüß]+(?:-[A-ZÄÖÜ][a-zäöüß]+)+")
 _CAPITALISED = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-ZÄÖÜ][\wäöüß]+")
 
 
@@ -186,6 +197,8 @@ def asked_kind(question: str) -> str | None:
     duration, "which port" a count), "number" (a limit of no named unit), "version",
     "instruction", "name", "date", "yes-no", or None when the question names no kind."""
     question = question_form(question)
+    if _NAME_FIRST.match(question):
+        return "name"
     if _HOW_OFTEN.search(question):
         return "duration"  # an interval ("every 300 ms"), not a count
     if _PORT.search(question):
@@ -283,10 +296,14 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
         # "Berechtigung" quoted): compare stems too.
         lang = detect_language(question)
         asked_stems = set(analyze(question, lang))
-        # "Welchen Befehl …": a command is code or an identifier, never a capitalised noun ("Objekt").
-        for rx in (_IDENTIFIER,) if _ASKS_COMMAND.search(question) else (_IDENTIFIER, _CAPITALISED):
+        # "Welchen Befehl …", "Welche Option …": a command or an option is code or an identifier,
+        # never a capitalised noun ("Objekt") nor a compound of them ("Mailbox-Benutzer").
+        code_only = _ASKS_COMMAND.search(question) is not None
+        for rx in (_IDENTIFIER,) if code_only else (_IDENTIFIER, _CAPITALISED):
             for m in rx.finditer(quote):
                 word = m.group(0).strip("`")
+                if code_only and _NOUN_COMPOUND.fullmatch(m.group(0)):
+                    continue
                 if word.casefold() not in asked and not set(analyze(word, lang)) <= asked_stems:
                     return True, f"name {m.group(0)[:40]!r}"
         return False, "no name or identifier beyond the question's own words"
@@ -371,6 +388,8 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        # what the tokenizer leaves of a contraction ("don't" → "don", "t"): a negation
                        # or a verb form, never a topic ("won" stays: the past of "win")
                        "don doesn didn isn aren wasn weren wouldn couldn shouldn haven hasn hadn mustn t s ll re ve "
+                       # pronominal adverbs point at what the question names elsewhere ("… dafür setzen")
+                       "dafür dazu darauf daran davon dabei dadurch darum darin darüber hierfür hierzu hiermit "
                        # abbreviations join the asker's clauses ("which container, i.e. whose logs")
                        "i.e. e.g. z.B. d.h. u.a. bzw. usw. etc. ca. vs. sog.")
 

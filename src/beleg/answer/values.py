@@ -98,6 +98,8 @@ _SIZE = re.compile(
     rf"{_LEFT}(?P<num>{_NUM})(?:{_SP}|-)?(?P<unit>{'|'.join(sorted(_SIZE_UNITS, key=len, reverse=True))})"
     rf"{_NOT_LETTER}"
 )
+# A capitalised word right before a number: "Pi 3 B" names a model, the "B" is no byte.
+_MODEL_BEFORE = re.compile(r"\b[A-ZÄÖÜ][\w-]*[ \t]+\Z")
 _PERCENT = re.compile(
     rf"{_LEFT}(?P<num>{_NUM})(?:{_SP}?%|{_SP}(?:percent|per{_SP}cent|prozent){_NOT_LETTER})",
     re.IGNORECASE,
@@ -205,6 +207,8 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
     for m in _SIZE.finditer(text):
         parsed = _parse_number(m.group("num"), lang)
         unit = m.group("unit")
+        if unit == "B" and _MODEL_BEFORE.search(text, 0, m.start("num")):
+            continue  # "Raspberry Pi 3 B" is a model, not three bytes
         if parsed is not None:
             canonical = "KB" if unit == "kB" else unit
             if len(unit) > 3:  # words: byte(s), Kilobyte, megabytes, ...
@@ -296,7 +300,10 @@ _QUESTION_FORMS: list[tuple[str, re.Pattern[str]]] = [
         r"\bkostet\b", re.IGNORECASE)),
     ("size", re.compile(
         r"\bhow\s+(?:large|big)\b|\bhow\s+many\s+(?:bytes|kilobytes|megabytes|gigabytes|KB|MB|GB)\b|"
-        r"\bwie\s+gro(?:ß|ss)\b|\bwie\s+viele?\s+(?:Bytes?|Kilobyte|Megabyte|Gigabyte|KB|MB|GB)\b",
+        r"\bwie\s+gro(?:ß|ss)\b|\bwie\s+viele?\s+(?:Bytes?|Kilobyte|Megabyte|Gigabyte|KB|MB|GB)\b|"
+        # an amount of memory or storage is a size ("6 GiB"), not a count
+        r"\bhow\s+much\s+(?:memory|ram|disk|disk\s+space|storage|space|swap)\b|"
+        r"\bwie\s+viel\s+(?:Arbeitsspeicher|Speicher|RAM|Festplatte\w*|Plattenplatz|Speicherplatz|Swap)\b",
         re.IGNORECASE)),
     ("count", re.compile(
         r"\bhow\s+many\b|\bhow\s+often\b|\bnumber\s+of\b|\bat\s+what\s+rate\b|\bwie\s+viele\b|\bwie\s+oft\b|"
