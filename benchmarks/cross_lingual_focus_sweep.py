@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import _common
 
@@ -30,11 +32,12 @@ SETS = {
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9)
 
 
-def cross_lingual_rows(req: EvalRequest) -> list[tuple[bool, float, bool]]:
-    """(right, dense similarity, other checks pass) per cross-lingual answer."""
+def cross_lingual_answers(req: EvalRequest) -> Iterator[tuple[Any, Any, Any, Any, bool, bool]]:
+    """(kb, question, answer, focus check, right, other checks pass) for every answer
+    (``min_confidence`` 0) whose focus check compared languages; the index stays open
+    while the caller reads each one."""
     ds = load_dataset(req)
     kb = prepare_index(ds, None, progress=False)
-    rows = []
     try:
         for q in ds.queries:
             a = kb.ask(q.text, principal=_principal(q), filters=q.info.get("filters"),
@@ -45,10 +48,14 @@ def cross_lingual_rows(req: EvalRequest) -> list[tuple[bool, float, bool]]:
             refusal = expects_refusal(ds, q)
             right = bool(score_answer(q, a, expected_refusal=refusal).candidate_correct) and not refusal
             others = all(c.passed is not False for c in a.support.checks if c.name != "focus")
-            rows.append((right, float(focus.value), others))
+            yield kb, q, a, focus, right, others
     finally:
         kb.close()
-    return rows
+
+
+def cross_lingual_rows(req: EvalRequest) -> list[tuple[bool, float, bool]]:
+    """(right, dense similarity, other checks pass) per cross-lingual answer."""
+    return [(right, float(focus.value), others) for _, _, _, focus, right, others in cross_lingual_answers(req)]
 
 
 def main() -> int:

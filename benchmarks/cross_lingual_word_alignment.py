@@ -20,15 +20,14 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import _common
 import numpy as np
+from cross_lingual_focus_sweep import cross_lingual_answers
 
-from beleg.answer.answerer import AnswerOptions
 from beleg.answer.support import quote_context
-from beleg.evaluate.answers import expects_refusal, score_answer
-from beleg.evaluate.runner import _principal
-from beleg.evaluate.session import EvalRequest, load_dataset, prepare_index
+from beleg.evaluate.session import EvalRequest
 from beleg.index.analyzer import STOPWORDS
 
 XQUAD = _common.REPO_ROOT / "tests" / "data" / "xquad"
@@ -48,41 +47,29 @@ def content_words(text: str, language: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def unit_vectors(embedder: Any, words: list[str], cache: dict[str, np.ndarray]) -> np.ndarray:
+    """Each word embedded alone as a query, normalised (cached: words repeat across questions)."""
+    new = [w for w in words if w not in cache]
+    if new:
+        for w, v in zip(new, embedder.embed_queries(new)):
+            cache[w] = v / np.linalg.norm(v)
+    return np.array([cache[w] for w in words])
+
+
 def rows_of(req: EvalRequest) -> list[dict]:
-    ds = load_dataset(req)
-    kb = prepare_index(ds, None, progress=False)
     cache: dict[str, np.ndarray] = {}
-
-    def vectors(words: list[str]) -> np.ndarray:
-        new = [w for w in words if w not in cache]
-        if new:
-            for w, v in zip(new, kb.embedder.embed_queries(new)):
-                cache[w] = v / np.linalg.norm(v)
-        return np.array([cache[w] for w in words])
-
     rows = []
-    try:
-        for q in ds.queries:
-            a = kb.ask(q.text, principal=_principal(q), filters=q.info.get("filters"),
-                       context=tuple(q.info.get("context") or ()), options=AnswerOptions(min_confidence=0.0))
-            focus = a.support.check("focus") if a.support is not None and not a.refused else None
-            if focus is None or "differ in language" not in focus.why or focus.value is None:
-                continue
-            if not all(c.passed is not False for c in a.support.checks if c.name != "focus"):
-                continue
-            cited = a.citations[0]
-            src = next(s for s in a.sources if s.label == cited.label)
-            own, headings = quote_context(src, cited.start, cited.end)
-            asked = content_words(q.text, "de")
-            context = content_words(own + "\n" + headings, "en")
-            if not asked or not context:
-                continue
-            best = (vectors(asked) @ vectors(context).T).max(axis=1)
-            refusal = expects_refusal(ds, q)
-            right = bool(score_answer(q, a, expected_refusal=refusal).candidate_correct) and not refusal
-            rows.append({"right": right, "dense": float(focus.value), "best": best.tolist()})
-    finally:
-        kb.close()
+    for kb, q, a, focus, right, others in cross_lingual_answers(req):
+        if not others:
+            continue
+        cited = a.citations[0]
+        src = next(s for s in a.sources if s.label == cited.label)
+        own, headings = quote_context(src, cited.start, cited.end)
+        asked = content_words(q.text, "de")
+        context = content_words(own + "\n" + headings, "en")
+        if asked and context:
+            similarity = unit_vectors(kb.embedder, asked, cache) @ unit_vectors(kb.embedder, context, cache).T
+            rows.append({"right": right, "dense": float(focus.value), "best": similarity.max(axis=1).tolist()})
     return rows
 
 

@@ -23,16 +23,14 @@ lists the files and their upstream blob ids.
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import pinned_git
-import yaml
 from fetch_iobroker import split_front_matter
-from pinned_git import list_markdown, read_blobs
+from pinned_git import list_markdown, read_blobs, write_manifest, write_page
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO_ROOT / ".cache" / "realdocs" / "contao"
@@ -57,12 +55,12 @@ def corpus_path(upstream_path: str) -> tuple[str, str] | None:
     return None
 
 
-def front_matter(meta: dict[str, Any], language: str, upstream_path: str, path: str) -> str:
+def front_matter(meta: dict[str, Any], language: str, upstream_path: str, path: str) -> dict[str, Any]:
     keep = {k: str(meta[k]).strip() for k in ("title", "description") if meta.get(k)}
     section = path.split("/")[1].removesuffix(".md") if "/" in path else "home"
     keep.update({"language": language, "product": "contao", "section": section,
                  "upstream_path": upstream_path, "upstream_commit": COMMIT})
-    return "---\n" + yaml.safe_dump(keep, allow_unicode=True, sort_keys=True) + "---\n"
+    return keep
 
 
 def materialise(git_dir: Path, out: Path) -> dict[str, Any]:
@@ -77,15 +75,12 @@ def materialise(git_dir: Path, out: Path) -> dict[str, Any]:
         if len(body.strip()) < MIN_BODY_CHARS:
             skipped[upstream_path] = f"under {MIN_BODY_CHARS} characters of text"
             continue
-        target = out / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(front_matter(meta, lang, upstream_path, path) + "\n" + body.lstrip("\n"), encoding="utf-8")
+        write_page(out, path, front_matter(meta, lang, upstream_path, path), body)
         kept.append({"path": path, "upstream_path": upstream_path, "blob": blob, "language": lang})
     manifest = {"repository": UPSTREAM_URL, "commit": COMMIT, "files": len(kept),
                 "by_language": {lang: sum(1 for k in kept if k["language"] == lang) for lang in LANGUAGES},
                 "pages": kept, "skipped": skipped}
-    (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return manifest
+    return write_manifest(out, manifest)
 
 
 def summary(m: dict[str, Any]) -> str:

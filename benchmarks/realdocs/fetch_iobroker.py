@@ -32,7 +32,6 @@ byte for byte, less an adapter page's changelog. ``<out>/MANIFEST.json`` lists t
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import sys
@@ -42,7 +41,7 @@ from typing import Any
 
 import pinned_git
 import yaml
-from pinned_git import list_markdown, read_blobs
+from pinned_git import list_markdown, read_blobs, write_manifest, write_page
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO_ROOT / ".cache" / "realdocs" / "iobroker"
@@ -159,7 +158,7 @@ def without_changelog(body: str) -> str:
     return "".join(out)
 
 
-def front_matter(page: Page, meta: dict[str, Any]) -> str:
+def front_matter(page: Page, meta: dict[str, Any]) -> dict[str, Any]:
     """Upstream front matter (without its editing bookkeeping) plus the corpus metadata."""
     keep = {k: v for k, v in meta.items() if k not in ("editLink", "hash", "translatedWarning")}
     for key in ("lastChanged", "title"):  # dates like 16.07.2019 as plain strings
@@ -169,7 +168,7 @@ def front_matter(page: Page, meta: dict[str, Any]) -> str:
                  "upstream_path": page.upstream_path, "upstream_commit": COMMIT})
     if page.adapter:
         keep["adapter"] = page.adapter
-    return "---\n" + yaml.safe_dump(keep, allow_unicode=True, sort_keys=True) + "---\n"
+    return keep
 
 
 def materialise(git_dir: Path, out: Path) -> dict[str, Any]:
@@ -188,16 +187,13 @@ def materialise(git_dir: Path, out: Path) -> dict[str, Any]:
             continue
         if page.adapter:
             body = without_changelog(body)
-        target = out / page.corpus_path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(front_matter(page, meta) + "\n" + body.lstrip("\n"), encoding="utf-8")
+        write_page(out, page.corpus_path, front_matter(page, meta), body)
         kept.append({"path": page.corpus_path, "upstream_path": page.upstream_path, "blob": page.blob,
                      "language": page.language, "section": page.section, "adapter": page.adapter})
     manifest = {"repository": UPSTREAM_URL, "commit": COMMIT, "files": len(kept),
                 "by_language": {lang: sum(1 for k in kept if k["language"] == lang) for lang in LANGUAGES},
                 "adapters": sum(1 for k in kept if k["adapter"]), "pages": kept, "skipped": skipped}
-    (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return manifest
+    return write_manifest(out, manifest)
 
 
 def summary(m: dict[str, Any]) -> str:

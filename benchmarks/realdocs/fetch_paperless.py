@@ -19,7 +19,6 @@ lists the files and their upstream blob ids.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import sys
@@ -27,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pinned_git
-import yaml
 from fetch_iobroker import split_front_matter
-from pinned_git import list_markdown, read_blobs
+from pinned_git import list_markdown, read_blobs, write_manifest, write_page
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO_ROOT / ".cache" / "realdocs" / "paperless"
@@ -54,15 +52,11 @@ def materialise(git_dir: Path, out: Path) -> dict[str, Any]:
                 "language": "en", "product": "paperless-ngx", "upstream_path": upstream_path,
                 "upstream_commit": COMMIT}
         path = "en/" + Path(upstream_path).name
-        target = out / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("---\n" + yaml.safe_dump(keep, allow_unicode=True, sort_keys=True) + "---\n\n"
-                          + body.lstrip("\n"), encoding="utf-8")
+        write_page(out, path, keep, body)
         kept.append({"path": path, "upstream_path": upstream_path, "blob": blob, "language": "en"})
     manifest = {"repository": UPSTREAM_URL, "commit": COMMIT, "files": len(kept), "by_language": {"en": len(kept)},
                 "pages": kept, "skipped": {p: "release notes" for p in LEFT_OUT}}
-    (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return manifest
+    return write_manifest(out, manifest)
 
 
 def summary(m: dict[str, Any]) -> str:

@@ -16,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import yaml
+
 
 class FetchError(RuntimeError):
     """The upstream repository or commit could not be read."""
@@ -68,6 +70,21 @@ def read_blobs(git_dir: Path, blobs: list[str], commit: str) -> dict[str, bytes]
         out[oid] = raw[start:start + int(size)]
         pos = start + int(size) + 1  # content is followed by a newline
     return out
+
+
+def write_page(out: Path, path: str, keep: dict[str, Any], body: str) -> None:
+    """``out/path``: the front matter ``keep`` (YAML, keys sorted), a blank line, then the
+    upstream body byte for byte (without its leading blank lines)."""
+    target = out / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("---\n" + yaml.safe_dump(keep, allow_unicode=True, sort_keys=True) + "---\n\n"
+                      + body.lstrip("\n"), encoding="utf-8")
+
+
+def write_manifest(out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """``out/MANIFEST.json``; returns ``manifest``."""
+    (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return manifest
 
 
 def read_manifest(out: Path) -> dict[str, Any]:
