@@ -58,6 +58,11 @@ def cross_lingual_rows(req: EvalRequest) -> list[tuple[bool, float, bool]]:
     return [(right, float(focus.value), others) for _, _, _, focus, right, others in cross_lingual_answers(req)]
 
 
+def tally(kept: list[bool]) -> dict[str, Any]:
+    """How many answers a rule keeps as supported, how many of them are right, and that share."""
+    return {"supported": len(kept), "right": sum(kept), "precision": _common.rnd(sum(kept) / len(kept)) if kept else None}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=_common.RESULTS_DIR / "cross_lingual_focus_sweep.json")
@@ -68,8 +73,7 @@ def main() -> int:
         sweep = {}
         for t in THRESHOLDS:
             kept = [right for right, dense, others in rows if others and dense >= t]
-            sweep[str(t)] = {"supported": len(kept), "right": sum(kept),
-                             "precision": _common.rnd(sum(kept) / len(kept)) if kept else None}
+            sweep[str(t)] = tally(kept)
         out[label] = {"cross_lingual_answers": len(rows), "by_threshold": sweep}
         _common.log(f"{label}: {out[label]}")
     _common.write_result("cross_lingual_focus_sweep", {"benchmark": "cross_lingual_focus_sweep", "sets": out,

@@ -24,7 +24,7 @@ from typing import Any
 
 import _common
 import numpy as np
-from cross_lingual_focus_sweep import cross_lingual_answers
+from cross_lingual_focus_sweep import cross_lingual_answers, tally
 
 from beleg.answer.support import quote_context
 from beleg.evaluate.session import EvalRequest
@@ -85,11 +85,10 @@ def main() -> int:
             for rule in ("min", "share"):
                 kept = [r["right"] for r in rows
                         if (min(r["best"]) >= t if rule == "min" else np.mean(np.array(r["best"]) >= t) >= 0.5)]
-                sweep[f"{rule}>={t}"] = {"supported": len(kept), "right": sum(kept),
-                                         "precision": _common.rnd(sum(kept) / len(kept)) if kept else None}
-        today = [r["right"] for r in rows]
-        out[label] = {"supported_today": len(today), "right_today": sum(today),
-                      "precision_today": _common.rnd(sum(today) / len(today)) if today else None, "by_rule": sweep}
+                sweep[f"{rule}>={t}"] = tally(kept)
+        today = tally([r["right"] for r in rows])
+        out[label] = {"supported_today": today["supported"], "right_today": today["right"],
+                      "precision_today": today["precision"], "by_rule": sweep}
         _common.log(f"{label}: {out[label]}")
     _common.write_result("cross_lingual_word_alignment", {"benchmark": "cross_lingual_word_alignment", "sets": out,
                                                            "machine": _common.machine_info()}, args.out)
