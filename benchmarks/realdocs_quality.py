@@ -61,25 +61,29 @@ class QuestionSet:
     note: str
 
 
+def held_out(fetch: Any, name: str, note: str) -> QuestionSet:
+    """A set named ``name``: ``realdocs/<name>.gold.yaml``, its index in ``.cache/realdocs/<name>-eval``,
+    its results in ``realdocs_<name>_quality.json``."""
+    return QuestionSet(fetch, _common.BENCH_DIR / "realdocs" / f"{name}.gold.yaml",
+                       _common.REPO_ROOT / ".cache" / "realdocs" / f"{name}-eval", f"realdocs_{name}_quality", note)
+
+
 SETS = {
     "iobroker": QuestionSet(
         fetch_iobroker, _common.BENCH_DIR / "realdocs" / "iobroker.gold.yaml",
         _common.REPO_ROOT / ".cache" / "realdocs" / "eval", "realdocs_quality",
         "The questions were written by this project from the pages, before Beleg was run on them. Since then, "
         "answer rules were written from reading Beleg's answers to them (docs/benchmarks.md): a read set."),
-    "contao": QuestionSet(
-        fetch_contao, _common.BENCH_DIR / "realdocs" / "contao.gold.yaml",
-        _common.REPO_ROOT / ".cache" / "realdocs" / "contao-eval", "realdocs_contao_quality",
+    "contao": held_out(
+        fetch_contao, "contao",
         "Held out: the questions were written by a helper session that did not read Beleg's code, before "
         "Beleg was run on them; nothing in Beleg was tuned on its answers before the first run recorded here."),
-    "paperless": QuestionSet(
-        fetch_paperless, _common.BENCH_DIR / "realdocs" / "paperless.gold.yaml",
-        _common.REPO_ROOT / ".cache" / "realdocs" / "paperless-eval", "realdocs_paperless_quality",
+    "paperless": held_out(
+        fetch_paperless, "paperless",
         "Held out: English pages, English and German questions, written by a helper session that did not read "
         "Beleg's code, before Beleg was run on them; written after the Contao rules, to test them."),
-    "mailcow": QuestionSet(
-        fetch_mailcow, _common.BENCH_DIR / "realdocs" / "mailcow.gold.yaml",
-        _common.REPO_ROOT / ".cache" / "realdocs" / "mailcow-eval", "realdocs_mailcow_quality",
+    "mailcow": held_out(
+        fetch_mailcow, "mailcow",
         "Held out: every page in German and English, German and English questions, written by a helper session "
         "that did not read Beleg's code, before Beleg was run on them; written after the Paperless rules."),
 }
