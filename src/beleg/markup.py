@@ -19,7 +19,9 @@ words and drops the markup around them:
 * table rows under a header become ``Header: value; Header: value`` (:func:`table_row`);
 * MkDocs admonitions (``!!! warning "Achtung"``, ``??? note``) and content tabs
   (``=== "docker compose"``) become their title, their bodies lose the four spaces of
-  indentation that put them under the opener (:func:`unwrap_blocks`).
+  indentation that put them under the opener (:func:`unwrap_blocks`); Docusaurus and
+  VitePress containers (``:::tip Title`` … ``:::``) become their title, GitHub alerts
+  (``> [!NOTE]``) and docsify's ``?>``/``!>`` markers go.
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ _TABLE_LINE = re.compile(r"^[ \t]*\|.*$")
 # always: a bare "===" is a setext heading's underline.
 _BLOCK_OPENER = re.compile(r'^(?:(?:!!!|\?\?\?\+?)[ \t]*[\w-]+(?:[ \t]+[\w-]+)*(?:[ \t]+"([^"\n]*)")?'
                            r'|===\+?[ \t]+"([^"\n]*)")[ \t]*$')
+# Docusaurus/VitePress containers: ":::tip Title" opens (the title is group 1), ":::" closes.
+_CONTAINER = re.compile(r"^[ \t]*:{3,}[ \t]*(?:[\w-]+(?:\{[^}\n]*\})?)?(?:[ \t]+(.*?))?[ \t]*$", re.MULTILINE)
+# A GitHub alert's marker line ("> [!NOTE]", after the quote mark is gone) and docsify's
+# "?> tip" / "!> warning" at the start of a line.
+_ALERT = re.compile(r"^[ \t]*\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\][ \t]*$\n?|^[ \t]*[?!]>[ \t]?",
+                    re.MULTILINE | re.IGNORECASE)
 _TABLE_SEPARATOR = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t]*)?$")
 
 
@@ -82,7 +90,10 @@ def plain(text: str) -> str:
     out = _AUTOLINK.sub(r"\1", out)
     out = _BREAK_TAG.sub("\n", out)
     out = _TAG.sub("", out)
+    out = _ALERT.sub("", out)  # docsify's "?>" first: the quote mark would take its ">"
     out = _QUOTE_MARK.sub("", out)
+    out = _ALERT.sub("", out)  # a GitHub alert's "[!NOTE]", now that its "> " is gone
+    out = _CONTAINER.sub(lambda m: m.group(1) or "", out)
     out = _HEADING_MARK.sub(r"\1", out)
     out = _SETEXT_LINE.sub("", out)
     for pattern in _EMPHASIS:

@@ -30,6 +30,11 @@ from beleg.types import Hit
         ("Cite [S1][S2] as written.", "Cite [S1][S2] as written."),
         ("mailcow[^1]: dockerized is a suite.\n\n[^1]: Not affiliated with Docker.",
          "mailcow: dockerized is a suite.\n\nNot affiliated with Docker."),
+        (":::tip Pro tip\nUse **bold** here.\n:::", "Pro tip\nUse bold here."),
+        ("::: warning\nCareful.\n:::", "Careful."),
+        ("> [!NOTE]\n> Read this first.", "Read this first."),
+        ("?> Damit die Doku schnell ist.\n!> **Achtung** wichtig", "Damit die Doku schnell ist.\nAchtung wichtig"),
+        ("Text with ?> inside and a :: b.", "Text with ?> inside and a :: b."),
     ],
 )
 def test_plain_drops_markup_and_keeps_words(text: str, expected: str) -> None:
