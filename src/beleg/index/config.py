@@ -66,6 +66,11 @@ class ChunkingConfig:
                 f"overlap={self.overlap} must be at least 0 and below max_tokens={self.max_tokens}"
             )
 
+    @property
+    def lead_ins(self) -> bool:
+        """Rules 2 on: a paragraph ending in ":" stays with the block it announces."""
+        return self.rules >= 2
+
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"method": self.method, "max_tokens": self.max_tokens, "overlap": self.overlap}
         if self.context != "none":  # absent when off, so existing index versions keep their hash

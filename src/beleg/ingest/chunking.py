@@ -58,7 +58,7 @@ def chunk_document(doc_id: str, parsed: ParsedDocument, title: str, config: Chun
 
     ``embed`` (passages → vectors) is needed by the ``semantic`` method only."""
     sections = list(_sections(parsed.text, parsed.headings, title))
-    lead_ins = config.rules >= 2
+    lead_ins = config.lead_ins
     if config.method == "structure":
         spans = list(_structure_spans(parsed.text, sections, config.max_tokens, lead_ins))
     elif config.method == "parent-child":
@@ -81,7 +81,7 @@ def parents_of_children(text: str, children: Sequence[tuple[int, int, tuple[str,
     ``(start, end, heading path)`` in order: consecutive children with one heading path are
     one section, which is split as ``structure`` splits it under the index's ``config``
     (its max_tokens and rules: the same spans, since the gaps between children are whitespace)."""
-    max_tokens, lead_ins = config.max_tokens, config.rules >= 2
+    max_tokens, lead_ins = config.max_tokens, config.lead_ins
     parents: list[tuple[int, int, tuple[str, ...]]] = []
     i = 0
     while i < len(children):
@@ -97,7 +97,7 @@ def parents_of_children(text: str, children: Sequence[tuple[int, int, tuple[str,
 
 
 def _structure_spans(text: str, sections: list[_Section], max_tokens: int,
-                     lead_ins: bool = True) -> Iterator[tuple[int, int, tuple[str, ...]]]:
+                     lead_ins: bool) -> Iterator[tuple[int, int, tuple[str, ...]]]:
     for sec in sections:
         for s, e in _split_section(text, sec, max_tokens, lead_ins):
             yield s, e, sec.path
@@ -141,7 +141,7 @@ def _body_is_empty(text: str, section: _Section) -> bool:
     return first_newline < 0 or not body[first_newline:].strip()
 
 
-def _split_section(text: str, section: _Section, max_tokens: int, lead_ins: bool = True) -> Iterator[tuple[int, int]]:
+def _split_section(text: str, section: _Section, max_tokens: int, lead_ins: bool) -> Iterator[tuple[int, int]]:
     """Split one section into spans of at most ``max_tokens`` words, at natural breaks."""
     if section.path != section.path[:1] and _body_is_empty(text, section):
         return  # a heading directly followed by its subsection: the child carries the path
@@ -149,7 +149,7 @@ def _split_section(text: str, section: _Section, max_tokens: int, lead_ins: bool
 
 
 def _pack(text: str, start: int, end: int, max_tokens: int, separator: re.Pattern[str],
-          lead_ins: bool = True) -> Iterator[tuple[int, int]]:
+          lead_ins: bool) -> Iterator[tuple[int, int]]:
     if _count_words(text, start, end) <= max_tokens:
         yield start, end
         return
@@ -172,7 +172,7 @@ def _pack(text: str, start: int, end: int, max_tokens: int, separator: re.Patter
     yield from _pack(text, group_start, group_end, max_tokens, separator, lead_ins)
 
 
-def _pieces(text: str, start: int, end: int, separator: re.Pattern[str], lead_ins: bool = True) -> list[tuple[int, int]]:
+def _pieces(text: str, start: int, end: int, separator: re.Pattern[str], lead_ins: bool) -> list[tuple[int, int]]:
     pieces, cursor = [], start
     for match in separator.finditer(text, start, end):
         pieces.append((cursor, match.start()))
