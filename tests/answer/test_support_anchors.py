@@ -74,6 +74,10 @@ def test_abbreviations_and_the_askers_placeholders_are_no_anchors() -> None:
     assert _anchors("I want smtp.example.org and mail.example.com on the certificate.") == []
     assert _anchors("How do I get the language code into my URLs, e.g. www.example.com/de/?") == [("URL", "acronym")]
     assert _anchors("Hosts in 192.168.2.0/24, 10.1.2.3 and `203.0.113.7` must relay.") == []
+    # A version that looks like a private address is still the asker's version.
+    assert _anchors("What changed in version 10.0.3.1?") == [("10.0.3.1", "number")]
+    assert _anchors("Was ist neu in v10.2.0.4 und in Version 127.0.0.5?", "de") == [
+        ("v10.2.0.4", "identifier"), ("127.0.0.5", "number")]
     assert _anchors("Does it resolve 8.8.8.8 and mail.ferrolink.io?") == [("8.8.8.8", "number"),
                                                                           ("mail.ferrolink.io", "identifier")]
     # A name compounded with a German noun: the name is the anchor.

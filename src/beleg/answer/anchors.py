@@ -20,7 +20,7 @@ Not anchors: abbreviations ("i.e.", "e.g.", "z. B.", "d.h."), and the placeholde
 asker puts in for their own setup, which no documentation can name: the reserved example
 domains (``example.org``, ``*.example``, ``*.test``, ``*.invalid``, ``localhost``; RFC 2606)
 and the private and documentation IP ranges (``192.168.2.0/24``, ``10.0.0.1``,
-``203.0.113.5``; RFC 1918 and 5737). In "x86-Server" or "ARM64-Maschine" the anchor is the
+``203.0.113.5``; RFC 1918 and 5737), unless written as a version ("version 10.0.3.1"). In "x86-Server" or "ARM64-Maschine" the anchor is the
 name, not the German noun it is compounded with.
 
 Matching ignores case and separators ("Node.js" = "NodeJS", "docker-compose" = "docker
@@ -48,9 +48,10 @@ _ABBREVIATION = re.compile(r"(?:[A-Za-zÄÖÜäöü]\.)+[A-Za-zÄÖÜäöü]")
 _PLACEHOLDER = re.compile(
     r"(?:[\w-]+\.)*(?:example\.(?:com|org|net)|[\w-]+\.(?:example|test|invalid|localhost)|localhost)"
     r"(?::\d+)?(?:/[\w.~%/-]*)?"  # with its port and path: "www.example.com/de/"
-    r"|(?:10|127)(?:\.\d{1,3}){3}(?:/\d{1,2})?|192\.168(?:\.\d{1,3}){2}(?:/\d{1,2})?"
-    r"|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}(?:/\d{1,2})?"
-    r"|(?:192\.0\.2|198\.51\.100|203\.0\.113)\.\d{1,3}(?:/\d{1,2})?", re.IGNORECASE)
+    # An address stands alone: "v10.2.0.4", "version 10.0.3.1" and "1.10.0.0.1" are versions.
+    r"|(?<![\w.])(?<!version )(?:(?:10|127)(?:\.\d{1,3}){3}|192\.168(?:\.\d{1,3}){2}"
+    r"|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}"
+    r"|(?:192\.0\.2|198\.51\.100|203\.0\.113)\.\d{1,3})(?:/\d{1,2})?(?!\.?\w)", re.IGNORECASE)
 # A German compound of a name and a noun ("x86-Server", "ARM64-Maschine", "IPv6-Adresse").
 _NOUN_TAIL = re.compile(r"-[A-ZÄÖÜ][a-zäöüß]{2,}$")
 #: Anchors that name exactly one thing: a text that answers must contain them.
