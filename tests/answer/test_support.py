@@ -532,3 +532,25 @@ def test_a_leading_phrase_and_what_to_configure_are_how_the_question_asks() -> N
 
     q = "What does the adapter log, which file does it write?"
     assert question_form(q) == q  # a question that asks first keeps all of its clauses
+
+
+def test_quote_verifier_reads_the_quote_in_its_surroundings_and_decides() -> None:
+    from beleg.answer.support import QUOTE_WINDOW, quote_verifier_check
+
+    filler = "Unrelated setup notes. " * 60
+    text = filler + "Use the following setting: retry_window = 72h." + " Later text." * 60
+    src = _source(text, heading=("Ferrolink webhooks", "Retries"))
+    cite = _cite(src, "Use the following setting: retry_window = 72h.")
+    yes = ScriptedLLM(responder=lambda m: '{"supported": true}')
+    check = quote_verifier_check(yes, Q, [cite], [src])
+    assert check.passed is True and check.name == "llm_verifier"
+    prompt = yes.calls[0][-1].content
+    assert Q in prompt and "retry_window = 72h." in prompt and "Ferrolink webhooks" in prompt
+    # only the quote's surroundings, not the whole chunk: the prompt stays short for a local model
+    assert len(prompt) < len(text) and len(prompt) < sum(QUOTE_WINDOW) + 1200
+    no = ScriptedLLM(responder=lambda m: '{"supported": false}')
+    assert quote_verifier_check(no, Q, [cite], [src]).passed is False
+    garbled = ScriptedLLM(responder=lambda m: "yes, it answers")
+    unreadable = quote_verifier_check(garbled, Q, [cite], [src])
+    assert unreadable.passed is False and "no JSON verdict" in unreadable.why
+    assert quote_verifier_check(yes, Q, [], [src]).passed is False

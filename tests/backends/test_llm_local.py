@@ -118,13 +118,16 @@ def test_an_emulated_tool_turn_is_read_as_calls_or_an_answer() -> None:
 
 
 def test_judge_and_verifier_calls_are_recognised() -> None:
-    from beleg.answer.support import VERIFIER_SYSTEM
+    from beleg.answer.support import QUOTE_VERIFIER_SYSTEM, VERIFIER_SYSTEM
     from beleg.evaluate.answers import JUDGE_SYSTEM
 
     judge = format_for([Message("system", JUDGE_SYSTEM), Message("user", "Rate ...")])
     assert judge is not None and judge.json_schema == SCORE_SCHEMA
     verifier = format_for([Message("system", VERIFIER_SYSTEM), Message("user", "Claim ...")])
     assert verifier is not None and verifier.name == "verifier"
+    quote = format_for([Message("system", QUOTE_VERIFIER_SYSTEM), Message("user", "Quoted answer ...")])
+    assert quote is not None and quote.name == "quote verifier"  # the verdict alone: no reason to generate
+    assert quote.json_schema is not None and list(quote.json_schema["properties"]) == ["supported"]
     shown = '<source label="S1" rank="1">a</source>\n<source label="S2" rank="2">b</source>'
     answer = format_for([Message("system", ANSWER_SYSTEM), Message("user", f"Sources:\n{shown}\n\nQuestion: q")])
     assert answer is not None and answer.name == "cited-answer" and answer.grammar is not None
