@@ -534,23 +534,35 @@ def test_a_leading_phrase_and_what_to_configure_are_how_the_question_asks() -> N
     assert question_form(q) == q  # a question that asks first keeps all of its clauses
 
 
-def test_quote_verifier_reads_the_quote_in_its_surroundings_and_decides() -> None:
+def test_quote_verifier_copies_the_answer_which_must_lie_in_the_quote() -> None:
     from beleg.answer.support import QUOTE_WINDOW, quote_verifier_check
 
     filler = "Unrelated setup notes. " * 60
-    text = filler + "Use the following setting: retry_window = 72h." + " Later text." * 60
+    text = (filler + "Deliveries back off exponentially. Use the following setting: retry_window = 72h."
+            + " Later text." * 60)
     src = _source(text, heading=("Ferrolink webhooks", "Retries"))
     cite = _cite(src, "Use the following setting: retry_window = 72h.")
-    yes = ScriptedLLM(responder=lambda m: '{"supported": true}')
-    check = quote_verifier_check(yes, Q, [cite], [src])
-    assert check.passed is True and check.name == "llm_verifier"
-    prompt = yes.calls[0][-1].content
+    copies_it = ScriptedLLM(responder=lambda m: "retry_window = 72h")
+    check = quote_verifier_check(copies_it, Q, [cite], [src])
+    assert check.passed is True and check.name == "llm_verifier" and check.value == 1.0
+    # a copied number is in the quote when it starts one of its words: "72" of "72h"
+    assert quote_verifier_check(ScriptedLLM(responder=lambda m: "72"), Q, [cite], [src]).passed is True
+    # ... but not as part of a longer number, and a number the quote lacks is another value
+    assert quote_verifier_check(ScriptedLLM(responder=lambda m: "7"), Q, [cite], [src]).passed is False
+    other = quote_verifier_check(ScriptedLLM(responder=lambda m: "retry_window = 48h"), Q, [cite], [src])
+    assert other.passed is False and "'48'" in other.why
+    version = _source("Install Node.js in version 10.17.0 first.")
+    at = _cite(version, "Install Node.js in version 10.17.0 first.")
+    assert quote_verifier_check(ScriptedLLM(responder=lambda m: "10.17.0"), Q, [at], [version]).passed is True
+    assert quote_verifier_check(ScriptedLLM(responder=lambda m: "10.17"), Q, [at], [version]).passed is False
+    prompt = copies_it.calls[0][-1].content
     assert Q in prompt and "retry_window = 72h." in prompt and "Ferrolink webhooks" in prompt
     # only the quote's surroundings, not the whole chunk: the prompt stays short for a local model
     assert len(prompt) < len(text) and len(prompt) < sum(QUOTE_WINDOW) + 1200
-    no = ScriptedLLM(responder=lambda m: '{"supported": false}')
-    assert quote_verifier_check(no, Q, [cite], [src]).passed is False
-    garbled = ScriptedLLM(responder=lambda m: "yes, it answers")
-    unreadable = quote_verifier_check(garbled, Q, [cite], [src])
-    assert unreadable.passed is False and "no JSON verdict" in unreadable.why
-    assert quote_verifier_check(yes, Q, [], [src]).passed is False
+    # the answer it copies is the neighbouring sentence, not the quote: the quote does not answer
+    elsewhere = quote_verifier_check(ScriptedLLM(responder=lambda m: "Deliveries back off exponentially."), Q, [cite], [src])
+    assert elsewhere.passed is False and elsewhere.value == 0.0
+    for nothing in ("NONE", "none.", "", "  "):
+        found = quote_verifier_check(ScriptedLLM(responder=lambda m, r=nothing: r), Q, [cite], [src])
+        assert found.passed is False and "no answer" in found.why
+    assert quote_verifier_check(copies_it, Q, [], [src]).passed is False

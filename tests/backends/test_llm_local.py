@@ -118,16 +118,13 @@ def test_an_emulated_tool_turn_is_read_as_calls_or_an_answer() -> None:
 
 
 def test_judge_and_verifier_calls_are_recognised() -> None:
-    from beleg.answer.support import QUOTE_VERIFIER_SYSTEM, VERIFIER_SYSTEM
+    from beleg.answer.support import VERIFIER_SYSTEM
     from beleg.evaluate.answers import JUDGE_SYSTEM
 
     judge = format_for([Message("system", JUDGE_SYSTEM), Message("user", "Rate ...")])
     assert judge is not None and judge.json_schema == SCORE_SCHEMA
     verifier = format_for([Message("system", VERIFIER_SYSTEM), Message("user", "Claim ...")])
     assert verifier is not None and verifier.name == "verifier"
-    quote = format_for([Message("system", QUOTE_VERIFIER_SYSTEM), Message("user", "Quoted answer ...")])
-    assert quote is not None and quote.name == "quote verifier"  # the verdict alone: no reason to generate
-    assert quote.json_schema is not None and list(quote.json_schema["properties"]) == ["supported"]
     shown = '<source label="S1" rank="1">a</source>\n<source label="S2" rank="2">b</source>'
     answer = format_for([Message("system", ANSWER_SYSTEM), Message("user", f"Sources:\n{shown}\n\nQuestion: q")])
     assert answer is not None and answer.name == "cited-answer" and answer.grammar is not None
@@ -275,6 +272,38 @@ def test_beleg_ask_with_a_local_model_is_honest_about_verification(model_path: P
     else:
         assert not answer["supported"] and answer["trace"]["decision"] != "verified"
         assert llm_trace["regenerated"] is True  # a failed check gets exactly one second chance
+
+
+def test_beleg_ask_with_a_local_verifier_checks_the_extractive_answer(model_path: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from beleg.cli.main import main
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "webhooks.md").write_text(
+        "# Webhooks\n\n## Retry window\n\nIf a delivery attempt to a webhook target fails, Ferrolink retries the "
+        "delivery for 72 hours, measured from the first delivery attempt.\n", encoding="utf-8")
+    index = str(tmp_path / "index")
+    assert main(["ingest", str(docs), "--index", index]) == 0
+    capsys.readouterr()
+    question = "How long does Ferrolink retry failed webhook deliveries?"
+    assert main(["ask", question, "--index", index, "--json", "--min-confidence", "0"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(["ask", question, "--index", index, "--json", "--min-confidence", "0",
+                 "--verifier", f"local:{model_path}"]) == 0
+    checked = json.loads(capsys.readouterr().out)
+    # The answer is still the extractive quote; the verifier adds one check, one model call.
+    assert checked["backend"] == "extractive" and checked["answer"] == plain["answer"]
+    assert checked["trace"]["llm"]["verifier"] == f"local:{model_path}" and checked["trace"]["llm"]["calls"] == 1
+    verdict = checked["support"]["checks"]["llm_verifier"]
+    assert isinstance(verdict["passed"], bool) and verdict["why"]
+    assert "llm_verifier" not in plain["support"]["checks"]
+    if verdict["passed"]:
+        assert checked["supported"] == plain["supported"] and checked["confidence"] == plain["confidence"]
+    else:  # SmolLM2 is too weak to trust either way; a no must still cost support and confidence
+        assert not checked["supported"] and checked["confidence"] < plain["confidence"] / 1.9
+    assert main(["eval", "--gold", str(tmp_path / "gold.yaml"), "--verifier", f"local:{model_path}"]) != 0
+    assert "--verifier apply to answer evaluation; add --answers" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------- beleg llm serve

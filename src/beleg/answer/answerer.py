@@ -24,8 +24,10 @@ from beleg.answer.support import (
     Support,
     extractive_support,
     llm_support,
+    quote_verifier_check,
     rule_support,
     unmentioned,
+    with_verifier,
 )
 from beleg.answer.types import REFUSAL, Answer, Citation, Conflict, Source
 from beleg.backends.llms.base import LLM, Completion, Message
@@ -71,6 +73,12 @@ class AnswerOptions:
     min_confidence: float | None = None
     #: With an LLM: also ask it, per claim, whether the cited text supports it (one call per claim).
     llm_verifier: bool = False
+    #: An LLM that checks every answer (None: none does). An extractive answer: it copies the
+    #: answer out of the quote's surroundings, and what it copies must be in the quote (one call;
+    #: :func:`~beleg.answer.support.quote_verifier_check`). An LLM answer: it judges each claim,
+    #: as ``llm_verifier`` has the answering LLM do. A failed check makes the answer unsupported
+    #: and halves its confidence, so the default floor withholds it.
+    verifier: Any = None
     #: With an LLM: refuse when its answer still fails the citation checks after the one
     #: regeneration, instead of returning it marked unverified. None: the backend decides
     #: (its ``refuse_unverified`` attribute; True for local models, which invent answers with
@@ -127,6 +135,13 @@ class _Counted:
         completion = self.llm.complete(list(messages), **kwargs)
         self.usage.add(completion)
         return completion
+
+
+def _claim_verifier(llm: LLM, usage: _Usage, opts: AnswerOptions) -> _Counted | None:
+    """Who checks an LLM answer's claims: ``opts.verifier``, else the answering LLM with ``llm_verifier``."""
+    if opts.verifier is not None:
+        return _Counted(opts.verifier, usage)
+    return _Counted(llm, usage) if opts.llm_verifier else None
 
 
 def _merge(*lists: Sequence[Hit]) -> list[Hit]:
@@ -329,13 +344,26 @@ def _extractive(kb: KnowledgeBase, question: str, sources: list[Source], scored:
     ex = extract_answer(question, scored, target, 1.0 if coverage is None else coverage, opts.refuse_below,
                         opts.min_coverage, embed=kb.embedder.embed_documents)
     trace["decision"] = ex.reason
-    trace["llm"] = {"backend": None, "calls": 0, "tokens": 0}
     check = verify_quotes(ex.citations, sources, _document_text(kb))
     support = None if ex.refused else extractive_support(
         question, check.citations, sources, scorer.terms, chosen=ex.chosen, scored=scored, positions=positions,
         quotes_verified=check.ok)
+    usage = _Usage()
+    if support is not None and opts.verifier is not None:
+        support = with_verifier(support, quote_verifier_check(_Counted(opts.verifier, usage), question,
+                                                              check.citations, sources))
+    trace["llm"] = _verifier_trace(opts, usage)
     return Answer(question, ex.answer, ex.refused, check.citations, ex.conflicts, tuple(sources), check.ok,
                   check.problems, "extractive", trace, support)
+
+
+def _verifier_trace(opts: AnswerOptions, usage: _Usage) -> dict[str, Any]:
+    """The ``llm`` trace of an extractive answer: no answering LLM; the verifier's calls, if one is set."""
+    out: dict[str, Any] = {"backend": None, "calls": usage.calls, "tokens": usage.prompt + usage.completion}
+    if opts.verifier is not None:
+        out.update(verifier=str(getattr(opts.verifier, "name", "") or type(opts.verifier).__name__),
+                   prompt_tokens=usage.prompt, completion_tokens=usage.completion)
+    return out
 
 
 def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], groups: dict[str, list[Hit]],
@@ -346,6 +374,7 @@ def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], g
     conflicts: list[Conflict] = []
     decisions: dict[str, str] = {}
     supports: list[Support] = []
+    usage = _Usage()  # the verifier's calls, if one is set
     for sub, group in groups.items():
         ids = {h.chunk_id for h in group}
         mine = [s for s in sources if s.hit.chunk_id in ids]
@@ -355,15 +384,18 @@ def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], g
         ex = extract_answer(sub, scored, target, coverage, opts.refuse_below, opts.min_coverage,
                             embed=kb.embedder.embed_documents)
         if not ex.refused:
-            supports.append(extractive_support(sub, ex.citations, mine, scorer.terms, chosen=ex.chosen,
-                                               scored=scored))
+            part = extractive_support(sub, ex.citations, mine, scorer.terms, chosen=ex.chosen, scored=scored)
+            if opts.verifier is not None:
+                part = with_verifier(part, quote_verifier_check(_Counted(opts.verifier, usage), sub, ex.citations,
+                                                                mine))
+            supports.append(part)
         decisions[sub] = ex.reason
         parts.append(f"{sub}\n{ex.answer}")
         citations.extend(ex.citations)
         conflicts.extend(ex.conflicts)
     refused = all(reason != "answered" for reason in decisions.values())
     trace["decision"] = decisions
-    trace["llm"] = {"backend": None, "calls": 0, "tokens": 0}
+    trace["llm"] = _verifier_trace(opts, usage)
     check = verify_quotes(citations, sources, _document_text(kb))
     answer = REFUSAL if refused else "\n\n".join(parts)
     support = None if refused else _combined(supports, len(groups), check.ok)
@@ -438,7 +470,7 @@ def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: l
                          "refused by the model" if refused else ("verified" if check.ok else "unverified"))
     support = None if refused else llm_support(question, text, check.citations, shown, scorer.terms,
                                                quotes_verified=check.ok, scored=scored, positions=positions,
-                                               verifier=_Counted(llm, usage) if opts.llm_verifier else None)
+                                               verifier=_claim_verifier(llm, usage, opts))
     trace["prompt"] = {"included": list(prompt.included), "dropped": list(prompt.dropped),
                        "withheld": list(prompt.withheld), "redacted": list(prompt.redacted),
                        "tokens_estimated": prompt.tokens_estimated,

@@ -96,6 +96,20 @@ def _llm_args(p: argparse.ArgumentParser, title: str) -> None:
     g.add_argument("--config", type=Path, metavar="FILE", help="TOML config with an [llm] table (env BELEG_CONFIG)")
 
 
+def _verifier_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("verifier")
+    g.add_argument("--verifier", metavar="PROVIDER:MODEL",
+                   help="check every answer with this LLM: it copies the answer out of an extractive answer's "
+                        "source, which must be in the quote, or judges each claim of an LLM answer; a failed "
+                        "check withholds the answer (docs/answers.md)")
+    g.add_argument("--verifier-base-url", metavar="URL", help="OpenAI-compatible endpoint of --verifier")
+
+
+def _verifier_from(args: argparse.Namespace) -> Any:
+    """The --verifier LLM, only as named on the command line; None without the flag."""
+    return _llm_from(args.verifier, args.verifier_base_url) if args.verifier else None
+
+
 def _llm_from(spec: str | None, base_url: str | None = None, timeout_s: float | None = None,
               config_file: Path | None = None) -> Any:
     """The LLM these flags, the environment and the config file name; None when none is configured."""
@@ -149,6 +163,7 @@ def _answer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weights", default="1,1", metavar="BM25,DENSE", help="fusion weights (default 1,1)")
     p.add_argument("--mmr", type=float, default=None, metavar="LAMBDA", help="diversify every search with MMR (0..1)")
     _llm_args(p, "LLM (without one, answers are extractive: quoted sentences, offline)")
+    _verifier_args(p)
     g = p.add_argument_group("prompt")
     g.add_argument("--order", choices=("rank", "edges"), default="rank",
                    help="source order in the prompt; 'edges' puts the best at both ends (lost in the middle)")
@@ -267,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", metavar="PROVIDER:MODEL",
                    help="--answers: LLM that judges faithfulness and relevance (prompts in docs/answer-evaluation.md)")
     p.add_argument("--judge-base-url", metavar="URL", help="endpoint of --judge")
+    _verifier_args(p)
     _progress_args(p)
     p.add_argument("--json", action="store_true")
 
@@ -540,16 +556,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         progress=_progress(args),
         # eval uses an LLM only when named on its command line, never one from the environment
         llm=_llm_from(args.llm, args.llm_base_url) if args.llm else None,
-        judge=_llm_from(args.judge, args.judge_base_url) if args.judge else None, index=args.index,
+        judge=_llm_from(args.judge, args.judge_base_url) if args.judge else None, verifier=_verifier_from(args),
+        index=args.index,
         versions=[v.strip() for v in args.versions.split(",") if v.strip()] if args.versions else None,
         strategies=args.strategies,
     )
     if args.answers:
         return _eval_answers(args, evaluate_answers(request))
-    if args.judge or (args.llm and not args.strategies):
+    if args.judge or args.verifier or (args.llm and not args.strategies):
         from beleg.errors import ConfigError
 
-        raise ConfigError("--llm and --judge apply to answer evaluation; add --answers")
+        raise ConfigError("--llm, --judge and --verifier apply to answer evaluation; add --answers")
     report = evaluate(request)
     if args.trec_out:
         from beleg.evaluate.runner import write_trec_runs
@@ -599,7 +616,8 @@ def _answer_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     policy = GovernancePolicy.from_json(read_config_table("governance", args.config))
     options = AnswerOptions(k=args.k, mode=args.mode, strategy=args.strategy, policy=policy,
                             budget_tokens=args.budget, order=args.order, self_query=_self_query_choice(args),
-                            fusion=args.fusion, rrf_k=args.rrf_k, weights=_weights(args.weights), mmr=args.mmr)
+                            fusion=args.fusion, rrf_k=args.rrf_k, weights=_weights(args.weights), mmr=args.mmr,
+                            verifier=_verifier_from(args))
     if args.min_confidence is not None:
         if not 0.0 <= args.min_confidence <= 1.0:
             from beleg.errors import ConfigError

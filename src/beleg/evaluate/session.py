@@ -34,6 +34,8 @@ class EvalRequest:
     #: Answer evaluation (``eval --answers``): the answering LLM (None: extractive) and an optional judge.
     llm: Any = None
     judge: Any = None
+    #: ``eval --answers --verifier``: the LLM that checks every answer (``AnswerOptions.verifier``).
+    verifier: Any = None
     #: Evaluate on this existing index (its documents must be the gold set's corpus) instead
     #: of a cached dataset index; ``versions`` compares index versions side by side.
     index: Path | None = None
@@ -141,6 +143,7 @@ def evaluate_answers(req: EvalRequest) -> Any:
     Each question is asked as its gold principal, with its filters and conversation
     context; doc keys and permission checks follow the retrieval runner's rules.
     """
+    from beleg.answer.answerer import AnswerOptions
     from beleg.evaluate.answers import (
         corpus_doc_key,
         principal_may_read,
@@ -150,10 +153,11 @@ def evaluate_answers(req: EvalRequest) -> Any:
 
     dataset = load_dataset(req)
     kb = prepare_index(dataset, req.cache_dir, progress=req.progress)
+    options = AnswerOptions(verifier=req.verifier) if req.verifier is not None else None
     try:
         def answer_fn(q: Any) -> Any:
             return kb.ask(q.text, principal=_principal(q), filters=q.info.get("filters"),
-                          context=tuple(q.info.get("context") or ()), llm=req.llm)
+                          context=tuple(q.info.get("context") or ()), llm=req.llm, options=options)
 
         report = run_answer_eval(dataset, answer_fn, judge=req.judge, progress=req.progress, limit=req.limit,
                                  doc_key=corpus_doc_key(dataset), may_read=principal_may_read)
@@ -161,6 +165,8 @@ def evaluate_answers(req: EvalRequest) -> Any:
         kb.close()
     report.notes.append("answers by " + (req.llm.name if req.llm is not None else
                                           "the offline extractive answerer (quoted sentences; no LLM configured)"))
+    if req.verifier is not None:
+        report.notes.append(f"every answer checked by the verifier {getattr(req.verifier, 'name', req.verifier)}")
     if req.judge is None:
         report.notes.append("no judge LLM configured (--judge): faithfulness and relevance were not judged")
     if req.limit and req.limit < len(dataset.queries):

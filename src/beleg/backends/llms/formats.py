@@ -97,7 +97,6 @@ SCORE_SCHEMA = _object({"score": {"enum": SCORE_VALUES},
                         "reason": {"type": "string", "maxLength": 300}}, ["score", "reason"])
 VERDICT_SCHEMA = _object({"supported": {"type": "boolean"}, "reason": {"type": "string", "maxLength": 300}},
                          ["supported", "reason"])
-QUOTE_VERDICT_SCHEMA = _object({"supported": {"type": "boolean"}}, ["supported"])
 GAP_SCHEMA = _object({"missing": _nullable_string(), "query": {"type": "string", "maxLength": 200}}, ["missing"])
 BRIDGE_SCHEMA = _object({"bridge": _nullable_string(), "query": {"type": "string", "maxLength": 200}}, ["bridge"])
 #: Self-query: every field optional; the values are checked against the visible ones after
@@ -122,7 +121,7 @@ def _known_formats() -> tuple[tuple[str, FormatRule], ...]:
     ``{placeholder}`` the call site fills in. A format that depends on the prompt is a
     function of its messages (the cited answer: the labels the prompt shows)."""
     from beleg.answer.prompt import SYSTEM_PROMPT as ANSWER_SYSTEM
-    from beleg.answer.support import QUOTE_VERIFIER_SYSTEM, VERIFIER_SYSTEM
+    from beleg.answer.support import VERIFIER_SYSTEM
     from beleg.evaluate.answers import JUDGE_SYSTEM
     from beleg.query.self_query_llm import SYSTEM as SELF_QUERY_SYSTEM
     from beleg.strategies import iterative
@@ -140,7 +139,6 @@ def _known_formats() -> tuple[tuple[str, FormatRule], ...]:
         ("You resolve multi-hop questions.", OutputFormat("bridge", json_schema=BRIDGE_SCHEMA)),
         (JUDGE_SYSTEM, OutputFormat("judge", json_schema=SCORE_SCHEMA)),
         (VERIFIER_SYSTEM, OutputFormat("verifier", json_schema=VERDICT_SCHEMA)),
-        (QUOTE_VERIFIER_SYSTEM, OutputFormat("quote verifier", json_schema=QUOTE_VERDICT_SCHEMA)),
         (ANSWER_SYSTEM, cited_answer_format),  # built per prompt: the labels it shows
         (SELF_QUERY_SYSTEM, OutputFormat("self-query", json_schema=SELF_QUERY_SCHEMA)),
         (ROUTER_SYSTEM, OutputFormat("router", json_schema=ROUTE_SCHEMA)),
