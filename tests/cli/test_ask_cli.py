@@ -129,3 +129,37 @@ def test_a_refusal_line_names_the_reason_once() -> None:
     answer = SimpleNamespace(refused=True, trace={"decision": "no retrieved source mentions MQTT"})
     assert verdict_line(answer, Style(False)) == "(refused: no retrieved source mentions MQTT)"
     assert verdict_line(SimpleNamespace(refused=True, trace={}), Style(False)) == "(refused)"
+
+
+def test_eval_answers_with_a_verifier_over_http(tmp_path: Path, capsys) -> None:
+    """--verifier: the extractive answers stay quotes; a verifier that copies an answer from
+    the passage passes them, one that finds none withholds every one."""
+    import re
+
+    from beleg.answer.support import QUOTE_VERIFIER_SYSTEM
+    from beleg.testing import FakeOpenAIServer
+
+    (tmp_path / "corpus").mkdir()
+    for name, text in DOCS.items():
+        (tmp_path / "corpus" / name).write_text(text, encoding="utf-8")
+    (tmp_path / "gold.yaml").write_text(GOLD, encoding="utf-8")
+
+    def copies_the_value(messages) -> str:  # the first "72 hours" / "signature" sentence it is shown
+        passage = messages[-1].content.split("Passage:", 1)[1]
+        m = re.search(r"retried for 72 hours|signature did not match", passage)
+        return m.group(0) if m else "NONE"
+
+    summaries = {}
+    for name, responder in (("copies", copies_the_value), ("none", lambda m: "NONE")):
+        with FakeOpenAIServer(responder=responder) as verifier:
+            code, out, err = _run(capsys, "eval", "--answers", "--gold", str(tmp_path / "gold.yaml"), "--json",
+                                  "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+                                  "--verifier", "openai-compatible:checker", "--verifier-base-url",
+                                  verifier.base_url)
+        assert code == 0, err
+        summaries[name] = json.loads(out)["summary"]
+        # one call per candidate answer (the unanswerable question is refused before any)
+        assert len(verifier.requests) == 2
+        assert all(r.json["messages"][0]["content"] == QUOTE_VERIFIER_SYSTEM for r in verifier.requests)
+    assert summaries["copies"]["answer_contains_gold"] == 1.0 and summaries["copies"]["llm_calls"] == 2
+    assert summaries["none"]["answer_contains_gold"] == 0.0 and summaries["none"]["refusal_recall"] == 1.0

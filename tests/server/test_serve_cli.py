@@ -65,3 +65,18 @@ def test_serve_with_auth_uses_the_keys(server_kb, auth_file, api_keys):
                        headers=bearer(api_keys["acme"]), timeout=60)
         assert any(h["source"].endswith("acme/runbook.md") for h in r.json()["hits"])
         assert "openapi" in httpx.get(f"{url}/openapi.json", timeout=30).json()
+
+
+def test_serve_with_a_verifier_checks_every_extractive_answer(server_kb):
+    from beleg.answer.support import QUOTE_VERIFIER_SYSTEM
+    from beleg.testing import FakeOpenAIServer
+
+    question = "How long does Ferrolink retry failed webhook deliveries?"
+    with FakeOpenAIServer(responder=lambda m: "NONE") as verifier, \
+            serve("--index", str(server_kb.root), "--verifier", "openai-compatible:checker",
+                  "--verifier-base-url", verifier.base_url) as url:
+        answer = httpx.post(f"{url}/v1/ask", json={"question": question, "min_confidence": 0}, timeout=60).json()
+    assert [r.json["messages"][0]["content"] for r in verifier.requests] == [QUOTE_VERIFIER_SYSTEM]
+    assert answer["backend"] == "extractive" and answer["trace"]["llm"]["verifier"] == "openai-compatible:checker"
+    check = answer["support"]["checks"]["llm_verifier"]
+    assert check["passed"] is False and not answer["supported"]  # it found no answer in the passage

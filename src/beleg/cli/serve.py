@@ -18,7 +18,7 @@ SETTINGS_ENV = "BELEG_SERVE_SETTINGS"
 
 def add_parser(sub: Any) -> None:
     """Register ``beleg serve`` on the top-level subparsers."""
-    from beleg.cli.main import _index_arg, _llm_args
+    from beleg.cli.main import _index_arg, _llm_args, _verifier_args
 
     p = sub.add_parser("serve", help="run the authenticated HTTP API and the web page over an index")
     _index_arg(p)
@@ -41,6 +41,7 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--upload-dir", type=Path, metavar="DIR", help="where uploaded files are kept "
                                                                    "(default: INDEX-uploads beside the index)")
     _llm_args(p, "LLM for answers and strategies (without one, answers are extractive, offline)")
+    _verifier_args(p)
 
 
 def check_bind(host: str, auth: Path | None) -> None:
@@ -71,7 +72,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 "cors": args.cors_origin, "read_threads": args.read_threads, "audit_log": str(args.audit_log) if args.audit_log else None,
                 "upload_dir": str(args.upload_dir) if args.upload_dir else None,
                 "llm": {"spec": args.llm, "base_url": args.llm_base_url, "timeout_s": args.llm_timeout,
-                        "config": str(args.config) if args.config else None}}
+                        "config": str(args.config) if args.config else None},
+                "verifier": {"spec": args.verifier, "base_url": args.verifier_base_url}}
     from beleg.server.worker import shown_location
 
     print(f"beleg: serving {shown_location(settings['index'])} on http://{args.host}:{args.port} "
@@ -106,11 +108,13 @@ def app_from_settings(settings: dict[str, Any]) -> Any:
     config_file = Path(llm_cfg["config"]) if llm_cfg["config"] else None
     llm = _llm_from(llm_cfg["spec"], llm_cfg["base_url"], llm_cfg["timeout_s"], config_file)
     policy = GovernancePolicy.from_json(read_config_table("governance", config_file))
+    checker = settings.get("verifier") or {}
+    verifier = _llm_from(checker["spec"], checker.get("base_url")) if checker.get("spec") else None
     server_settings = ServerSettings(
         max_body_bytes=settings["max_body_bytes"], rate_per_second=settings["rate"], burst=settings["burst"],
         cors_origins=tuple(settings["cors"]), audit_log=Path(settings["audit_log"]) if settings["audit_log"] else None,
         upload_dir=Path(settings["upload_dir"]) if settings["upload_dir"] else None,
-        answer_options=AnswerOptions(policy=policy), read_threads=settings["read_threads"])
+        answer_options=AnswerOptions(policy=policy, verifier=verifier), read_threads=settings["read_threads"])
     index = settings["index"]  # a folder, or a postgresql:// URL (KnowledgeBase opens that backend)
     kb = KnowledgeBase(index if is_postgres_url(index) else Path(index), create=False)
     try:
