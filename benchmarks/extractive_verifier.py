@@ -3,6 +3,8 @@
     python benchmarks/assemble_qwen.py                                   # once: the 1.5B model, hash-checked
     python benchmarks/extractive_verifier.py --sets demo,iobroker,mailcow [--git-dir mailcow=CLONE ...]
     python benchmarks/extractive_verifier.py --model PATH.gguf ...       # any GGUF model
+    python benchmarks/extractive_verifier.py --llm openai-compatible:MODEL --llm-base-url URL \
+        --out results.json                                               # any LLM beleg speaks to
 
 The extractive answerer (no LLM) answers every question of each set with ``min_confidence``
 0, so every candidate quote is kept, also the ones the default confidence floor withholds.
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,6 +161,9 @@ def main() -> int:
     ap.add_argument("--git-dir", action="append", default=[], metavar="SET=CLONE",
                     help="a local clone of a realdocs set's upstream repository")
     ap.add_argument("--model", type=Path, help="GGUF model (default: the assembled Qwen2.5-Coder-1.5B)")
+    ap.add_argument("--llm", metavar="PROVIDER:MODEL", help="instead of --model: any LLM spec (openai:…, "
+                                                           "anthropic:…, openai-compatible:… with --llm-base-url)")
+    ap.add_argument("--llm-base-url", metavar="URL")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--context-size", type=int, default=4096)
     ap.add_argument("--lows", default="0.0,0.3,0.5", help="confidence floors for the verifier>=L policies")
@@ -165,14 +171,20 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     git_dirs = {k: Path(v) for k, _, v in (g.partition("=") for g in args.git_dir)}
-    model = (args.model or assemble_qwen.assemble(assemble_qwen.default_cache())).resolve()
-    from beleg.backends.llms import load_llm
+    from beleg.backends.llms import LLMConfig, load_llm
 
-    llm = load_llm(f"local:{model}", threads=args.threads, context_size=args.context_size)
-    verifier = CachedLLM(llm, args.cache / f"{model.stem}.jsonl", f"{model.name}:{model.stat().st_size}")
+    if args.llm:
+        llm = load_llm(LLMConfig(spec=args.llm, base_url=args.llm_base_url))
+        name = args.llm
+        verifier = CachedLLM(llm, args.cache / (re.sub(r"[^\w.-]+", "_", args.llm) + ".jsonl"), args.llm)
+    else:
+        model = (args.model or assemble_qwen.assemble(assemble_qwen.default_cache())).resolve()
+        llm = load_llm(f"local:{model}", threads=args.threads, context_size=args.context_size)
+        name = model.name
+        verifier = CachedLLM(llm, args.cache / f"{model.stem}.jsonl", f"{model.name}:{model.stat().st_size}")
     lows = [float(x) for x in args.lows.split(",") if x.strip()]
     results = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
-    results.update({"benchmark": "extractive_verifier", "command": " ".join(sys.argv), "model": model.name,
+    results.update({"benchmark": "extractive_verifier", "command": " ".join(sys.argv), "model": name,
                     "threads": args.threads, "floor": FITTED_MIN_CONFIDENCE, "machine": _common.machine_info()})
     sets = results.setdefault("sets", {})
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
