@@ -248,11 +248,18 @@ def test_a_quote_that_states_the_answer_is_complete() -> None:
     ("Wie oft kam es in der Stadt zu Ausbrüchen?", "Zwischen 1361 und 1528 kam es 22-mal zu Ausbrüchen.", True),
     ("How often did the club win the cup?", "The club won the cup twice.", True),
     ("How often is the backup written?", "The backup is written daily.", True),
+    ("Wie oft pro Tag darf das Skript laufen?", "Das Skript darf maximal 5x am Tag laufen.", True),
+    ("How often may the script run?", "It renders a 5x5 grid at 1920x1080.", False),
     ("Wie oft wird gewählt?", "Das Parlament wird alle fünf Jahre gewählt.", True),
     # ... but not by any number: three workers are no frequency.
     ("How often does the job run?", "The job uses 3 workers.", False),
     # And a number of times does not answer "how long".
     ("How long does the job run?", "The job ran twice.", False),
+    # A duration may be an adjective: it answers "how long", not "how often".
+    ("Wie lange dauert das Event dann?", "Dann geht Contao von einem eintägigen Event aus.", True),
+    ("How long is the trial?", "Every account starts with a 30-day trial.", True),
+    ("Wie oft findet das Event statt?", "Dann geht Contao von einem eintägigen Event aus.", False),
+    ("Wie lange dauert es?", "Das ist eine wichtige Frage.", False),
 ])
 def test_how_often_is_answered_by_an_interval_a_number_of_times_or_a_frequency_word(
         question: str, quote: str, holds: bool) -> None:

@@ -289,7 +289,8 @@ def refusal(reason: str) -> Extract:
 
 
 def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW,
-           language: str | None = None) -> Sentence | None:
+           language: str | None = None, *, embed: Callable[[list[str]], np.ndarray] | None = None,
+           ) -> Sentence | None:
     """The answer sentence: among eligible sentences near the best score, the most governing
     one (within that document, its best sentence), unless a sentence that fits the asked-for
     kind of value better scores as high.
@@ -297,7 +298,10 @@ def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW,
     With ``language`` (the question's), a source in that language that governs equally
     (same version, status and authority) wins over its twin in another language when its
     best sentence is within :data:`LANGUAGE_MARGIN` of the best: a German question about a
-    page that exists in German and English is answered from the German page.
+    page that exists in German and English is answered from the German page. Of several such
+    sentences, with ``embed`` the one closest in meaning to the chosen sentence is its twin
+    (two German sentences scoring alike, "Andernfalls … ganztägigen Event" and "Wenn du dieses
+    Feld nicht ausfüllst, … eintägigen Event", translate different English ones).
 
     (Ranking equally governing sources by sentence score instead of retrieval position was
     measured and lost: demo gold contains-gold 0.614 → 0.578.)"""
@@ -326,6 +330,11 @@ def choose(scored: Sequence[Sentence], refuse_below: float = REFUSE_BELOW,
     if not twins:
         return chosen
     twin = max(twins, key=as_cross_language)
+    if embed is not None and len(twins) > 1:
+        vectors = np.asarray(embed([chosen.text, *(t.text for t in twins)]), dtype=np.float32)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        closeness = vectors[1:] @ vectors[0]
+        twin = max(zip(twins, closeness), key=lambda tc: (float(tc[1]), as_cross_language(tc[0])))[0]
     return replace(twin, score=max(as_cross_language(twin), chosen.score), translates=chosen.text)
 
 
@@ -380,7 +389,7 @@ def extract_answer(question: str, scored: Sequence[Sentence], target: Target, co
         return refusal(f"no source covers version {', '.join(target.unknown)}")
     if coverage < min_coverage:
         return refusal(f"the sources cover {below(coverage, min_coverage)} of the question's terms")
-    chosen = choose(scored, refuse_below, detect_language(question, default="?"))
+    chosen = choose(scored, refuse_below, detect_language(question, default="?"), embed=embed)
     if chosen is None:
         top = next((s.score for s in scored if s.source.eligible), None)
         return refusal("no eligible source" if top is None else f"best sentence scores {below(top, refuse_below)}")

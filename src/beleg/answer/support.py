@@ -102,6 +102,7 @@ _HOW_OFTEN = re.compile(r"\b(?:how\s+often|how\s+frequently|wie\s+oft|wie\s+h(?:
 _NUMBER_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
                 r"ein|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|elf|zwölf)")
 _TIMES = re.compile(r"(?<![\w.,])(?:\d+(?:[.,]\d+)?|" + _NUMBER_WORD + r")\s*-?\s*(?:mal|times)\b|"
+                    r"(?<![\w.,])\d+\s?[x×](?![\w×])|"  # "5x am Tag" (not "5x5", "1920x1080")
                     r"\b(?:once|twice|thrice|" + _NUMBER_WORD + r"mal|mehrmals|"
                     r"(?:hour|dai|week|month|year|quarter)ly|annually|"
                     r"(?:stünd|täg|wöchent|monat|jähr|minüt)lich)\b", re.IGNORECASE)
@@ -131,6 +132,11 @@ _PORT = re.compile(r"\b(?:which|what|welche[nrsm]?)\s+(?:\w+\s+)?(?:[\w]+-)?(?:p
 _HOW_LONG = re.compile(r"\bhow\s+long\b|\bwie\s+lang\b", re.IGNORECASE)
 _LENGTH = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)?\s*(?:characters?|chars|letters|words|lines|digits|bytes|Zeichen|"
                      r"Buchstaben|Wörter|Worte|Zeilen|Stellen|Ziffern)\b", re.IGNORECASE)
+# A duration written as an adjective: "von einem eintägigen Event", "die 24-stündige Frist",
+# "a two-week trial", "a 30-day window" (not a value of its own: conflicts never compare it).
+_DURATION_ADJECTIVE = re.compile(
+    r"\b(?:\d+-?|" + _NUMBER_WORD + r"|mehr|ganz|halb)(?:sekünd|minüt|stünd|täg|wöch|monat|jähr)ig(?:e[nmrs]?)?\b|"
+    r"\b(?:\d+|" + _NUMBER_WORD + r")-(?:second|minute|hour|day|week|month|year)\b", re.IGNORECASE)
 # The question names the unit ("how many seconds", "wie viele Sekunden", "in MB").
 _UNIT_ASKED = re.compile(r"\b(?:how\s+many|wie\s+viele?|in)\s+(?:seconds|minutes|hours|days|weeks|months|years|"
                          r"milliseconds|bytes|kilobytes|megabytes|gigabytes|KB|MB|GB|KiB|MiB|GiB|Sekunden|Minuten|"
@@ -248,6 +254,10 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
             times = _TIMES.search(quote)
             if times:
                 return True, f"frequency {times.group(0)!r}"
+        if kind == "duration" and not values and not _HOW_OFTEN.search(question):
+            adjective = _DURATION_ADJECTIVE.search(quote)
+            if adjective:
+                return True, f"duration {adjective.group(0)!r}"
         if kind == "date" and not values:
             values = when_markers(quote)  # "when": "every Sunday from 02:00" answers it too
         if kind == "duration" and not values and _HOW_LONG.search(question):
