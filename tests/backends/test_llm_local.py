@@ -243,8 +243,8 @@ def test_the_in_process_server_listens_on_a_private_unix_socket_only(local: Loca
     assert folder.stat().st_mode & 0o077 == 0  # nobody else may connect to the socket
 
 
-def test_beleg_ask_with_a_local_model_is_honest_about_verification(model_path: Path, tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def _webhook_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """An index of one page that answers "How long does Ferrolink retry failed webhook deliveries?"."""
     from beleg.cli.main import main
 
     docs = tmp_path / "docs"
@@ -255,6 +255,14 @@ def test_beleg_ask_with_a_local_model_is_honest_about_verification(model_path: P
     index = str(tmp_path / "index")
     assert main(["ingest", str(docs), "--index", index]) == 0
     capsys.readouterr()
+    return index
+
+
+def test_beleg_ask_with_a_local_model_is_honest_about_verification(model_path: Path, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from beleg.cli.main import main
+
+    index = _webhook_index(tmp_path, capsys)
     code = main(["ask", "How long does Ferrolink retry failed webhook deliveries?", "--index", index,
                  "--llm", f"local:{model_path}", "--json"])
     assert code == 0
@@ -278,14 +286,7 @@ def test_beleg_ask_with_a_local_verifier_checks_the_extractive_answer(model_path
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     from beleg.cli.main import main
 
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "webhooks.md").write_text(
-        "# Webhooks\n\n## Retry window\n\nIf a delivery attempt to a webhook target fails, Ferrolink retries the "
-        "delivery for 72 hours, measured from the first delivery attempt.\n", encoding="utf-8")
-    index = str(tmp_path / "index")
-    assert main(["ingest", str(docs), "--index", index]) == 0
-    capsys.readouterr()
+    index = _webhook_index(tmp_path, capsys)
     question = "How long does Ferrolink retry failed webhook deliveries?"
     assert main(["ask", question, "--index", index, "--json", "--min-confidence", "0"]) == 0
     plain = json.loads(capsys.readouterr().out)
