@@ -127,3 +127,14 @@ def test_a_refusal_reason_never_reads_as_a_value_below_itself() -> None:
     assert below(0.866, 0.87) == "0.866 < 0.87"
     assert below(0.62, 0.81) == "0.62 < 0.81"
     assert below(0.19, 0.2) == "0.19 < 0.2"
+
+
+def test_a_withheld_answer_says_which_check_failed(demo_kb) -> None:
+    from beleg.testing import ScriptedLLM
+
+    only_low = demo_kb.ask(RETRY, options=AnswerOptions(min_confidence=0.9999))
+    assert only_low.supported and only_low.trace["decision"].endswith(
+        "the best candidate was not shown to answer the question")  # every check passed: the score is the reason
+    rejected = demo_kb.ask(RETRY, options=AnswerOptions(verifier=ScriptedLLM(responder=lambda m: "NONE")))
+    assert rejected.refused and "the verifier found no answer in the passage" in rejected.trace["decision"]
+    assert rejected.trace["llm"]["calls"] == 1

@@ -291,7 +291,11 @@ def _selective(answer: Answer, min_confidence: float) -> Answer:
         return answer
     closest = tuple(c for c in answer.citations if c.verified)[:CLOSEST_PASSAGES]
     why = f"confidence {below(answer.confidence, min_confidence)}"
-    trace = {**answer.trace, "decision": f"{why}: the best candidate was not shown to answer the question",
+    # The failed checks say why ("the verifier found no answer in the passage"); a low score
+    # alone, with every check passed, has no other reason to give.
+    failed = [c.why for c in answer.support.checks if c.passed is False]
+    trace = {**answer.trace, "decision": f"{why}: " + ("; ".join(failed) if failed else
+                                                         "the best candidate was not shown to answer the question"),
              "withheld_answer": answer.answer}
     return replace(answer, answer=refusal_text(why, closest, answer.sources), refused=True, citations=closest,
                    conflicts=(), trace=trace)
