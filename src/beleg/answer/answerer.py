@@ -353,12 +353,20 @@ def _extractive(kb: KnowledgeBase, question: str, sources: list[Source], scored:
         question, check.citations, sources, scorer.terms, chosen=ex.chosen, scored=scored, positions=positions,
         quotes_verified=check.ok)
     usage = _Usage()
-    if support is not None and opts.verifier is not None:
-        support = with_verifier(support, quote_verifier_check(_Counted(opts.verifier, usage), question,
-                                                              check.citations, sources))
+    if support is not None:
+        support = _verified(support, opts, usage, question, check.citations, sources)
     trace["llm"] = _verifier_trace(opts, usage)
     return Answer(question, ex.answer, ex.refused, check.citations, ex.conflicts, tuple(sources), check.ok,
                   check.problems, "extractive", trace, support)
+
+
+def _verified(support: Support, opts: AnswerOptions, usage: _Usage, question: str, citations: Sequence[Citation],
+              sources: Sequence[Source]) -> Support:
+    """An extractive answer's ``support`` with the verifier's check of its quote (one call, counted in
+    ``usage``); as it is without a verifier."""
+    if opts.verifier is None:
+        return support
+    return with_verifier(support, quote_verifier_check(_Counted(opts.verifier, usage), question, citations, sources))
 
 
 def _verifier_trace(opts: AnswerOptions, usage: _Usage) -> dict[str, Any]:
@@ -389,10 +397,7 @@ def _extractive_parts(kb: KnowledgeBase, question: str, sources: list[Source], g
                             embed=kb.embedder.embed_documents)
         if not ex.refused:
             part = extractive_support(sub, ex.citations, mine, scorer.terms, chosen=ex.chosen, scored=scored)
-            if opts.verifier is not None:
-                part = with_verifier(part, quote_verifier_check(_Counted(opts.verifier, usage), sub, ex.citations,
-                                                                mine))
-            supports.append(part)
+            supports.append(_verified(part, opts, usage, sub, ex.citations, mine))
         decisions[sub] = ex.reason
         parts.append(f"{sub}\n{ex.answer}")
         citations.extend(ex.citations)
