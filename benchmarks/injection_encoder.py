@@ -35,7 +35,7 @@ from typing import Any
 import _common as C
 import numpy as np
 from injection_detector import HELD_OUT_SPLITS, SPLIT_FILES, load_rows
-from train_injection_model import corpus_units, readme_units, row_text
+from train_injection_model import corpus_units, readme_units, row_text, training_units
 from train_injection_model import train as train_lexical
 
 from beleg.backends.embedders import e5_fp32
@@ -240,19 +240,6 @@ def write_model(model: Any, clf: Classifier, frozen: int, result: dict[str, Any]
 
 
 # ------------------------------------------------------------------------------ data
-def labelled_units(rows: list[dict[str, Any]]) -> tuple[list[str], list[bool]]:
-    """Labelled texts whole, plus the sentences and windows of benign ones (run time scores those alone)."""
-    texts, y = [], []
-    for r in rows:
-        texts.append(row_text(r))
-        y.append(r["label"] == "injection")
-        if r["label"] == "benign":
-            extra = [u for u in scored_units(r["text"]) if u != texts[-1]]
-            texts += extra
-            y += [False] * len(extra)
-    return texts, y
-
-
 def row_units(text: str) -> list[str]:
     norm = " ".join(text.split())
     return list(dict.fromkeys([row_text({"text": norm}), *scored_units(text)]))
@@ -300,7 +287,9 @@ def main() -> None:
     val_rows = [r for r in rows if r["split"] in VALIDATION_WRITERS]
     corpus = corpus_units()
     corpus["train"] += readme_units()["train"]
-    texts, y = labelled_units(train_rows)
+    # Labelled texts whole plus the benign ones' units, as the lexical stage trains (no corpus yet).
+    texts, labelled = training_units(train_rows, [])
+    y = labelled.tolist()
     n_labelled = len(texts)
     texts += corpus["train"]
     y += [False] * len(corpus["train"])
