@@ -95,6 +95,7 @@ def test_unanswerable_questions_are_refused(demo_kb, question: str) -> None:
     a = demo_kb.ask(question)
     # The refusal may say why ("no retrieved source mentions MQTT") after the fixed sentence.
     assert a.refused and a.answer.startswith(REFUSAL) and not a.citations, (a.answer, a.trace.get("sentences"))
+    assert not a.withheld  # refused as not covered: no candidate answer was found
 
 
 def test_tenant_runbook_answers_only_for_its_tenant(demo_kb) -> None:

@@ -17,7 +17,7 @@ import json
 import pytest
 
 import beleg
-from beleg.answer import AnswerOptions
+from beleg.answer import REFUSAL, WITHHELD, AnswerOptions
 from beleg.answer.support import FITTED_MIN_CONFIDENCE
 from beleg.cli.main import main
 from beleg.service import Service
@@ -38,7 +38,9 @@ def test_a_refusal_below_the_threshold_shows_the_closest_passages(demo_kb) -> No
     answered = demo_kb.ask(RETRY, options=AnswerOptions(min_confidence=0.0))
     assert not answered.refused and answered.citations
     withheld = demo_kb.ask(RETRY, options=AnswerOptions(min_confidence=0.9999))
-    assert withheld.refused
+    assert withheld.refused and withheld.withheld
+    # Not "the sources do not answer this": the passages below may answer, unconfirmed.
+    assert withheld.answer.startswith(WITHHELD) and REFUSAL not in withheld.answer
     assert "Closest passages, not shown to answer the question" in withheld.answer
     assert "< 0.9999" in withheld.answer  # the floor as given, not rounded up to "1.00"
     # The passages keep their citations (verified quotes at exact offsets), so nothing is lost.

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from beleg.answer.prompt import SYSTEM_PROMPT as ANSWER_SYSTEM
-from beleg.answer.types import REFUSAL
+from beleg.answer.types import REFUSAL, WITHHELD
 from beleg.backends.llms import LLMConfig, Message, load_llm, resolve_llm_config
 from beleg.backends.llms.formats import (
     BRIDGE_SCHEMA,
@@ -394,7 +394,8 @@ def test_an_unverified_answer_is_withheld_for_strict_backends(small_kb) -> None:
     assert not shown.refused and not shown.quotes_verified and shown.answer == invented  # hosted default: shown
 
     strict = small_kb.ask(question, llm=StrictScripted([invented, invented]))
-    assert strict.refused and strict.citations == () and "two weeks" not in strict.answer
+    assert strict.refused and strict.withheld and strict.citations == () and "two weeks" not in strict.answer
+    assert strict.answer.startswith(WITHHELD)  # an answer was made, then withheld: not "not covered"
     assert strict.trace["decision"] == "unverified answer withheld"
     assert strict.trace["withheld_answer"]["text"] == invented and strict.trace["llm"]["regenerated"] is True
 
@@ -418,4 +419,4 @@ def test_ask_does_not_stream_an_answer_a_strict_backend_may_withhold(small_kb, m
     code = cli.main(["ask", "How long does Ferrolink retry failed webhook deliveries?", "--index",
                      str(small_kb.root), "--self-query", "rules"])
     out = capsys.readouterr().out
-    assert code == 0 and "two weeks" not in out and "The sources do not answer this." in out
+    assert code == 0 and "two weeks" not in out and "failed the citation checks, so it is not shown" in out

@@ -126,9 +126,12 @@ def test_a_refusal_line_names_the_reason_once() -> None:
 
     from beleg.cli.render import Style, verdict_line
 
-    answer = SimpleNamespace(refused=True, trace={"decision": "no retrieved source mentions MQTT"})
+    answer = SimpleNamespace(refused=True, withheld=False, trace={"decision": "no retrieved source mentions MQTT"})
     assert verdict_line(answer, Style(False)) == "(refused: no retrieved source mentions MQTT)"
-    assert verdict_line(SimpleNamespace(refused=True, trace={}), Style(False)) == "(refused)"
+    assert verdict_line(SimpleNamespace(refused=True, withheld=False, trace={}), Style(False)) == "(refused)"
+    # A candidate found but not shown to answer is withheld, not "not covered".
+    withheld = SimpleNamespace(refused=True, withheld=True, trace={"decision": "confidence 0.41 < 0.68"})
+    assert verdict_line(withheld, Style(False)) == "(withheld: confidence 0.41 < 0.68)"
 
 
 def test_eval_answers_with_a_verifier_over_http(tmp_path: Path, capsys) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from beleg.answer.types import (
     REFUSAL,
+    WITHHELD,
     Answer,
     Citation,
     Conflict,
@@ -37,6 +38,7 @@ from beleg.evaluate.answers import (
     principal_may_read,
     run_answer_eval,
     same_doc,
+    score_answer,
 )
 from beleg.evaluate.datasets import Dataset, Query
 from beleg.evaluate.report_answers import failures, render_answers_html, render_answers_text
@@ -238,6 +240,28 @@ def test_summary_hand_computed(report: AnswerEvalReport) -> None:
     p50, p95 = s["latency_p50_s"], s["latency_p95_s"]
     assert p50 is not None and p95 is not None and p95 >= p50 >= 0
     assert not any(k.startswith("judge") for k in s)
+
+
+def test_withheld_refusals_are_told_apart_from_not_covered() -> None:
+    """A refusal that withheld a candidate (low confidence) is no claim that the sources do not
+    cover the question: the not-covered figures count only refusals without a candidate."""
+    known = Query("w1", "How long are delivery logs kept?", {"type": "fact", "answer": ["30 days"]})
+    absent = Query("w2", "Does Ferrolink support MQTT?", {"type": "unanswerable"})
+    absent2 = Query("w3", "Is there a Go SDK?", {"type": "unanswerable"})
+    withheld = Answer("w1", WITHHELD, True, trace={"withheld_answer": "Logs are kept for 30 days. [S1]"})
+    assert withheld.withheld and not refusal("w2").withheld
+    results = [score_answer(known, withheld, expected_refusal=False),
+               score_answer(absent, refusal("w2"), expected_refusal=True),
+               score_answer(absent2, Answer("w3", WITHHELD, True, trace={"withheld_answer": "x"}),
+                            expected_refusal=True),
+               score_answer(known, refusal("w1"), expected_refusal=False)]
+    assert [r.withheld for r in results] == [True, False, True, False]
+    s = AnswerEvalReport("t", results).summary()
+    assert (s["refused"], s["withheld"]) == (4, 2)
+    assert s["refusal_precision"] == pytest.approx(2 / 4) and s["refusal_recall"] == 1.0
+    # Not covered: w2 (right) and the last w1 (wrong); w3 was withheld, not refused as absent.
+    assert s["not_covered_precision"] == pytest.approx(1 / 2) and s["not_covered_recall"] == pytest.approx(1 / 2)
+    assert withheld.to_json()["withheld"] is True and refusal("w2").to_json()["withheld"] is False
 
 
 def test_by_type(report: AnswerEvalReport) -> None:

@@ -286,6 +286,21 @@ def test_withheld_passages_are_marked_and_trace_is_behind_a_toggle(new_page: Any
     assert trace.is_hidden()
 
 
+def test_a_withheld_answer_reads_not_confirmed_and_an_absent_topic_refused(new_page: Any, server: Server) -> None:
+    """Withheld (a candidate below the confidence floor, its closest passages shown) is not the
+    claim that the sources are silent; only a refusal without any candidate says so."""
+    key = server.keys["acme"]
+    page = new_page()
+    sign_in(page, key)
+    for question, withheld, verdict in ((INJECTION_QUESTION, True, "Not confirmed: confidence"),
+                                        ("Does Ferrolink support MQTT clients?", False, "Refused: ")):
+        expected = server.api(key, "POST", "/v1/ask", json={"question": question}).json()
+        assert expected["refused"] and expected["withheld"] is withheld, expected["trace"].get("decision")
+        ask(page, question, stream=False)
+        page.wait_for_function("(q) => document.body.innerText.includes(q)", arg=verdict)
+        assert page.locator("#verdicts").inner_text().startswith(verdict)
+
+
 def test_llm_tokens_are_shown_as_they_arrive(new_page: Any, site: Any) -> None:
     """With an LLM, the answer's tokens appear one by one while the stream is open
     (aria-busy), then the verified answer replaces them with citation chips."""

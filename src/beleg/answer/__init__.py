@@ -4,6 +4,7 @@ from beleg.answer.answerer import AnswerOptions, answer_question
 from beleg.answer.evidence import GovernancePolicy
 from beleg.answer.types import (
            REFUSAL,
+           WITHHELD,
            Answer,
            Citation,
            Conflict,
@@ -13,6 +14,7 @@ from beleg.answer.types import (
 
 __all__ = [
            "REFUSAL",
+           "WITHHELD",
            "Answer",
            "AnswerOptions",
            "Citation",

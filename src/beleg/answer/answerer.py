@@ -29,7 +29,7 @@ from beleg.answer.support import (
     unmentioned,
     with_verifier,
 )
-from beleg.answer.types import REFUSAL, Answer, Citation, Conflict, Source
+from beleg.answer.types import REFUSAL, WITHHELD, Answer, Citation, Conflict, Source
 from beleg.backends.llms.base import LLM, Completion, Message
 from beleg.errors import ConfigError
 from beleg.index.analyzer import detect_language
@@ -297,7 +297,7 @@ def _selective(answer: Answer, min_confidence: float) -> Answer:
     trace = {**answer.trace, "decision": f"{why}: " + ("; ".join(failed) if failed else
                                                          "the best candidate was not shown to answer the question"),
              "withheld_answer": answer.answer}
-    return replace(answer, answer=refusal_text(why, closest, answer.sources), refused=True, citations=closest,
+    return replace(answer, answer=refusal_text(why, closest, answer.sources, WITHHELD), refused=True, citations=closest,
                    conflicts=(), trace=trace)
 
 
@@ -305,13 +305,14 @@ def _selective(answer: Answer, min_confidence: float) -> Answer:
 CLOSEST_PASSAGES = 3
 
 
-def refusal_text(why: str, closest: Sequence[Citation], sources: Sequence[Source]) -> str:
-    """"The sources do not answer this." with the reason and, when there are any, the closest
-    passages (each with its label, file and section) so that nothing the index holds is hidden."""
+def refusal_text(why: str, closest: Sequence[Citation], sources: Sequence[Source], lead: str = REFUSAL) -> str:
+    """``lead`` ("The sources do not answer this.", or for a withheld answer "No answer could be
+    confirmed …") with the reason and, when there are any, the closest passages (each with its
+    label, file and section) so that nothing the index holds is hidden."""
     if not closest:
-        return f"{REFUSAL} ({why})"
+        return f"{lead} ({why})"
     by_label = {s.label: s for s in sources}
-    lines = [f"{REFUSAL} Closest passages, not shown to answer the question ({why}):"]
+    lines = [f"{lead} Closest passages, not shown to answer the question ({why}):"]
     for c in closest:
         src = by_label.get(c.label)
         section = (" > ".join(src.hit.heading_path) or src.hit.title) if src is not None else ""
@@ -469,7 +470,7 @@ def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: l
     strict = opts.refuse_unverified if opts.refuse_unverified is not None else getattr(llm, "refuse_unverified", False)
     if strict and not refused and not check.ok:
         trace["withheld_answer"] = {"text": text, "problems": list(check.problems)}
-        text, refused = f"{REFUSAL} The model's answer failed the citation checks, so it is not shown.", True
+        text, refused = f"{WITHHELD} The model's answer failed the citation checks, so it is not shown.", True
     conflicts: tuple[Any, ...] = ()
     governing = choose(scored, opts.refuse_below)
     if governing is not None and not refused:

@@ -14,6 +14,10 @@ from beleg.markup import plain
 from beleg.types import Hit
 
 REFUSAL = "The sources do not answer this."
+#: An answer was found but not shown: its confidence is below the floor, or an LLM's answer
+#: failed the citation checks. It is not "the sources do not answer this": the closest
+#: passages shown under it may well answer, Beleg could not show that they do.
+WITHHELD = "No answer could be confirmed from the sources."
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,11 +236,19 @@ class Answer:
     def confidence(self) -> float:
         return 0.0 if self.support is None else float(self.support.confidence)
 
+    @property
+    def withheld(self) -> bool:
+        """Not answered although a candidate answer was found (``trace["withheld_answer"]``):
+        below ``min_confidence``, or an LLM answer that failed the citation checks. A refusal
+        that is not withheld found nothing to answer with: the sources do not cover it."""
+        return self.refused and "withheld_answer" in self.trace
+
     def to_json(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "answer": self.answer,
             "refused": self.refused,
+            "withheld": self.withheld,
             "verified": self.verified,
             "quotes_verified": self.quotes_verified,
             "supported": self.supported,

@@ -154,7 +154,8 @@ def verdict_line(answer: Any, style: Style) -> str:
     verify may still not answer the question (the sentence next to the answer verifies too)."""
     if answer.refused:
         reason = answer.trace.get("decision")
-        return style.dim(f"(refused: {reason})" if reason else "(refused)")
+        kind = "withheld" if answer.withheld else "refused"  # an answer found but not shown, or none found
+        return style.dim(f"({kind}: {reason})" if reason else f"({kind})")
     if answer.backend == "rule":  # arithmetic or small talk: nothing was cited, so nothing to verify
         return style.dim("(answered by rule, no sources: " + ("computed exactly)" if answer.supported
                                                                else "not an answer from the documents)"))

@@ -368,6 +368,9 @@ class AnswerQueryResult:
     cited: list[dict[str, Any]] = field(default_factory=list)
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: Refused although a candidate answer was found (``Answer.withheld``): the answer says it
+    #: could not be confirmed, not that the sources do not cover the question.
+    withheld: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -449,7 +452,7 @@ def score_answer(query: Query, answer: Answer, *, expected_refusal: bool, doc_ke
         conflicts=[{"fact": c.fact, "values": [{"value": v.value, "doc": key_of(v.source), "label": v.label,
                                                 "governs": v.governs} for v in c.values]}
                    for c in answer.conflicts],
-        problems=list(answer.problems),
+        problems=list(answer.problems), withheld=answer.withheld,
     )
 
 
@@ -471,6 +474,8 @@ def tally(results: Sequence[AnswerQueryResult]) -> dict[str, tuple[int, int]]:
     with_gold = [r for r in answerable if r.contains_gold is not None]
     tp = sum(r.refused and r.expected_refusal for r in results)
     refused = sum(r.refused for r in results)
+    # "The sources do not cover this": a refusal with no candidate answer (not withheld).
+    not_covered = [r for r in results if r.refused and not r.withheld]
     expected = sum(r.expected_refusal for r in results)
     answered = [r for r in results if not r.refused]
     conflict_qs = [r for r in results if r.conflict_expected]
@@ -480,6 +485,8 @@ def tally(results: Sequence[AnswerQueryResult]) -> dict[str, tuple[int, int]]:
         "refusal_precision": (tp, refused),
         "refusal_recall": (tp, expected),
         "false_refusal_rate": (sum(r.refused for r in answerable), len(answerable)),
+        "not_covered_precision": (sum(r.expected_refusal for r in not_covered), len(not_covered)),
+        "not_covered_recall": (sum(r.expected_refusal for r in not_covered), expected),
         "citation_validity": (sum(r.citations_verified for r in results), sum(r.citations for r in results)),
         "answers_verified": (sum(r.verified for r in answered), len(answered)),
         "answers_supported": (sum(r.supported for r in answered), len(answered)),
@@ -515,11 +522,14 @@ def _summarise(results: Sequence[AnswerQueryResult], judged: bool) -> dict[str, 
         "answerable": sum(not x.expected_refusal for x in results),
         "expected_refusals": sum(x.expected_refusal for x in results),
         "refused": sum(x.refused for x in results),
+        "withheld": sum(x.withheld for x in results),
         "answer_contains_gold": ratios["answer_contains_gold"],
         "refusal_precision": p,
         "refusal_recall": r,
         "refusal_f1": f1,
         "false_refusal_rate": ratios["false_refusal_rate"],
+        "not_covered_precision": ratios["not_covered_precision"],
+        "not_covered_recall": ratios["not_covered_recall"],
         "citations": sum(x.citations for x in results),
         "citation_validity": ratios["citation_validity"],
         "answers_verified": ratios["answers_verified"],

@@ -77,6 +77,8 @@ SEARCH_RESPONSE: dict[str, Any] = {
 ANSWER_RESPONSE: dict[str, Any] = {
     "type": "object", "required": ["answer", "refused", "citations", "conflicts", "sources"],
     "properties": {"answer": {"type": "string"}, "refused": {"type": "boolean"},
+                   # refused although a candidate was found (low confidence, failed checks)
+                   "withheld": {"type": "boolean"},
                    "citations": {"type": "array", "items": _OBJECT}, "conflicts": {"type": "array", "items": _OBJECT},
                    "sources": {"type": "array", "items": _OBJECT}, "trace": _OBJECT,
                    "conversation_id": {"type": "string"}},

@@ -19,6 +19,7 @@ const STRINGS = {
     keyRejected: "This API key was not accepted ({message}). Check the key and sign in again.",
     quotesVerified: "Quotes verified", supported: "Supported", confidence: "Confidence", yes: "yes", no: "no",
     notAssessed: "not assessed", refused: "Refused: {reason}", refusedPlain: "Refused",
+    withheld: "Not confirmed: {reason}", withheldPlain: "Not confirmed",
     byRule: "Answered by rule, no sources", problems: "Problems: {list}", why: "Why not: {list}",
     disagree: "Sources disagree on {fact}", earlier: "Earlier values of {fact}",
     governs: "governs", superseded: "superseded", contradicts: "contradicts",
@@ -45,6 +46,7 @@ const STRINGS = {
     keyRejected: "Dieser API-Schlüssel wurde nicht angenommen ({message}). Schlüssel prüfen und neu anmelden.",
     quotesVerified: "Zitate geprüft", supported: "Belegt", confidence: "Konfidenz", yes: "ja", no: "nein",
     notAssessed: "nicht bewertet", refused: "Abgelehnt: {reason}", refusedPlain: "Abgelehnt",
+    withheld: "Nicht bestätigt: {reason}", withheldPlain: "Nicht bestätigt",
     byRule: "Per Regel beantwortet, ohne Quellen", problems: "Probleme: {list}", why: "Warum nicht: {list}",
     disagree: "Quellen widersprechen sich bei {fact}", earlier: "Frühere Werte von {fact}",
     governs: "maßgeblich", superseded: "abgelöst", contradicts: "widerspricht",
@@ -283,7 +285,9 @@ function verdicts(a) {
   const items = [];
   if (a.refused) {
     const reason = a.trace && a.trace.decision;
-    items.push(el("li", { class: "verdict bad" }, reason ? t("refused", { reason }) : t("refusedPlain")));
+    // Withheld: a candidate was found but not shown to answer (its closest passages are listed).
+    const kind = a.withheld ? "withheld" : "refused";
+    items.push(el("li", { class: "verdict bad", "data-verdict": kind }, reason ? t(kind, { reason }) : t(kind + "Plain")));
     return items;
   }
   if (a.backend === "rule") return [el("li", { class: "verdict" }, t("byRule"))];
