@@ -258,8 +258,10 @@ def quote_answer(chosen: Sentence, scored: Sequence[Sentence]) -> tuple[Citation
     reads (markup removed; a table row named by its header: "Port: 8081; Host: ::1")."""
     if chosen.span.kind == "table-row":
         header = table_header(chosen)
-        display = table_row(header[1] if header else None, chosen.text)
         base, quarantine = chosen.source.hit.start, chosen.source.quarantine
+        if header and quarantine.overlaps(header[0] - base, header[0] - base + len(header[1])):
+            header = None  # a withheld (instruction-like) header names nothing: the row is shown alone
+        display = table_row(header[1] if header else None, chosen.text)
         start = header[0] if header and chosen.doc_end - header[0] <= MAX_CONTEXT_CHARS and \
             not quarantine.overlaps(header[0] - base, chosen.doc_end - base) else None
         c = _cite(chosen, start=start, display=display)
