@@ -85,7 +85,7 @@ class Quarantine:
 def withheld_spans(text: str) -> Spans:
     """Chunk offsets to withhold: every split sentence that overlaps a finding, and for a
     finding no sentence covers (front matter, a thematic break) the lines it sits on."""
-    findings = [(f.start, f.end) for f in detect_instructions(text)]
+    findings = [_trimmed(text, f.start, f.end) for f in detect_instructions(text)]
     if not findings:
         return ()
     sentences = [(s.start, s.end) for s in split_sentences(text)]
@@ -98,6 +98,22 @@ def withheld_spans(text: str) -> Spans:
             hi = text.find("\n", end)
             out.append((lo, len(text) if hi < 0 else hi))
     return _merge(out)
+
+
+#: What a finding may start or end with that belongs to the sentence before or after it: a
+#: rule anchored at a sentence start ("(?:^|[.!?]\s+)Assistant,") matches the period of the
+#: previous sentence, which would withhold that (factual) sentence too.
+_EDGE = " \t\r\n.!?;:,\u2026"
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    """A finding's span without the punctuation and spaces at its edges (kept when nothing else is left)."""
+    a, b = start, end
+    while a < b and text[a] in _EDGE:
+        a += 1
+    while b > a and text[b - 1] in _EDGE:
+        b -= 1
+    return (a, b) if a < b else (start, end)
 
 
 def _covers(spans: Sequence[tuple[int, int]], start: int, end: int) -> bool:
