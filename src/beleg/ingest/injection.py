@@ -452,7 +452,7 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 def _detect(text: str, gated: bool, decode: bool = True) -> list[Finding]:
     """:func:`detect_instructions`; ``gated=False`` runs every pattern (for tests of the gates)."""
     norm = normalize(text)
-    views = [norm, *table_columns(text, norm)]
+    views = [norm, *table_columns(text, norm), *_umlauts_folded(norm)]
     words = [frozenset(_LETTERS.findall(view.text.lower())) if gated else None for view in views]
     raw: list[tuple[str, int, int]] = []
     for kind, rules in FAMILIES:
@@ -481,6 +481,17 @@ def _detect(text: str, gated: bool, decode: bool = True) -> list[Finding]:
     raw.sort(key=lambda r: (r[1], r[2], r[0]))
     return [Finding(kind, start, end, _excerpt(text, start, end))
             for kind, start, end in raw]
+
+
+_UMLAUTS = str.maketrans("äöüÄÖÜ", "aouAOU")
+
+
+def _umlauts_folded(norm: Normalized) -> list[Normalized]:
+    """A second reading without umlauts ("Ignöre", "Vergiss alles Vörherige"): the normalizer
+    keeps German's letters for the patterns that spell them, so an umlaut planted in an English
+    or German word would otherwise hide it. Same length, so the offsets map unchanged."""
+    folded = norm.text.translate(_UMLAUTS)
+    return [Normalized(folded, norm.origin)] if folded != norm.text else []
 
 
 def _family_spans(view: Normalized, rules: list[Rule], check: _Check | None,

@@ -66,7 +66,19 @@ _CONFUSABLES = str.maketrans({
     "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
     # Latin look-alikes NFKC keeps
     "ı": "i", "ɡ": "g", "ɑ": "a",
+    # Latin small capitals ("ɪɢɴᴏʀᴇ"), which NFKC keeps too
+    "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ꜰ": "f", "ɢ": "g", "ʜ": "h", "ɪ": "i",
+    "ᴊ": "j", "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ʀ": "r", "ꜱ": "s",
+    "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
+    # Armenian
+    "օ": "o", "ս": "u", "հ": "h", "ո": "n", "զ": "q", "ց": "g", "Օ": "O", "Ս": "S",
+    # Cherokee capitals drawn like Latin ones
+    "Ꭺ": "A", "Ᏼ": "B", "Ꮯ": "C", "Ꭰ": "D", "Ꭼ": "E", "Ꮐ": "G", "Ꮋ": "H", "Ꮖ": "I", "Ꭻ": "J",
+    "Ꮶ": "K", "Ꮮ": "L", "Ꮇ": "M", "Ꮲ": "P", "Ꮪ": "S", "Ꭲ": "T", "Ꮩ": "V", "Ꮃ": "W", "Ꮓ": "Z",
 })
+# Accents fold to their letter ("Ignóre", "İgnore", "Ànweisung"): no English or German pattern
+# needs them. German's own letters stay, since patterns spell them ("für", "Schlüssel").
+_KEPT_LETTERS = frozenset("äöüÄÖÜ")
 # Invisible characters that are not category Cf: combining grapheme joiner, variation
 # selectors, Mongolian vowel separator, Hangul fillers.
 _INVISIBLE = {0x034F, 0x180E, 0x115F, 0x1160, 0x3164, 0xFFA0, *range(0xFE00, 0xFE10)}
@@ -82,7 +94,25 @@ def _clean_char(ch: str) -> str:
         return chr(code - 0xE0000)
     if code in _INVISIBLE or unicodedata.category(ch) == "Cf":
         return ""  # zero-width space/joiners, word joiner, BOM, soft hyphen, bidi marks
-    return unicodedata.normalize("NFKC", ch).translate(_CONFUSABLES)
+    out = unicodedata.normalize("NFKC", ch).translate(_CONFUSABLES)
+    return _fold_accent(out) if len(out) == 1 else out
+
+
+def _fold_accent(letter: str) -> str:
+    """A Latin letter with an accent as its plain letter; any other character unchanged."""
+    if letter in _KEPT_LETTERS:
+        return letter
+    base = unicodedata.normalize("NFD", letter)[0]
+    return base if base != letter and base.isascii() and base.isalpha() else letter
+
+
+def _combined(m: re.Match[str]) -> str:
+    """A letter followed by combining marks (decomposed text, "o\u0308"), composed and folded."""
+    composed = unicodedata.normalize("NFC", m.group(0))
+    return _fold_accent(composed) if len(composed) == 1 else m.group(0)[0]
+
+
+_COMBINING = re.compile(r"[A-Za-z][\u0300-\u036f]+")
 
 
 _Replace = Callable[[re.Match[str]], "str | None"]
@@ -248,6 +278,7 @@ def normalize(text: str) -> Normalized:
     if "&" in text:
         norm = _substitute(norm, _ENTITY, _entity)
     if not norm.text.isascii():
+        norm = _substitute(norm, _COMBINING, _combined)
         norm = _substitute(norm, _NON_ASCII, _char)
     if "<" in norm.text or "-->" in norm.text:
         norm = _substitute(norm, _TAGS, _tag)
