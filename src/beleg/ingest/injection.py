@@ -475,6 +475,7 @@ def _detect(text: str, gated: bool, decode: bool = True) -> list[Finding]:
             start, end = view.original_span(start, end)
             if not any(a < end and start < b for a, b in taken):
                 raw.append((kind, start, end))
+                taken.append((start, end))  # another view (a column, the umlaut-free one) finds it again
     if decode:
         raw += [("encoded-payload", start, end) for start, end in _decoded_payloads(text, words[0])]
     raw = [r for r in raw if not _addressed_to_people(text, *r)]
