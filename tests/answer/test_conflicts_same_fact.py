@@ -67,6 +67,26 @@ def test_other_attributes_of_the_same_unit_are_not_conflicts() -> None:
     assert all("Retry-After" not in v.quote and "Idempotency" not in v.quote for v in conflicts[0].values)
 
 
+def test_a_source_stating_the_governing_value_in_bold_is_no_conflict() -> None:
+    """"Default **30** seconds, allowed 0 to 43,200 (12 hours)" states the governing default;
+    its range bound is not a second value of it. The emphasis closing between the number and
+    its unit must not hide the default."""
+    assert [v.raw for v in extract_values("Default **30** seconds, allowed up to 12 hours.")
+            if v.kind == "duration"] == ["30** seconds", "12 hours"]
+    gov = _source("S1", "A pulled message stays invisible for the visibility timeout, 30 seconds by default.",
+                  "Visibility timeout", version="3.0", authority="reference")
+    ref = _source("S2", "Default **30** seconds, allowed 0 to 43,200 (12 hours).", "Visibility timeout",
+                  version="3.0", authority="reference")
+    scored = [s for src in (gov, ref) for s in _sentences(src)]
+    conflicts, _ = detect_conflicts("What is the default visibility timeout?", scored[0], scored, 0.35)
+    assert conflicts == ()
+    other = _source("S3", "Default **45** seconds, allowed 0 to 43,200 (12 hours).", "Visibility timeout",
+                    version="2.4", authority="reference")
+    scored = [s for src in (gov, other) for s in _sentences(src)]
+    conflicts, _ = detect_conflicts("What is the default visibility timeout?", scored[0], scored, 0.35)
+    assert [v.value for v in conflicts[0].values] == ["30 seconds", "45 seconds"]  # shown without the marks
+
+
 def test_relations_and_instruction_marking() -> None:
     scored = _retry_corpus()
     conflict = detect_conflicts(QUESTION, scored[0], scored, 0.35)[0][0]

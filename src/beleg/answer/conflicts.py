@@ -67,7 +67,8 @@ def _typed(s: Sentence, kind: str) -> list[Value]:
 
 def _emphasised(s: Sentence, vals: Sequence[Value]) -> list[Value]:
     bold = [m.span() for m in _BOLD.finditer(s.text)]
-    return [v for v in vals if any(a <= v.start and v.end <= b for a, b in bold)]
+    # The number decides: "**30** seconds" emphasises the value as much as "**30 seconds**".
+    return [v for v in vals if any(a <= v.start < b for a, b in bold)]
 
 
 def _attribute(s: Sentence, v: Value) -> Attribute:
@@ -105,7 +106,7 @@ def relation(governing: Source, other: Source) -> str:
 
 def _entry(s: Sentence, v: Value, governs: bool, rel: str) -> ConflictValue:
     src = s.source
-    return ConflictValue(v.raw, src.hit.source, src.hit.chunk_id, src.label, src.version, src.status, src.authority,
+    return ConflictValue(v.raw.replace("**", "").replace("__", ""), src.hit.source, src.hit.chunk_id, src.label, src.version, src.status, src.authority,
                          governs, s.text, src.quarantine.active, rel)
 
 

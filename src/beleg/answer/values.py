@@ -87,15 +87,17 @@ _MONTHS = {
 # verb "may" and the like out.
 _MONTH = "|".join(m.capitalize() for m in sorted(_MONTHS, key=len, reverse=True))
 
+# The author's emphasis may close between a number and its unit ("Default **30** seconds").
+_EMPH = r"(?:\*\*|__)?"
 _DURATION = re.compile(
-    rf"(?:{_LEFT}(?P<num>{_NUM})(?P<sep>{_SP}|-)?|\b(?P<word>{_WORDS}|{_ARTS})(?:{_SP}|-))"
+    rf"(?:{_LEFT}(?P<num>{_NUM}){_EMPH}(?P<sep>{_SP}|-)?|\b(?P<word>{_WORDS}|{_ARTS})(?:{_SP}|-))"
     rf"(?P<unit>{'|'.join(u for u, _, _ in _DURATION_UNITS)}){_NOT_LETTER}",
     re.IGNORECASE,
 )
 _DECADE = re.compile(r"(?:\b(?:the|den|der|die)\s+|['’])\d+s\Z|\b1\d{3}s\Z|\b20\d{2}s\Z", re.IGNORECASE)
 _DURATION_UNIT_RES = [(re.compile(rf"(?:{p})\Z", re.IGNORECASE), u, f) for p, u, f in _DURATION_UNITS]
 _SIZE = re.compile(
-    rf"{_LEFT}(?P<num>{_NUM})(?:{_SP}|-)?(?P<unit>{'|'.join(sorted(_SIZE_UNITS, key=len, reverse=True))})"
+    rf"{_LEFT}(?P<num>{_NUM}){_EMPH}(?:{_SP}|-)?(?P<unit>{'|'.join(sorted(_SIZE_UNITS, key=len, reverse=True))})"
     rf"{_NOT_LETTER}"
 )
 # A capitalised word right before a number: "Pi 3 B" names a model, the "B" is no byte.
