@@ -49,3 +49,14 @@ def test_dict_and_assignment_filters() -> None:
 def test_bad_expressions_raise_clear_errors(bad: str) -> None:
     with pytest.raises(FilterError):
         parse(bad)
+
+
+def test_versions_of_any_length_compare_without_int_conversion() -> None:
+    """int() refuses strings over 4,300 digits; a declared version (or a filter value) that
+    long must neither crash a filter nor compare wrongly."""
+    huge, bigger = "1" * 5000, "2" + "0" * 4999
+    assert matches(parse(f"version < {bigger}"), {"version": huge})
+    assert not matches(parse("version = 2.4"), {"version": huge})
+    assert matches(parse("version >= 2.10"), {"version": f"2.{huge}"})
+    assert matches(parse("version = 2.04"), {"version": "2.4"})  # leading zeros as before
+    assert matches(parse("version > 2.9"), {"version": "2.10"})

@@ -42,6 +42,7 @@ from beleg.answer.attributes import (
 from beleg.answer.scoring import Sentence
 from beleg.answer.types import Conflict, ConflictValue, Source
 from beleg.answer.values import Value, expected_kind, same_value
+from beleg.index.filters import number_key
 
 #: A competing sentence must score within this of the governing one to be "about the same fact".
 CONFLICT_MARGIN = 0.2
@@ -88,9 +89,9 @@ def _governing_value(s: Sentence, kind: str, focus: frozenset[str]) -> tuple[Val
     return max(pairs, key=lambda p: focus_match(p[1], focus))  # max keeps the first of equals
 
 
-def _version_key(version: str) -> tuple[int, ...] | None:
+def _version_key(version: str) -> tuple[tuple[int, str], ...] | None:
     parts = re.findall(r"\d+", version)
-    return tuple(int(p) for p in parts) if parts else None
+    return tuple(number_key(p) for p in parts) if parts else None
 
 
 def relation(governing: Source, other: Source) -> str:

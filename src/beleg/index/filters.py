@@ -263,6 +263,13 @@ _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)", re.IGNORECASE)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:.+\-Z]*)?")
 
 
+def number_key(digits: str) -> tuple[int, str]:
+    """A run of digits as a key that orders like ``int(digits)`` at any length: ``int()``
+    refuses strings over 4,300 digits, and a document may declare such a version."""
+    significant = digits.lstrip("0")
+    return len(significant), significant
+
+
 def _key(value: Any) -> tuple[int, Any]:
     """A sort key that makes versions, dates, numbers and text comparable among themselves."""
     if isinstance(value, bool):
@@ -272,7 +279,7 @@ def _key(value: Any) -> tuple[int, Any]:
     text = str(value).strip()
     m = _VERSION.fullmatch(text)
     if m:
-        return (0, tuple(int(p) for p in m.group(1).split(".")))
+        return (0, tuple(number_key(p) for p in m.group(1).split(".")))
     if _DATE.fullmatch(text):
         return (1, text)
     return (3, text.casefold())
