@@ -126,6 +126,17 @@ def test_index_path_under_a_file_is_one_line(tmp_path: Path, capsys) -> None:
         assert bad in _one_error_line(err), (argv, err)
 
 
+@pytest.mark.parametrize("size", ["inf", "nan", "1e400", "0", "-5"])
+def test_a_file_size_limit_that_is_no_size_is_one_line(tmp_path: Path, size: str, capsys) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    code = main(["ingest", str(tmp_path / "docs"), "--index", str(tmp_path / "kb"), "--no-progress",
+                 "--max-file-mb", size])
+    out, err = capsys.readouterr()
+    assert code == 1 and "--max-file-mb" in _one_error_line(err), (out, err)
+    assert not (tmp_path / "kb").exists()  # refused before the index is created
+
+
 def test_permission_denied_writing_live_is_one_line(index: Path, embedder, capsys, monkeypatch) -> None:
     with beleg.open(index, embedder=embedder) as kb:
         new = kb.reindex(beleg.IndexConfig(beleg.ChunkingConfig("window", 60, 10)), progress=False)["version"]
@@ -193,3 +204,14 @@ def test_filter_on_a_non_scalar_value_is_no_traceback(index: Path, where: str, c
             assert "Traceback" not in err
     if where not in ("tags = ops", "owners in (ops, dev)"):
         assert _state(index)["documents"] == before["documents"]
+
+
+def test_control_characters_in_a_file_name_stay_on_one_line(tmp_path: Path, capsys) -> None:
+    """A newline or an escape sequence in a file name is shown escaped in the human report."""
+    (tmp_path / "docs").mkdir()
+    for name in ("a\nb.txt", "ctl\x1b[31mred.txt"):
+        (tmp_path / "docs" / name).write_text("Plain text about zebras.\n", encoding="utf-8")
+    assert main(["ingest", str(tmp_path / "docs"), "--index", str(tmp_path / "kb"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "a\\nb.txt" in out and "ctl\\x1b[31mred.txt" in out
+    assert [line for line in out.splitlines() if line.strip().startswith("added")] and "\nb.txt" not in out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -372,8 +373,11 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from beleg.backends.llms.config import read_config_table
     from beleg.cli.render import Style, render_ingest
+    from beleg.errors import ConfigError
     from beleg.ingest.metadata import load_rule_statuses, load_rules, parse_assignments, status_vocabulary
 
+    if not math.isfinite(args.max_file_mb) or args.max_file_mb <= 0:
+        raise ConfigError(f"--max-file-mb {args.max_file_mb} is not a positive size in MB; give a value such as 200")
     rules = load_rules(args.rules) if args.rules else []
     meta = parse_assignments(args.meta) if args.meta else None
     statuses = status_vocabulary(read_config_table("governance", args.config).get("status_synonyms"),

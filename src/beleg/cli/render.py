@@ -67,7 +67,7 @@ def render_hits(hits: Sequence[Hit], query: str, style: Style) -> str:
             f"v{meta['version']}" if meta.get("version") else None, meta.get("status"), meta.get("authority"),
             meta.get("language"), meta.get("tenant") and f"tenant {meta['tenant']}") if x)
         lines.append(f"{rank:>2}. {hit.score:.4f}  {style.bold(path)}  {style.dim('[' + facts + ']')}")
-        lines.append(f"    {style.dim(hit.source)}  {style.dim(f'chars {hit.start}-{hit.end}')}")
+        lines.append(f"    {style.dim(printable(hit.source))}  {style.dim(f'chars {hit.start}-{hit.end}')}")
         # The snippet is read, not checked: markup is removed (offsets above stay the document's).
         lines.append("    " + snippet(plain(hit.text), query, str(meta.get("language", "en")), style))
     return "\n".join(lines)
@@ -100,13 +100,23 @@ def render_status(status: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(name: str) -> str:
+    """A file name or reason on one terminal line: control characters (a newline in a file
+    name, an escape sequence that would recolour the terminal) written as escapes."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), name)
+
+
 def render_ingest(report: Any, style: Style) -> str:
     lines = []
     for f in report.files:
         if f.status in ("failed", "skipped"):
-            lines.append(f"  {f.status:<10} {f.source}: {f.reason}")
+            lines.append(f"  {f.status:<10} {printable(f.source)}: {printable(f.reason)}")
         elif f.status != "unchanged":
-            lines.append(f"  {f.status:<10} {f.source} ({f.chunks} chunks)" if f.chunks else f"  {f.status:<10} {f.source}")
+            name = printable(f.source)
+            lines.append(f"  {f.status:<10} {name} ({f.chunks} chunks)" if f.chunks else f"  {f.status:<10} {name}")
             if getattr(f, "widened", None):
                 lines.append(f"             access widened (--allow-widen): {'; '.join(f.widened)}")
     j = report.to_json()
@@ -138,7 +148,7 @@ def render_answer(answer: Any, style: Style, *, show_text: bool = True) -> str:
         facts = " · ".join(shown_value(x) for x in (f"version {s.version}" if s.version else None, s.status,
                                                     s.authority, s.date) if x)
         lines.append(f"  [{s.label}] {style.bold(shown_heading_path(s.hit.heading_path) or shown_value(s.hit.title))}")
-        lines.append(f"       {style.dim(s.hit.source + '  ·  ' + facts)}")
+        lines.append(f"       {style.dim(printable(s.hit.source) + '  ·  ' + facts)}")
         note = _withheld_note(s)
         if note:
             lines.append(f"       {style.mark(note)}")
