@@ -73,6 +73,9 @@ def test_status_cues_in_english_and_german() -> None:
         "What did the old versions say about retries?": "historical",
         "Wie war das früher mit den Wiederholungen?": "historical",
         "Was galt damals für Webhooks?": "historical",
+        "What do the deprecated docs say about the retry window?": "historical",
+        "Was steht in veralteten Dokumenten zum Wiederholungsfenster?": "historical",
+        "What did the obsolete contracts promise?": "historical",
         "What does the draft say about scheduled delivery?": "draft",
         "Was steht im Entwurf zur geplanten Zustellung?": "draft",
     }
@@ -82,6 +85,9 @@ def test_status_cues_in_english_and_german() -> None:
 
 def test_no_status_without_a_cue_and_früher_als_is_a_comparison() -> None:
     assert "status" not in applied(infer("How long are failed webhook deliveries retried?"))
+    # A feature that is deprecated is a question the current pages answer, not a status filter.
+    assert "status" not in applied(infer("Is the /api/v2 endpoint deprecated?"))
+    assert "status" not in applied(infer("Welche Endpunkte sind veraltet?"))
     assert "status" not in applied(infer("Wird eine Nachricht früher als nach 10 Sekunden zugestellt?"))
 
 

@@ -66,7 +66,13 @@ _HISTORICAL = re.compile(
     r"\b(?:historical|historic|historisch\w*|legacy|formerly|previously|damals|ehemalig\w*|"
     r"(?:old|older|previous|earlier|prior|former|past)\s+(?:versions?|releases?|docs|documentation|contracts?)|"
     r"(?:alte[nrs]?|ältere[nrs]?|frühere[nrs]?|vorherige[nrs]?|vorige[nrs]?)\s+(?:version\w*|release\w*|"
-    r"fassung\w*|dokumentation|vertr[aä]g\w*)|früher(?!\s+als))\b",
+    r"fassung\w*|dokumentation|vertr[aä]g\w*)|früher(?!\s+als)|"
+    # The stored status synonyms (ingest/metadata.py) name a status when they qualify the
+    # documents themselves ("deprecated docs", "veraltete Dokumente"); alone they ask about a
+    # feature's deprecation ("Is /api/v2 deprecated?"), which the current pages answer.
+    r"(?:deprecated|obsolete|outdated|archived|superseded|retired|veraltete[nrs]?|archivierte[nrs]?|"
+    r"überholte[nrs]?|abgelöste[nrs]?)\s+(?:versions?|releases?|docs|documentation|documents?|pages?|"
+    r"contracts?|manuals?|dokument\w*|version\w*|fassung\w*|seiten?|handb[uü]ch\w*|vertr[aä]g\w*))\b",
     re.IGNORECASE)
 _DRAFT = re.compile(r"\b(?:drafts?|entw[uü]rf\w*|unreleased|unveröffentlicht\w*)\b", re.IGNORECASE)
 #: Each status cue and the stored status names it may mean (the visible ones are used).
