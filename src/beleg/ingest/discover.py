@@ -56,7 +56,7 @@ def _key(root: str, full: str) -> str:
     return printable("/".join([os.path.basename(os.path.abspath(root)), *Path(rel).parts]))
 
 
-def _glob_root(pattern: str) -> str:
+def glob_root(pattern: str) -> str:
     """The folder a glob pattern starts in: its components before the first wildcard."""
     parts: list[str] = []
     for part in Path(pattern).parts[:-1]:
@@ -99,7 +99,7 @@ def discover(args: list[str], suffixes: tuple[str, ...], *, follow_symlinks: boo
 
 def _expand(arg: str, suffixes: tuple[str, ...], add: Callable[..., None], out: list[Candidate]) -> None:
     if _GLOB_CHARS & set(arg):
-        root = _glob_root(arg)
+        root = glob_root(arg)
         files = [m for m in sorted(glob.glob(arg, recursive=True)) if os.path.isfile(m)]
         if not files:
             add(arg, None, "the pattern matches no files")
