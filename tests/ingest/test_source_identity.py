@@ -139,3 +139,13 @@ def test_sync_by_glob_finds_files_ingested_through_a_relative_folder(kb, tmp_pat
     monkeypatch.chdir(tmp_path)
     report = kb.ingest([str(tmp_path / "x" / "corpus" / "*.md")], progress=False, sync=True)
     assert report.deleted == 1 and [f.source for f in report.files if f.status == "deleted"] == ["corpus/gone.md"]
+
+
+def test_skipped_symlink_does_not_hide_the_file_named_directly(kb, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "outside" / "secret.md", "# Out\nOutside text.\n")
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "link.md").symlink_to("../outside/secret.md")
+    report = kb.ingest(["corpus", "outside/secret.md"], progress=False)
+    assert [(f.source, f.status) for f in report.files] == [("corpus/link.md", "skipped"),
+                                                            ("outside/secret.md", "added")]

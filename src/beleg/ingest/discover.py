@@ -83,7 +83,10 @@ def discover(args: list[str], suffixes: tuple[str, ...], *, follow_symlinks: boo
         if problem is None and root is not None and not follow_symlinks and not _under(path, root):
             skip = (f"symlink to {printable(os.path.realpath(path))}, outside {printable(root)}; "
                     "pass --follow-symlinks to ingest it")
-        seen_as = os.path.realpath(path) if problem is None else source
+        # A file is ingested once however many arguments reach it, so it is remembered by its
+        # real path; a skipped symlink is not ingested, so it must not take that path from the
+        # file itself named elsewhere in the same run (that file would get no entry at all).
+        seen_as = source if problem else os.path.abspath(path) if skip else os.path.realpath(path)
         if seen_as not in seen:
             seen.add(seen_as)
             key = _key(root if root is not None else os.path.dirname(os.path.abspath(path)), path)
