@@ -2,7 +2,8 @@
 
 Sources are stored as typed (``corpus/a.md``, relative to a working directory nobody
 recorded), so identity, ownership and ``--sync`` go by the file's resolved location,
-recorded at ingest.
+recorded at ingest. Also here: a metadata change that alters indexed text re-chunks, and
+a skipped symlink does not hide the file it points to.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ def _write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def _index_bytes(index: Path) -> bytes:
+    """Every byte of every file of the index folder (all versions, WAL included)."""
+    return b"".join(p.read_bytes() for p in sorted(index.rglob("*")) if p.is_file())
 
 
 @pytest.mark.parametrize("spelling", ["./corpus/sub", "corpus//sub", "absolute", "from-inside"])
@@ -149,3 +155,31 @@ def test_skipped_symlink_does_not_hide_the_file_named_directly(kb, tmp_path: Pat
     report = kb.ingest(["corpus", "outside/secret.md"], progress=False)
     assert [(f.source, f.status) for f in report.files] == [("corpus/link.md", "skipped"),
                                                             ("outside/secret.md", "added")]
+
+
+def test_title_change_alone_rechunks_and_leaves_no_trace(kb, tmp_path: Path) -> None:
+    _write(tmp_path / "c" / "note.txt", "Plain text about the quarterly budget review.\n")
+    kb.ingest([str(tmp_path / "c")], metadata={"title": "Case Wuzzlebert Grimsby"}, progress=False)
+    assert kb.search("wuzzlebert", mode="bm25")
+    report = kb.ingest([str(tmp_path / "c")], metadata={"title": "Case file"}, progress=False)
+    assert report.files[0].status == "updated"
+    assert kb.search("wuzzlebert", mode="bm25") == []
+    assert [h.heading_path for h in kb.search("budget review", mode="bm25")] == [("Case file",)]
+    assert b"wuzzlebert" not in _index_bytes(tmp_path / "kb").lower()
+
+
+def test_metadata_change_outside_the_indexed_text_embeds_nothing(kb, tmp_path: Path) -> None:
+    _write(tmp_path / "c" / "note.md", "---\ntitle: Budget\n---\nPlain text about the quarterly budget review.\n")
+    kb.ingest([str(tmp_path / "c")], progress=False)
+    report = kb.ingest([str(tmp_path / "c")], metadata={"acl": ["group:finance"]}, progress=False)
+    assert report.files[0].status == "updated" and report.embedded == 0
+
+
+def test_metadata_written_into_offline_contexts_rechunks(tmp_path: Path, embedder) -> None:
+    _write(tmp_path / "c" / "note.txt", "The relay restarts nightly.\n")
+    with beleg.open(tmp_path / "kb", IndexConfig(ChunkingConfig(context="offline")), embedder=embedder) as kb:
+        kb.ingest([str(tmp_path / "c")], metadata={"product": "Zamfirlux"}, progress=False)
+        assert kb.search("zamfirlux", mode="bm25")
+        report = kb.ingest([str(tmp_path / "c")], metadata={"product": "Quellbard"}, progress=False)
+        assert report.files[0].status == "updated"
+        assert kb.search("zamfirlux", mode="bm25") == [] and kb.search("quellbard", mode="bm25")

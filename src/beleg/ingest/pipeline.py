@@ -455,7 +455,7 @@ class Ingestor:
         # The hash covers the content only, so a metadata-only change (an ACL edit) is
         # recognised below and never re-embeds.
         content_hash = content_hash or hashlib.sha256(data).hexdigest()
-        if stored and replaces is None and stored[0] == content_hash:
+        if stored and replaces is None and stored[0] == content_hash and not self._changes_text(stored[1], meta):
             if stored[1] == meta and stored[2] == source:
                 if location is not None and self._location(doc_id) != location:
                     with self.catalog.transaction():  # an older row, or a moved file: record where it is
@@ -484,6 +484,16 @@ class Ingestor:
         result.previous_id = replaces
         self._pending.append(_Pending(doc, chunks, result, parsed.headings, texts, hashes, terms, replaces,
                                       self._sentence_passages(doc, chunks), location))
+
+    def _changes_text(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        """Whether a metadata change alters what chunks and the index hold, so the document
+        must be re-chunked like a content change: the title heads every heading path and
+        indexed text, the language picks the BM25 analyser, and a contextualiser may write
+        any metadata value into the indexed text. Otherwise an old title would stay
+        searchable (and in the index's bytes) after it was changed away."""
+        if self.contextualize is not None and old != new:
+            return True
+        return any(old.get(key) != new.get(key) for key in ("title", "language"))
 
     def _sentence_passages(self, doc: Document, chunks: list[Chunk]) -> dict[str, str]:
         """Key → passage of every sentence the answerer may score, when sentence vectors are on."""
