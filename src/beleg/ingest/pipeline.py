@@ -66,6 +66,9 @@ class FileResult:
     reason: str | None = None
     #: Chunks with instruction-like text (possible prompt injection), flagged for answers.
     flagged: int = 0
+    #: Title ("title"), heading ("section") or metadata keys with instruction-like values:
+    #: answers withhold them from every hit of the document (beleg.answer.quarantine).
+    flagged_fields: list[str] = field(default_factory=list)
     #: How this ingest widened who may read the document (only with ``allow_widen``).
     widened: list[str] = field(default_factory=list)
     #: The id the document had before (an index from before ids were relative to the ingest root).
@@ -77,6 +80,8 @@ class FileResult:
                                  ("previous_id", self.previous_id)) if v is not None}
         if self.flagged:
             out["flagged"] = self.flagged
+        if self.flagged_fields:
+            out["flagged_fields"] = self.flagged_fields
         if self.widened:
             out["widened"] = self.widened
         return out
@@ -110,7 +115,9 @@ class IngestReport:
             "failures": [{"source": f.source, "reason": f.reason} for f in self.failures],
             "skips": [{"source": f.source, "reason": f.reason} for f in self.files if f.status == "skipped"],
             "widened": [{"source": f.source, "widened": f.widened} for f in self.files if f.widened],
-            "flagged": [{"source": f.source, "chunks": f.flagged} for f in self.files if f.flagged],
+            "flagged": [{"source": f.source, "chunks": f.flagged, **({"fields": f.flagged_fields}
+                                                                     if f.flagged_fields else {})}
+                        for f in self.files if f.flagged or f.flagged_fields],
             "files": [f.to_json() for f in self.files],
         }
 
@@ -398,7 +405,7 @@ class Ingestor:
             log.debug("internal error in %s for %s", self._stage, source, exc_info=True)
             result.status, result.reason = "failed", f"internal error in {self._stage}: {_one_line(exc)}"
         if result.status in ("failed", "skipped"):
-            result.chunks, result.flagged, result.widened = 0, 0, []
+            result.chunks, result.flagged, result.flagged_fields, result.widened = 0, 0, [], []
         if self.claims is not None and not (self._pending and self._pending[-1].result is result):
             self.claims.release(source)  # nothing of it waits for a commit
         bar.add_chunks(result.chunks)
@@ -452,6 +459,7 @@ class Ingestor:
         self._claimed[doc_id] = source
         if stored is not None:
             self._check_widening(stored[1], meta, result)
+        result.flagged_fields = self._flagged_fields(meta, parsed)
         # The hash covers the content only, so a metadata-only change (an ACL edit) is
         # recognised below and never re-embeds.
         content_hash = content_hash or hashlib.sha256(data).hexdigest()
@@ -494,6 +502,14 @@ class Ingestor:
         if self.contextualize is not None and old != new:
             return True
         return any(old.get(key) != new.get(key) for key in ("title", "language"))
+
+    @staticmethod
+    def _flagged_fields(meta: dict[str, Any], parsed: ParsedDocument) -> list[str]:
+        """The title, heading ("section") or metadata keys whose values are instruction-like:
+        what answers withhold of every hit of this document (beleg.answer.quarantine)."""
+        from beleg.answer.quarantine import withheld_fields  # answer imports ingest at import time
+
+        return list(withheld_fields(str(meta.get("title") or ""), [h.title for h in parsed.headings], meta))
 
     def _sentence_passages(self, doc: Document, chunks: list[Chunk]) -> dict[str, str]:
         """Key → passage of every sentence the answerer may score, when sentence vectors are on."""
@@ -636,7 +652,7 @@ class Ingestor:
 
     @staticmethod
     def _give_up(result: FileResult) -> None:
-        result.status, result.chunks, result.flagged, result.widened = "skipped", 0, 0, []
+        result.status, result.chunks, result.flagged, result.flagged_fields, result.widened = "skipped", 0, 0, [], []
         result.reason = ("another ingest worker took this file over after this worker's claim expired "
                          "(stalled longer than the lease); that worker ingests it")
 
