@@ -344,6 +344,9 @@ class KnowledgeBase:
             ingestor = target._ingestor(progress=progress)
             ingestor.progress_label = "reindex"
             report = ingestor.run_documents(items)
+            # Stored documents carry no file: where each was read from comes from the live version,
+            # or the new one could no longer tell its files from others (beleg.ingest.pipeline._whose).
+            target.catalog.copy_locations_from(self.catalog)
             # A resumed build catches up: documents gone from the live version go from it too.
             gone = {d for d, _, _ in target.catalog.documents_meta()} - {doc.doc_id for doc, _ in items}
             with target.catalog.transaction():

@@ -10,6 +10,7 @@ changes. WAL mode lets searches read while an ingest writes.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -32,6 +33,7 @@ CREATE TABLE IF NOT EXISTS documents (
     metadata TEXT NOT NULL,
     text TEXT NOT NULL,
     headings TEXT NOT NULL DEFAULT '[]',
+    location BLOB,
     ingested_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
 );
 CREATE INDEX IF NOT EXISTS documents_source ON documents(source);
@@ -89,6 +91,11 @@ class Catalog:
         for table, column in (("chunks", "flags"), ("documents", "headings")):
             if column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
                 self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT NOT NULL DEFAULT '[]'")
+        # ``location`` (where a file document's file was, resolved at ingest) is NULL for rows
+        # written before it existed: the next ingest of that file records it (beleg.ingest.pipeline).
+        if "location" not in {r[1] for r in self.db.execute("PRAGMA table_info(documents)")}:
+            self.db.execute("ALTER TABLE documents ADD COLUMN location BLOB")
+        self.db.execute("CREATE INDEX IF NOT EXISTS documents_location ON documents(location)")
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -200,6 +207,48 @@ class Catalog:
         """Ids of the stored documents ingested from ``source`` (usually none or one)."""
         return [r[0] for r in self.db.execute("SELECT doc_id FROM documents WHERE source = ? ORDER BY doc_id",
                                               (source,))]
+
+    def location(self, doc_id: str) -> str | None:
+        """Where the file of a stored document was when it was last ingested: its resolved
+        absolute path (None for a text, or a row from before locations were recorded).
+
+        ``source`` is the path as the user typed it, often relative to a working directory
+        that is not recorded, so it cannot tell two files apart; this can."""
+        row = self.db.execute("SELECT location FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
+        return os.fsdecode(row[0]) if row and row[0] is not None else None
+
+    def locations(self) -> dict[str, str]:
+        """``doc_id → location`` of the documents whose file location is recorded."""
+        return {d: os.fsdecode(loc) for d, loc in
+                self.db.execute("SELECT doc_id, location FROM documents WHERE location IS NOT NULL")}
+
+    def unlocated_sources(self) -> dict[str, str]:
+        """``doc_id → source`` of the documents without a recorded location (texts, older rows)."""
+        return dict(self.db.execute("SELECT doc_id, source FROM documents WHERE location IS NULL").fetchall())
+
+    def doc_ids_at(self, location: str) -> list[str]:
+        """Ids of the stored documents whose file was at ``location`` (usually none or one)."""
+        return [r[0] for r in self.db.execute("SELECT doc_id FROM documents WHERE location = ? ORDER BY doc_id",
+                                              (os.fsencode(location),))]
+
+    def set_location(self, doc_id: str, location: str | None) -> None:
+        """Record where a document's file is (call inside :meth:`transaction`, after its upsert)."""
+        self._check_writable()
+        # Stored as the file system's bytes: a name that is not UTF-8 must still be found again
+        # (``source`` holds a printable form of it, which names no file).
+        self.db.execute("UPDATE documents SET location = ? WHERE doc_id = ?",
+                        (None if location is None else os.fsencode(location), doc_id))
+
+    def copy_locations_from(self, other: Catalog) -> None:
+        """Give documents the locations they have in another catalog (a version rebuilt from
+        this one's documents, which carry no file)."""
+        self.db.execute("ATTACH DATABASE ? AS other", (str(other.path),))
+        try:
+            with self.transaction():
+                self.db.execute("UPDATE documents SET location = (SELECT o.location FROM other.documents o "
+                                "WHERE o.doc_id = documents.doc_id) WHERE location IS NULL")
+        finally:
+            self.db.execute("DETACH DATABASE other")
 
     def move_contexts(self, old_doc_id: str, new_doc_id: str) -> None:
         """Give a re-keyed document the cached chunk contexts of its old id (call inside :meth:`transaction`)."""

@@ -56,7 +56,7 @@ def _key(root: str, full: str) -> str:
     return printable("/".join([os.path.basename(os.path.abspath(root)), *Path(rel).parts]))
 
 
-def _glob_root(pattern: str) -> str:
+def glob_root(pattern: str) -> str:
     """The folder a glob pattern starts in: its components before the first wildcard."""
     parts: list[str] = []
     for part in Path(pattern).parts[:-1]:
@@ -83,7 +83,10 @@ def discover(args: list[str], suffixes: tuple[str, ...], *, follow_symlinks: boo
         if problem is None and root is not None and not follow_symlinks and not _under(path, root):
             skip = (f"symlink to {printable(os.path.realpath(path))}, outside {printable(root)}; "
                     "pass --follow-symlinks to ingest it")
-        seen_as = os.path.realpath(path) if problem is None else source
+        # A file is ingested once however many arguments reach it, so it is remembered by its
+        # real path; a skipped symlink is not ingested, so it must not take that path from the
+        # file itself named elsewhere in the same run (that file would get no entry at all).
+        seen_as = source if problem else os.path.abspath(path) if skip else os.path.realpath(path)
         if seen_as not in seen:
             seen.add(seen_as)
             key = _key(root if root is not None else os.path.dirname(os.path.abspath(path)), path)
@@ -99,7 +102,7 @@ def discover(args: list[str], suffixes: tuple[str, ...], *, follow_symlinks: boo
 
 def _expand(arg: str, suffixes: tuple[str, ...], add: Callable[..., None], out: list[Candidate]) -> None:
     if _GLOB_CHARS & set(arg):
-        root = _glob_root(arg)
+        root = glob_root(arg)
         files = [m for m in sorted(glob.glob(arg, recursive=True)) if os.path.isfile(m)]
         if not files:
             add(arg, None, "the pattern matches no files")

@@ -13,7 +13,9 @@ at most the batch in flight and the index stays readable.
 A re-ingest that would let more principals read a document (its tenant or ACL removed,
 changed or widened) is refused for that file unless ``allow_widen``; a document id that
 another file still present in the index holds, or that an earlier file of the same run
-took, fails the later file.
+took, fails the later file. Files are told apart by their resolved location, recorded with
+each document, never by the path as typed (``corpus/a.md`` and ``./corpus/a.md`` are one
+file; ``corpus/a.md`` from two working directories are two).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from beleg.index.analyzer import analyze
 from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.claims import IngestClaims, await_vectors
-from beleg.ingest.discover import Candidate, discover, printable
+from beleg.ingest.discover import Candidate, discover, glob_root, printable
 from beleg.ingest.injection import chunk_flags
 from beleg.ingest.metadata import MetadataRule, resolve, widening
 from beleg.ingest.readers import reader_for, supported_suffixes
@@ -64,6 +66,9 @@ class FileResult:
     reason: str | None = None
     #: Chunks with instruction-like text (possible prompt injection), flagged for answers.
     flagged: int = 0
+    #: Title ("title"), heading ("section") or metadata keys with instruction-like values:
+    #: answers withhold them from every hit of the document (beleg.answer.quarantine).
+    flagged_fields: list[str] = field(default_factory=list)
     #: How this ingest widened who may read the document (only with ``allow_widen``).
     widened: list[str] = field(default_factory=list)
     #: The id the document had before (an index from before ids were relative to the ingest root).
@@ -75,6 +80,8 @@ class FileResult:
                                  ("previous_id", self.previous_id)) if v is not None}
         if self.flagged:
             out["flagged"] = self.flagged
+        if self.flagged_fields:
+            out["flagged_fields"] = self.flagged_fields
         if self.widened:
             out["widened"] = self.widened
         return out
@@ -108,7 +115,9 @@ class IngestReport:
             "failures": [{"source": f.source, "reason": f.reason} for f in self.failures],
             "skips": [{"source": f.source, "reason": f.reason} for f in self.files if f.status == "skipped"],
             "widened": [{"source": f.source, "widened": f.widened} for f in self.files if f.widened],
-            "flagged": [{"source": f.source, "chunks": f.flagged} for f in self.files if f.flagged],
+            "flagged": [{"source": f.source, "chunks": f.flagged, **({"fields": f.flagged_fields}
+                                                                     if f.flagged_fields else {})}
+                        for f in self.files if f.flagged or f.flagged_fields],
             "files": [f.to_json() for f in self.files],
         }
 
@@ -119,6 +128,11 @@ def in_scope(source: str, paths: Sequence[str]) -> bool:
         arg = str(arg)
         if any(ch in arg for ch in "*?["):
             if fnmatch.fnmatch(source, arg) or fnmatch.fnmatch(Path(source).as_posix(), arg):
+                return True
+            # A resolved location is matched against the pattern with its folder resolved too.
+            folder = glob_root(arg)
+            if os.path.isabs(source) and fnmatch.fnmatch(
+                    source, os.path.join(os.path.realpath(folder), os.path.relpath(arg, folder))):
                 return True
             continue
         # realpath, not Path.resolve: it never raises on a symlink loop.
@@ -162,6 +176,8 @@ class _Pending:
     replaces: str | None = None
     #: Sentence vector key → passage, for the answerer (empty unless sentence vectors are on).
     sentences: dict[str, str] = field(default_factory=dict)
+    #: The resolved absolute path of the file read (None for texts and stored documents).
+    location: str | None = None
 
 
 @dataclass(slots=True)
@@ -191,12 +207,26 @@ def legacy_id(path: Path) -> str:
     return hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def _other_file(stored_source: str, path: Path) -> bool:
-    """Whether a stored document's source is another file that still exists (not this one, moved)."""
+def _whose(stored_source: str, location: str | None, path: Path) -> str:
+    """Whether a stored document is the file at ``path``: ``"this"``, ``"other"`` (another
+    file, still there), ``"gone"`` (nothing is at its recorded absolute location any more:
+    the file was moved or deleted) or ``"unknown"``.
+
+    The recorded location is checked, never ``stored_source`` resolved against the current
+    directory: a relative source names another file from another working directory. A row
+    from before locations were recorded, with a relative source, can be confirmed as this
+    file (from the directory it was ingested from) but never declared gone."""
+    recorded = location or (stored_source if os.path.isabs(stored_source) else None)
     try:
-        return os.path.lexists(stored_source) and not os.path.samefile(stored_source, path)
-    except OSError:
-        return True  # cannot tell: do not let a file take over another's document
+        if recorded is None:
+            return "this" if os.path.lexists(stored_source) and os.path.samefile(stored_source, path) else "unknown"
+        try:
+            os.lstat(recorded)
+        except (FileNotFoundError, NotADirectoryError):
+            return "gone"
+        return "this" if os.path.samefile(recorded, path) else "other"
+    except (OSError, ValueError):
+        return "unknown"  # cannot tell: do not let a file take over another's document
 
 
 class Ingestor:
@@ -242,6 +272,8 @@ class Ingestor:
         self._claimed: dict[str, str] = {}
         #: What the file being handled is going through, for "internal error in <stage>".
         self._stage = "read"
+        #: File name → ids of stored documents without a recorded location (read once, when first needed).
+        self._unlocated: dict[str, list[str]] | None = None
 
     def run(self, paths: Sequence[str], *, sync: bool = False) -> IngestReport:
         """Ingest files, folders and globs. With ``sync``, documents that were ingested from
@@ -265,18 +297,23 @@ class Ingestor:
     def _remove_vanished(self, paths: Sequence[str], candidates: Sequence[Candidate]) -> None:
         """Delete stored documents in the scope of ``paths`` whose source file is gone.
 
-        A document under a folder that could not be listed, or whose file cannot be
-        checked, is kept and reported: not seeing a file is not knowing it is gone."""
+        A document whose file location was recorded is judged by that location, not by its
+        source resolved against the current directory (from elsewhere, ``corpus/a.md`` names
+        another corpus's file). A document under a folder that could not be listed, or whose
+        file cannot be checked, is kept and reported: not seeing a file is not knowing it is gone."""
         found = {c.source for c in candidates if not c.problem}
+        found_at = {os.path.realpath(c.path) for c in candidates if not c.problem}
         unlisted = [str(c.path) for c in candidates if c.unlisted_folder]
+        locations = self.catalog.locations() if isinstance(self.catalog, Catalog) else {}
         stale = []
         for doc_id, source in self.catalog.sources().items():
-            if source in found or not in_scope(source, paths):
+            where = locations.get(doc_id, source)
+            if source in found or where in found_at or not in_scope(where, paths):
                 continue
-            if unlisted and in_scope(source, unlisted):
+            if unlisted and in_scope(where, unlisted):
                 continue  # reported as the folder's failure already
             try:
-                gone = not os.path.lexists(source)
+                gone = not os.path.lexists(where)
             except (OSError, ValueError) as exc:
                 self.report.files.append(FileResult(source, "failed", doc_id, reason=(
                     f"--sync cannot tell whether the file still exists ({_one_line(exc)}); the document was kept")))
@@ -368,7 +405,7 @@ class Ingestor:
             log.debug("internal error in %s for %s", self._stage, source, exc_info=True)
             result.status, result.reason = "failed", f"internal error in {self._stage}: {_one_line(exc)}"
         if result.status in ("failed", "skipped"):
-            result.chunks, result.flagged, result.widened = 0, 0, []
+            result.chunks, result.flagged, result.flagged_fields, result.widened = 0, 0, [], []
         if self.claims is not None and not (self._pending and self._pending[-1].result is result):
             self.claims.release(source)  # nothing of it waits for a commit
         bar.add_chunks(result.chunks)
@@ -408,27 +445,36 @@ class Ingestor:
         """Decide added/updated/unchanged for one parsed document and queue its chunks.
 
         ``path`` is the file read (None for texts and stored documents): it lets a file keep
-        the document it had under an older id, and stops it taking another file's document."""
+        the document it had under an older id or another ingest root, and stops it taking
+        another file's document."""
         self._stage = "metadata"
         meta = resolve(source, parsed.metadata, parsed.text, parsed.title, self.rules, self.statuses)
         meta = with_file_position(meta, parsed.file_position)  # reserved keys come from the reader only
         declared_id = meta.pop("id", None)
-        doc_id = printable(str(declared_id)) if declared_id not in (None, "") else fallback_id
+        declared = declared_id not in (None, "")
+        doc_id = printable(str(declared_id)) if declared else fallback_id
+        location = os.path.realpath(path) if path is not None else None
+        doc_id, stored, replaces = self._stored(doc_id, source, path, declared)
         result.doc_id = doc_id
-        stored, replaces = self._stored(doc_id, source, path)
         self._claimed[doc_id] = source
         if stored is not None:
             self._check_widening(stored[1], meta, result)
+        result.flagged_fields = self._flagged_fields(meta, parsed)
         # The hash covers the content only, so a metadata-only change (an ACL edit) is
         # recognised below and never re-embeds.
         content_hash = content_hash or hashlib.sha256(data).hexdigest()
-        if stored and replaces is None and stored[0] == content_hash:
+        if stored and replaces is None and stored[0] == content_hash and not self._changes_text(stored[1], meta):
             if stored[1] == meta and stored[2] == source:
+                if location is not None and self._location(doc_id) != location:
+                    with self.catalog.transaction():  # an older row, or a moved file: record where it is
+                        self._set_location(doc_id, location)
                 result.status = "unchanged"
                 return
             # Same content, new metadata (say an ACL edit): no re-chunking, no re-embedding.
             with self.catalog.transaction():
                 self.catalog.update_metadata(doc_id, source, meta)
+                if location is not None:
+                    self._set_location(doc_id, location)
             result.status = "updated"
             return
         doc = Document(doc_id, source, parsed.text, meta, content_hash)
@@ -445,7 +491,25 @@ class Ingestor:
         result.chunks = len(chunks)
         result.previous_id = replaces
         self._pending.append(_Pending(doc, chunks, result, parsed.headings, texts, hashes, terms, replaces,
-                                      self._sentence_passages(doc, chunks)))
+                                      self._sentence_passages(doc, chunks), location))
+
+    def _changes_text(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        """Whether a metadata change alters what chunks and the index hold, so the document
+        must be re-chunked like a content change: the title heads every heading path and
+        indexed text, the language picks the BM25 analyser, and a contextualiser may write
+        any metadata value into the indexed text. Otherwise an old title would stay
+        searchable (and in the index's bytes) after it was changed away."""
+        if self.contextualize is not None and old != new:
+            return True
+        return any(old.get(key) != new.get(key) for key in ("title", "language"))
+
+    @staticmethod
+    def _flagged_fields(meta: dict[str, Any], parsed: ParsedDocument) -> list[str]:
+        """The title, heading ("section") or metadata keys whose values are instruction-like:
+        what answers withhold of every hit of this document (beleg.answer.quarantine)."""
+        from beleg.answer.quarantine import withheld_fields  # answer imports ingest at import time
+
+        return list(withheld_fields(str(meta.get("title") or ""), [h.title for h in parsed.headings], meta))
 
     def _sentence_passages(self, doc: Document, chunks: list[Chunk]) -> dict[str, str]:
         """Key → passage of every sentence the answerer may score, when sentence vectors are on."""
@@ -457,29 +521,73 @@ class Ingestor:
         return {passage_key(fingerprint, t): t for c in chunks for t in chunk_passages(c.text, c.heading_path,
                                                                                        doc.title)}
 
-    def _stored(self, doc_id: str, source: str, path: Path | None) -> tuple[Any, str | None]:
-        """The stored state this document replaces, and the older id it is stored under (if any).
+    def _stored(self, doc_id: str, source: str, path: Path | None,
+                declared: bool = False) -> tuple[str, Any, str | None]:
+        """The id the document gets, the stored state it replaces, and the older id it is
+        stored under and leaves (if any).
 
-        Raises IngestError when the id is another file's: taken earlier in this run, or held
-        by a stored document whose file still exists."""
+        A file is known by where it is, not by how its path was spelled: the same file
+        ingested through another argument (another root, ``./corpus`` for ``corpus``, an
+        absolute path, another working directory) keeps its document and id, so the widening
+        check applies and no second copy is made. Raises IngestError when the id is another
+        file's: taken earlier in this run, held by a stored document whose file still exists,
+        or held by one this ingest cannot locate."""
+        mine = self._ids_of_file(path, source) if path is not None else []
+        # An id from before ids were relative to the ingest root is re-keyed (below), not kept.
+        keep = [i for i in mine if path is not None and i != legacy_id(path)]
+        if keep and not declared:
+            doc_id = doc_id if doc_id in keep else keep[0]
         if doc_id in self._claimed:
             raise IngestError(f"document id {doc_id!r} is taken by {self._claimed[doc_id]} earlier in this run; "
                               "give this file its own 'id:' (or remove the repeated one)")
         stored = self.catalog.document_state(doc_id)
-        if stored is not None and path is not None and stored[2] != source and _other_file(stored[2], path):
-            raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}, another file in the index; "
-                              "give this file its own 'id:', or ingest both from their common folder")
+        if stored is not None and path is not None and doc_id not in mine:
+            whose = _whose(stored[2], self._location(doc_id), path)
+            if whose == "other":
+                raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}, another file in the index; "
+                                  "give this file its own 'id:', or ingest both from their common folder")
+            if whose == "unknown":
+                raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}, which cannot be found from "
+                                  "here (the index did not record where it is); give this file its own 'id:', "
+                                  f"or re-ingest {stored[2]} once from the folder it was ingested from")
         if stored is not None or path is None:
-            return stored, None
+            return doc_id, stored, None
         # Not stored under its id: maybe under the id an older Beleg gave it (absolute path),
-        # or under another root's id (the same file ingested through another argument).
-        for old in dict.fromkeys([legacy_id(path), *self.catalog.doc_ids_for_source(source)]):
+        # or under another id of the same file (its declared 'id:' changed).
+        for old in dict.fromkeys([legacy_id(path), *mine]):
             if old != doc_id and old not in self._claimed:
                 state = self.catalog.document_state(old)
-                if state is not None and not _other_file(state[2], path):
+                if state is not None and (old in mine or _whose(state[2], self._location(old), path) == "this"):
                     self._claimed[old] = source
-                    return state, old
-        return None, None
+                    return doc_id, state, old
+        return doc_id, None, None
+
+    def _ids_of_file(self, path: Path, source: str) -> list[str]:
+        """Ids of the stored documents read from the file at ``path``, however its path was
+        spelled then: by recorded location, then rows from before locations were recorded
+        whose source is this file from here (an index folder records locations; over another
+        backend only the same source string counts)."""
+        if not isinstance(self.catalog, Catalog):
+            candidates = self.catalog.doc_ids_for_source(source)
+        else:
+            if self._unlocated is None:
+                self._unlocated = {}
+                for doc_id, stored in self.catalog.unlocated_sources().items():
+                    self._unlocated.setdefault(os.path.basename(stored), []).append(doc_id)
+            candidates = [*self.catalog.doc_ids_at(os.path.realpath(path)), *self._unlocated.get(path.name, [])]
+        out = []
+        for doc_id in dict.fromkeys(candidates):
+            state = self.catalog.document_state(doc_id)
+            if state is not None and _whose(state[2], self._location(doc_id), path) == "this":
+                out.append(doc_id)
+        return out
+
+    def _location(self, doc_id: str) -> str | None:
+        return self.catalog.location(doc_id) if isinstance(self.catalog, Catalog) else None
+
+    def _set_location(self, doc_id: str, location: str | None) -> None:
+        if isinstance(self.catalog, Catalog):
+            self.catalog.set_location(doc_id, location)
 
     def _check_widening(self, old: dict[str, Any], new: dict[str, Any], result: FileResult) -> None:
         wider = widening(old, new)
@@ -544,7 +652,7 @@ class Ingestor:
 
     @staticmethod
     def _give_up(result: FileResult) -> None:
-        result.status, result.chunks, result.flagged, result.widened = "skipped", 0, 0, []
+        result.status, result.chunks, result.flagged, result.flagged_fields, result.widened = "skipped", 0, 0, [], []
         result.reason = ("another ingest worker took this file over after this worker's claim expired "
                          "(stalled longer than the lease); that worker ingests it")
 
@@ -621,6 +729,7 @@ class Ingestor:
                     ids, tfs = np.unique(np.array([vocab[t] for t in terms], dtype=np.int64), return_counts=True)
                     postings.append((ids, tfs))
                 self.catalog.upsert_document(p.doc, p.chunks, hashes[i : i + len(p.chunks)], postings, p.headings)
+                self._set_location(p.doc.doc_id, p.location)
                 if p.sentences and sentence_vectors:
                     self.catalog.put_sentence_vectors(p.doc.doc_id, {k: sentence_vectors[k] for k in p.sentences
                                                                      if k in sentence_vectors})
