@@ -66,6 +66,13 @@ def glob_root(pattern: str) -> str:
     return os.path.join(*parts) if parts else "."
 
 
+def _folder_link_skip(path: str) -> Candidate:
+    """A symlinked folder found in a walk and not followed: reported, so nothing is left out silently."""
+    return Candidate(Path(path), printable(path), key=None,
+                     skip=f"symlink to the folder {printable(os.path.realpath(path))}; "
+                          "pass --follow-symlinks to ingest its files")
+
+
 def discover(args: list[str], suffixes: tuple[str, ...], *, follow_symlinks: bool = False) -> list[Candidate]:
     """Expand arguments in order; folders yield supported files, recursively, skipping hidden ones.
 
@@ -94,13 +101,14 @@ def discover(args: list[str], suffixes: tuple[str, ...], *, follow_symlinks: boo
 
     for arg in args:
         try:
-            _expand(arg, suffixes, add, out)
+            _expand(arg, suffixes, add, out, follow_symlinks)
         except (OSError, ValueError, RuntimeError) as exc:  # one argument's trouble stays its own
             out.append(Candidate(Path(arg), printable(arg), f"cannot list: {type(exc).__name__}: {exc}"))
     return out
 
 
-def _expand(arg: str, suffixes: tuple[str, ...], add: Callable[..., None], out: list[Candidate]) -> None:
+def _expand(arg: str, suffixes: tuple[str, ...], add: Callable[..., None], out: list[Candidate],
+            follow_symlinks: bool = False) -> None:
     if _GLOB_CHARS & set(arg):
         root = glob_root(arg)
         files = [m for m in sorted(glob.glob(arg, recursive=True)) if os.path.isfile(m)]
@@ -115,14 +123,25 @@ def _expand(arg: str, suffixes: tuple[str, ...], add: Callable[..., None], out: 
                                  f"cannot list folder: {exc.strerror or exc}; its files were not ingested",
                                  unlisted_folder=True))
 
-        for root, dirs, files in os.walk(arg, onerror=unlisted):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        walked = {os.path.realpath(arg)}  # followed folder links never loop back
+        for root, dirs, files in os.walk(arg, onerror=unlisted, followlinks=follow_symlinks):
+            kept = []
+            for d in sorted(d for d in dirs if not d.startswith(".")):
+                full = os.path.join(root, d)
+                if not os.path.islink(full):
+                    kept.append(d)
+                elif not follow_symlinks:
+                    out.append(_folder_link_skip(full))
+                elif os.path.realpath(full) not in walked:
+                    walked.add(os.path.realpath(full))
+                    kept.append(d)
+            dirs[:] = kept
             for name in sorted(files):
                 if not name.startswith(".") and Path(name).suffix.lower() in suffixes:
                     add(os.path.join(root, name), arg)
     elif os.path.islink(arg) and not os.path.exists(arg):
         add(arg, None, f"broken or looping symlink (points to {printable(os.readlink(arg))})")
-    elif os.path.isfile(arg):
+    elif os.path.exists(arg):  # a file, or a pipe or device named directly (the reader says what it is)
         add(arg, None)
     else:
         add(arg, None, "no such file or folder")

@@ -24,6 +24,7 @@ import fnmatch
 import hashlib
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -229,6 +230,14 @@ def _whose(stored_source: str, location: str | None, path: Path) -> str:
         return "unknown"  # cannot tell: do not let a file take over another's document
 
 
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
 class Ingestor:
     """Runs one ingest over a catalog with a given chunking config and embedder."""
 
@@ -424,8 +433,11 @@ class Ingestor:
             time.sleep(_CLAIM_POLL_S)
 
     def _one(self, path: Path, source: str, key: str, result: FileResult) -> None:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read; a device never ends
+            raise NoContent(f"not a regular file ({_file_kind(st.st_mode)}); nothing to read")
         reader = reader_for(path)
-        size = path.stat().st_size
+        size = st.st_size
         if size == 0:
             raise NoContent("empty file")
         if size > self.max_bytes:
