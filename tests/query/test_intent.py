@@ -31,7 +31,7 @@ from beleg.query.intent import CAPABILITIES, is_small_talk, no_retrieval_intent
     ("3 + 4 * 2", "11"),
     ("What is 3 - -2?", "5"),
     ("2,5 mal 4", "10"),
-    ("1,000 + 1", "1001"),
+    ("What is 1,000 + 1?", "1001"),
     ("7 : 2", "3.5"),
     ("What is 5 squared?", "25"),
     ("1/3", "1/3 (≈ 0.333333)"),

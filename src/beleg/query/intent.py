@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from beleg.query.arithmetic import Calculation, parse_calculation
+from beleg.query.arithmetic import Calculation, format_number, parse_calculation, word_language
 
 _GREETING = (r"hi|hello|hey|hallo|moin|servus|grüß gott|gruess gott|guten (?:morgen|tag|abend)|"
              r"good (?:morning|afternoon|evening)|ok(?:ay)?")
@@ -217,8 +217,8 @@ def question_language(question: str) -> str | None:
     """``"de"`` or ``"en"`` by which language's function words the question uses more, or None
     when neither leads ("12*8", "ok")."""
     words = [w.lower() for w in re.findall(r"[^\W\d_]+", question)]
-    de = sum(w in _LANGUAGE_WORDS["de"] or any(c in w for c in "äöüß") for w in words)
-    en = sum(w in _LANGUAGE_WORDS["en"] for w in words)
+    de = sum(w in _LANGUAGE_WORDS["de"] or any(c in w for c in "äöüß") or word_language(w) == "de" for w in words)
+    en = sum(w in _LANGUAGE_WORDS["en"] or word_language(w) == "en" for w in words)
     return None if de == en else ("de" if de > en else "en")
 
 
@@ -229,16 +229,15 @@ def is_small_talk(question: str) -> bool:
 
 def no_retrieval_intent(question: str) -> Intent | None:
     """The answer to a question that needs no retrieval, or None (then retrieval decides)."""
+    asked_in = question_language(question)
+    language = asked_in or "en"
     kind = small_talk_kind(question)
     if kind is not None:
-        language = question_language(question) or "en"
         text = f"{_OPENERS[language][kind]} {CAPABILITIES[language]}".strip()
         return Intent("small-talk", text, kind, language)
-    calc = parse_calculation(question)
+    calc = parse_calculation(question, asked_in)  # an unknown language leaves "1.000" unread
     if calc is None:
         return None
-    language = "de" if re.search(r"\b(?:was|wie|mal|geteilt|durch|hoch|berechne|rechne|prozent|von)\b", question,
-                                 re.IGNORECASE) else "en"
     if calc.value is None:
         problem = calc.problem or ""
         if language == "de":
@@ -246,7 +245,8 @@ def no_retrieval_intent(question: str) -> Intent | None:
         else:
             text = f"{calc.expression} cannot be computed: {problem}."
         return Intent("arithmetic", text, "problem", language, calc)
-    return Intent("arithmetic", f"{calc.expression} = {calc.result}", "calculation", language, calc)
+    result = format_number(calc.value, "," if language == "de" else ".")
+    return Intent("arithmetic", f"{calc.expression} = {result}", "calculation", language, calc)
 
 
 __all__ = ["CAPABILITIES", "Intent", "is_small_talk", "no_retrieval_intent", "small_talk_kind"]
