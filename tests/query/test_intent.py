@@ -10,7 +10,7 @@ import yaml
 
 from beleg.query import arithmetic
 from beleg.query.arithmetic import format_number, parse_calculation, to_fraction
-from beleg.query.intent import CAPABILITIES, is_small_talk, no_retrieval_intent
+from beleg.query.intent import CAPABILITIES, is_small_talk, no_retrieval_intent, without_pleasantries
 
 
 @pytest.mark.parametrize("question,result", [
@@ -202,3 +202,18 @@ def test_no_demo_gold_question_is_answered_by_rule() -> None:
     assert len(questions) > 90
     caught = {q: no_retrieval_intent(q) for q in questions}
     assert {q: i for q, i in caught.items() if i is not None} == {}
+
+
+@pytest.mark.parametrize("question,left", [
+    ("Hello, how long is the retry window?", "how long is the retry window?"),
+    ("Hi there, how long is the retry window, please?", "how long is the retry window?"),
+    ("Hello how long is it?", "how long is it?"),
+    ("Guten Tag, wie lange werden Webhooks wiederholt?", "wie lange werden Webhooks wiederholt?"),
+    ("Können Sie mir bitte sagen, wie groß eine Nachricht sein darf?",
+     "Können Sie mir sagen, wie groß eine Nachricht sein darf?"),
+    # a greeting word that is the topic stays
+    ("hello endpoint: what does it return?", "hello endpoint: what does it return?"),
+    ("Hi-Fi mode?", "Hi-Fi mode?"),
+])
+def test_pleasantries_are_taken_off_the_question(question: str, left: str) -> None:
+    assert without_pleasantries(question) == left

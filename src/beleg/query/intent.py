@@ -102,6 +102,14 @@ _FIRST_PERSON = set("i me my ich mich mir".split())
 _TIME_WORDS = set("""time date day weekday month year clock uhr uhrzeit spät zeit datum tag wochentag monat jahr
     wievielte wievielten""".split())
 _NOW = set("it es today now currently current heute jetzt gerade aktuell wir".split())
+_OPENING = re.compile(
+    r"^\W*(?:(?:hello|hi|hey|hallo|moin|servus|grüß gott|good (?:morning|afternoon|evening|day)|"
+    r"guten (?:morgen|tag|abend)|dear \w+|thanks?(?: you)?(?: (?:so|very) much)?|many thanks|"
+    r"danke(?: schön| sehr)?|vielen dank|please|bitte)(?:\s+(?:there|all|everyone|zusammen|team|beleg))?"
+    # followed by punctuation or by the question's first word: "hello endpoint" keeps its "hello"
+    r"(?:\s*[,.!:;–]+\s*|\s+(?=(?:how|what|which|who|where|when|why|can|could|is|are|do|does|wie|was|welche\w*|"
+    r"wer|wo|wann|warum|kann|kannst|können|gibt|ist|sind)\b)))+", re.IGNORECASE)
+_PLEASE = re.compile(r",?\s*\b(?:please|pls|kindly|bitte)\b,?", re.IGNORECASE)
 # Set phrases whose words would read as content on their own ("Tag" is also a day).
 _SET_PHRASES = re.compile(r"\b(?:guten\s+tag|good\s+day)\b", re.IGNORECASE)
 _EMPTY = _FUNCTION["en"] | _FUNCTION["de"]
@@ -213,6 +221,14 @@ def _points_back(words: list[str]) -> bool:
     return False
 
 
+def without_pleasantries(question: str) -> str:
+    """``question`` without the greeting or thanks that opens it and without "please"/"bitte":
+    "Hello, how long is the retry window, please?" → "how long is the retry window?". They are
+    addressed to the assistant, not about the topic. A greeting is removed only at the start:
+    elsewhere "hello" or "Tag" may be the topic (a hello endpoint, a Docker tag)."""
+    return _PLEASE.sub("", _OPENING.sub("", question, count=1)).strip()
+
+
 def question_language(question: str) -> str | None:
     """``"de"`` or ``"en"`` by which language's function words the question uses more, or None
     when neither leads ("12*8", "ok")."""
@@ -249,4 +265,5 @@ def no_retrieval_intent(question: str) -> Intent | None:
     return Intent("arithmetic", f"{calc.expression} = {result}", "calculation", language, calc)
 
 
-__all__ = ["CAPABILITIES", "Intent", "is_small_talk", "no_retrieval_intent", "small_talk_kind"]
+__all__ = ["CAPABILITIES", "Intent", "is_small_talk", "no_retrieval_intent", "question_language", "small_talk_kind",
+           "without_pleasantries"]
