@@ -566,3 +566,26 @@ def test_quote_verifier_copies_the_answer_which_must_lie_in_the_quote() -> None:
         found = quote_verifier_check(ScriptedLLM(responder=lambda m, r=nothing: r), Q, [cite], [src])
         assert found.passed is False and "no answer" in found.why
     assert quote_verifier_check(copies_it, Q, [], [src]).passed is False
+
+
+@pytest.mark.parametrize("question,topic", [
+    ("Hello, how long is the retry window?", {"retri", "window"}),
+    ("Hi there, how long is the retry window, please?", {"retri", "window"}),
+    ("Thanks! And how long is the retry window?", {"retri", "window"}),
+    ("Guten Tag, wie lange ist das Wiederholungsfenster?", {"wiederholungsfen"}),
+    ("Hallo zusammen, wie lange ist das Wiederholungsfenster bitte?", {"wiederholungsfen"}),
+])
+def test_a_greeting_or_politeness_is_no_focus_term(question: str, topic: set[str]) -> None:
+    assert set(focus_terms(question, FlatIDF())) == topic  # type: ignore[arg-type]
+
+
+def test_a_greeting_word_that_is_the_topic_stays_a_focus_term() -> None:
+    assert "hello" in focus_terms("What does the hello endpoint return?", FlatIDF())  # type: ignore[arg-type]
+    assert "hello" in focus_terms("Hello endpoint: what does it return?", FlatIDF())  # type: ignore[arg-type]
+
+
+def test_a_question_opening_with_a_greeting_is_answered(demo_kb) -> None:
+    a = demo_kb.ask("Hello, how long is the retry window?")
+    focus = a.support.check("focus") if a.support is not None else None
+    assert not a.refused and "72 hours" in a.answer
+    assert focus is not None and focus.passed and "hello" not in focus.why

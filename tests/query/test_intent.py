@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
+import yaml
 
 from beleg.query import arithmetic
 from beleg.query.arithmetic import format_number, parse_calculation, to_fraction
-from beleg.query.intent import CAPABILITIES, is_small_talk, no_retrieval_intent
+from beleg.query.intent import CAPABILITIES, is_small_talk, no_retrieval_intent, without_pleasantries
 
 
 @pytest.mark.parametrize("question,result", [
@@ -29,7 +31,7 @@ from beleg.query.intent import CAPABILITIES, is_small_talk, no_retrieval_intent
     ("3 + 4 * 2", "11"),
     ("What is 3 - -2?", "5"),
     ("2,5 mal 4", "10"),
-    ("1,000 + 1", "1001"),
+    ("What is 1,000 + 1?", "1001"),
     ("7 : 2", "3.5"),
     ("What is 5 squared?", "25"),
     ("1/3", "1/3 (≈ 0.333333)"),
@@ -119,3 +121,99 @@ def test_questions_with_small_talk_in_them_are_not_small_talk() -> None:
     for question in ("hi, what does E-4012 mean?", "Thanks, and how long are webhooks retried?",
                      "Can you help me with E-4012?"):
         assert no_retrieval_intent(question) is None, question
+
+
+# ---------------------------------------------------------------------- small talk without a fixed phrase
+GOLD = Path(__file__).resolve().parents[2] / "demo" / "gold.yaml"
+
+
+@pytest.mark.parametrize("question,kind,language", [
+    ("Wie alt bist du?", "about", "de"),
+    ("Was machst du?", "about", "de"),
+    ("What should I ask you?", "about", "en"),
+    ("Wie heißt du?", "about", "de"),
+    ("Can you help me?", "about", "en"),
+    ("Who made you?", "about", "en"),
+    ("What's your name?", "about", "en"),
+    ("Wie ist dein Name?", "about", "de"),
+    ("Wer hat dich gebaut?", "about", "de"),
+    ("Hallo, wie geht es Ihnen?", "about", "de"),
+    ("Wie geht's dir?", "about", "de"),
+    ("Could you help me please?", "about", "en"),
+    ("Können Sie mir helfen?", "about", "de"),
+    ("Are you a robot?", "about", "en"),
+    ("Sprichst du Deutsch?", "about", "de"),
+    ("Ich hab eine Frage", "about", "de"),
+    ("I need help", "about", "en"),
+    ("Thanks, that helped.", "thanks", "en"),
+    ("Danke, das hat geholfen!", "thanks", "de"),
+    ("Super, danke!", "thanks", "de"),
+    ("How's it going?", "greeting", "en"),
+    ("Hallo, guten Tag!", "greeting", "de"),
+    ("Wie spät ist es?", "time", "de"),
+    ("Weißt du, wie spät es ist?", "time", "de"),
+    ("what time is it", "time", "en"),
+    ("What day is it today?", "time", "en"),
+    ("Welches Datum haben wir heute?", "time", "de"),
+])
+def test_a_question_of_empty_words_about_the_assistant_is_small_talk(question: str, kind: str,
+                                                                     language: str) -> None:
+    intent = no_retrieval_intent(question)
+    assert intent is not None and intent.kind == "small-talk", question
+    assert (intent.detail, intent.language) == (kind, language)
+    assert CAPABILITIES[language] in intent.answer
+
+
+def test_the_time_is_declined_not_guessed() -> None:
+    intent = no_retrieval_intent("Wie spät ist es?")
+    assert intent is not None and intent.answer.startswith("Die aktuelle Uhrzeit und das Datum kann ich nicht sagen.")
+    intent = no_retrieval_intent("What time is it?")
+    assert intent is not None and intent.answer.startswith("I cannot tell the current time or date.")
+
+
+@pytest.mark.parametrize("question", [
+    # "you"/"Sie" with a content word: documentation questions
+    "Can you tell me how long webhooks are retried?",
+    "How do you rotate a signing secret?",
+    "Wie kann ich Sie erreichen?",
+    "Was muss ich tun, wenn Sie einen Fehler E-4012 melden?",
+    "Können Sie mir sagen, wie groß eine Nachricht sein darf?",
+    "Can you help me with E-4012?",
+    "Do you support MQTT?",
+    # a pronoun that points back at an earlier question in a conversation
+    "How do you build it?",
+    "Was machst du damit?",
+    "Thanks, and what about it?",
+    "What is it?",
+    "Wie geht das?",
+    # lower-case "sie" is "they": "what do they do?"
+    "Was machen sie?",
+    # a time or date of something the documents may name
+    "What is the date of the 3.0 release?",
+    "Wie spät ist es in Tokio?",
+    "How do I make an old credential stop working?",
+])
+def test_a_question_with_content_or_a_back_reference_goes_to_retrieval(question: str) -> None:
+    assert no_retrieval_intent(question) is None, question
+
+
+def test_no_demo_gold_question_is_answered_by_rule() -> None:
+    questions = [q["question"] for q in yaml.safe_load(GOLD.read_text(encoding="utf-8"))["questions"]]
+    assert len(questions) > 90
+    caught = {q: no_retrieval_intent(q) for q in questions}
+    assert {q: i for q, i in caught.items() if i is not None} == {}
+
+
+@pytest.mark.parametrize("question,left", [
+    ("Hello, how long is the retry window?", "how long is the retry window?"),
+    ("Hi there, how long is the retry window, please?", "how long is the retry window?"),
+    ("Hello how long is it?", "how long is it?"),
+    ("Guten Tag, wie lange werden Webhooks wiederholt?", "wie lange werden Webhooks wiederholt?"),
+    ("Können Sie mir bitte sagen, wie groß eine Nachricht sein darf?",
+     "Können Sie mir sagen, wie groß eine Nachricht sein darf?"),
+    # a greeting word that is the topic stays
+    ("hello endpoint: what does it return?", "hello endpoint: what does it return?"),
+    ("Hi-Fi mode?", "Hi-Fi mode?"),
+])
+def test_pleasantries_are_taken_off_the_question(question: str, left: str) -> None:
+    assert without_pleasantries(question) == left

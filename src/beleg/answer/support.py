@@ -55,6 +55,7 @@ from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values, when_markers
 from beleg.index.analyzer import SUPPORTED_LANGUAGES, analyze, detect_language
 from beleg.markup import unwrap_blocks
+from beleg.query.intent import without_pleasantries
 from beleg.retrieve.coverage import TermCoverage
 from beleg.sentences import split_sentences
 
@@ -404,8 +405,9 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        # pronominal adverbs point at what the question names elsewhere ("… dafür setzen")
                        "dafür dazu darauf daran davon dabei dadurch darum darin darüber hierfür hierzu hiermit "
                        # abbreviations join the asker's clauses ("which container, i.e. whose logs")
-                       "i.e. e.g. z.B. d.h. u.a. bzw. usw. etc. ca. vs. sog.")
-
+                       "i.e. e.g. z.B. d.h. u.a. bzw. usw. etc. ca. vs. sog. "
+                       # politeness is how the asker asks, wherever it stands ("…, please?")
+                       "please pls kindly bitte thanks thank danke dankeschön")
 
 @cache
 def _question_form_terms() -> frozenset[str]:
@@ -420,7 +422,8 @@ def focus_terms(question: str, terms: TermCoverage) -> dict[str, float]:
     The asker's placeholders ("smtp.example.org", "192.168.2.0/24"; anchors.without_placeholders) are
     their own setup, which no page names: not the question's focus."""
     skip = _question_form_terms()
-    weights = terms.weights(without_placeholders(question), skip)
+    # "Hello," opening the question was its rarest word ("focus terms hello: 0.00 … missing hello").
+    weights = terms.weights(without_placeholders(without_pleasantries(question)), skip)
     if not weights:
         return {}
     top = max(weights.values())

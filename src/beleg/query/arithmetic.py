@@ -9,14 +9,20 @@ question is not arithmetic and :func:`parse_calculation` returns None: retrieval
 Grammar (usual precedence; ``^`` binds right and tighter than a leading minus)::
 
     sum     := product (("+" | "-") product)*
-    product := unary (("*" | "/" | "of") unary)*        # "15% of 200": "of" multiplies
+    product := unary (("*" | "/" | "of" | "mod") unary)*   # "15% of 200": "of" multiplies
     unary   := ("-" | "+") unary | power
     power   := postfix ("^" unary)?
-    postfix := atom ("%" | "squared" | "cubed")*
+    postfix := atom ("%" | "squared" | "cubed")*          # "%" before a number is "mod": "10 % 3"
     atom    := NUMBER | "(" sum ")"
 
-Numbers: ``12``, ``2.5``, ``2,5`` (decimal comma), ``1,000`` and ``1.000.000`` (thousands
-groups of three), ``1,234.5`` / ``1.234,5`` (the last separator is the decimal one).
+Numbers: ``12``, ``2.5``, ``2,5`` (decimal comma), ``1.000.000`` (thousands groups of three),
+``1,234.5`` / ``1.234,5`` (the last separator is the decimal one). One separator before
+exactly three digits (``1.000``, ``1,000``) is read by the question's language: thousands
+for ``.`` in German and ``,`` in English, decimals otherwise; with no language it is not
+guessed (:data:`AMBIGUOUS`). Number words, English and German, stand for their digits when
+the whole question is arithmetic: ``seven``, ``twenty-one``, ``one hundred and five``,
+``zwölf``, ``einundzwanzig``, ``zweihundertdreißig``; ``half of``/``die Hälfte von`` (and
+thirds, quarters) are fractions, ``negative five``/``negativ fünf`` one number.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from fractions import Fraction
 MAX_CHARS = 200
 MAX_EXPONENT = 1000
 MAX_RESULT_BITS = 4000
+AMBIGUOUS = ("the question's language does not say whether a separator before three digits (1.000 or 1,000) "
+             "marks thousands or decimals; write the number without it")
 
 # Question phrasing around the expression, removed before tokenising.
 _LEAD = re.compile(
@@ -41,18 +49,48 @@ _TRAIL = re.compile(r"(?:\s*(?:=|\?|!|\.|equals?|ergibt|bitte|please|aus|berechn
 _DATE_LIKE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b")
 
 _WORD_OPS = (  # longest first; each phrase and the operator it means
-    ("to the power of", "^"), ("raised to", "^"), ("multiplied by", "*"), ("multipliziert mit", "*"),
+    ("to the power of", "^"), ("modulo", "mod"), ("mod", "mod"), ("raised to", "^"), ("multiplied by", "*"), ("multipliziert mit", "*"),
     ("divided by", "/"), ("geteilt durch", "/"), ("dividiert durch", "/"), ("percent of", "% of"),
     ("prozent von", "% of"), ("per cent of", "% of"), ("times", "*"), ("mal", "*"), ("plus", "+"),
     ("minus", "-"), ("over", "/"), ("durch", "/"), ("hoch", "^"), ("percent", "%"), ("prozent", "%"),
     ("squared", "squared"), ("quadriert", "squared"), ("cubed", "cubed"), ("of", "of"), ("von", "of"),
 )
 _WORDS = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w, _ in _WORD_OPS)
+_FRACTION = (r"(?:(?:a|an|one)\s+)?(?P<en_part>half|third|quarter)\s+of|(?:die\s+)?(?P<de_half>hälfte)\s+von|"
+             r"(?:ein\s+)?(?P<de_part>drittel|viertel)\s+von")
 _TOKEN = re.compile(
-    rf"\s*(?:(?P<num>\d+(?:[.,]\d+)*)|(?P<sym>\*\*|[-+*/×x·÷:^()%−–])|(?P<word>(?:{_WORDS})\b)|(?P<bad>\S))",
+    rf"\s*(?:(?P<num>\d+(?:[.,]\d+)*)|(?P<sym>\*\*|[-+*/×x·÷:^()%−–])|(?P<frac>(?:{_FRACTION})\b)|"
+    rf"(?P<word>(?:{_WORDS})\b)|(?P<letters>[^\W\d_]+(?:-[^\W\d_]+)*)|(?P<bad>\S))",
     re.IGNORECASE)
+_OPERATOR_WORDS = {
+    "en": set("""times multiplied divided by over percent squared cubed calculate compute evaluate half third quarter
+              negative""".split()),
+    "de": set("""mal multipliziert geteilt dividiert durch hoch prozent von quadriert berechne rechne ergibt hälfte
+              drittel viertel negativ""".split()),
+}
 _SYMBOLS = {"**": "^", "×": "*", "x": "*", "·": "*", "÷": "/", ":": "/", "−": "-", "–": "-"}
-_SHOW = {"*": "×", "/": "÷", "-": "−", "of": "of"}
+# One minus sign, ASCII, in the expression as in the result (format_number, the JSON
+# "result"): "−5² = -25" mixed two characters for one sign.
+_SHOW = {"*": "×", "/": "÷", "of": "of"}
+_PARTS = {"half": "½", "hälfte": "½", "third": "⅓", "drittel": "⅓", "quarter": "¼", "viertel": "¼"}
+_PART_VALUES = {"½": Fraction(1, 2), "⅓": Fraction(1, 3), "¼": Fraction(1, 4)}
+_NEGATIVE = ("negative", "negativ")
+
+_UNITS = {
+    "en": dict(zip("""zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
+                   sixteen seventeen eighteen nineteen""".split(), range(20))),
+    "de": dict(zip("""null eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf dreizehn vierzehn fünfzehn
+                   sechzehn siebzehn achtzehn neunzehn""".split(), range(20))),
+}
+_TENS = {
+    "en": dict(zip("twenty thirty forty fifty sixty seventy eighty ninety".split(), range(20, 100, 10))),
+    "de": dict(zip("zwanzig dreißig vierzig fünfzig sechzig siebzig achtzig neunzig".split(), range(20, 100, 10)))
+    | {"dreissig": 30},
+}
+_SCALES = {"en": {"hundred": 100, "thousand": 1000, "million": 10**6},
+           "de": {"hundert": 100, "tausend": 1000, "million": 10**6, "millionen": 10**6}}
+# German compounds start with "ein" where the word alone is "eins": "einundzwanzig", "einhundert".
+_DE_PREFIX_UNITS = {**{w: v for w, v in _UNITS["de"].items() if 1 <= v <= 9}, "ein": 1}
 
 
 class ArithmeticProblem(Exception):
@@ -72,8 +110,9 @@ class Calculation:
         return "" if self.value is None else format_number(self.value)
 
 
-def parse_calculation(question: str) -> Calculation | None:
-    """The calculation ``question`` asks for, or None when it is not purely arithmetic."""
+def parse_calculation(question: str, language: str | None = None) -> Calculation | None:
+    """The calculation ``question`` asks for, or None when it is not purely arithmetic.
+    ``language`` (``"en"``, ``"de"`` or None for unknown) decides what ``1.000`` and ``1,000`` are."""
     text = question.strip()
     if not text or len(text) > MAX_CHARS or _DATE_LIKE.search(text):
         return None
@@ -82,10 +121,11 @@ def parse_calculation(question: str) -> Calculation | None:
     if tokens is None:
         return None
     numbers = sum(1 for kind, _ in tokens if kind == "num")
-    operators = [v for kind, v in tokens if kind == "op" and v not in "()"]
-    if not operators or numbers < 1 or (numbers < 2 and not {"squared", "cubed"} & set(operators)):
+    operators = [v for kind, v in tokens if kind == "op" and v not in ("(", ")")]
+    bracketed = ("op", "(") in tokens  # "(((1)))" is written as an expression, "What is 2.4?" is not
+    if numbers < 1 or (not bracketed and (not operators or numbers < 2 and not {"squared", "cubed"} & set(operators))):
         return None  # "What is 2.4?", "what is -5" are not sums
-    parser = _Parser(tokens)
+    parser = _Parser(tokens, language)
     try:
         value = parser.parse()
     except _Syntax:
@@ -98,6 +138,23 @@ def parse_calculation(question: str) -> Calculation | None:
 def _tokenize(body: str) -> list[tuple[str, str]] | None:
     """Numbers and operators; None as soon as anything else appears."""
     tokens: list[tuple[str, str]] = []
+    words: list[str] = []  # number words read so far, one number together ("twenty one")
+    negative = False  # "negative five": the next number is one negative value
+
+    def push_number(digits: str) -> None:
+        nonlocal negative
+        tokens.extend([("op", "("), ("op", "-"), ("num", digits), ("op", ")")] if negative else [("num", digits)])
+        negative = False
+
+    def flush() -> bool:
+        if words:
+            value = words_value(words)
+            if value is None:
+                return False
+            push_number(str(value))
+            words.clear()
+        return not negative  # "negative" must be followed by a number
+
     pos = 0
     while pos < len(body):
         m = _TOKEN.match(body, pos)
@@ -108,23 +165,115 @@ def _tokenize(body: str) -> list[tuple[str, str]] | None:
         pos = m.end()
         if m.group("bad"):
             return None
+        if m.group("letters"):
+            word = m.group("letters").lower()
+            if word_number(word) is not None:
+                words.append(word)
+            elif word == "and" and words and words[-1] in _SCALES["en"]:
+                continue  # "one hundred and five"
+            elif word in _NEGATIVE and not words and not negative:
+                negative = True
+            else:
+                return None
+            continue
+        if not flush():
+            return None
         if m.group("num"):
-            tokens.append(("num", m.group("num")))
+            push_number(m.group("num"))
+            continue
+        if m.group("frac"):
+            part = m.group("en_part") or m.group("de_half") or m.group("de_part")
+            tokens.extend([("num", _PARTS[part.lower()]), ("op", "of")])
             continue
         raw = (m.group("sym") or m.group("word")).casefold()
         raw = re.sub(r"\s+", " ", raw)
         if raw == "x" and (not tokens or tokens[-1][0] != "num" and tokens[-1][1] != ")"):
             return None  # "x" multiplies only after a number or ")"
+        if raw == "%" and re.match(r"\s*[\d(]", body[pos:]):
+            raw = "mod"  # "10 % 3": a percent sign between two numbers is the remainder
         op = _SYMBOLS.get(raw) or dict(_WORD_OPS).get(raw, raw)
         if op == "of" and tokens[-1:] != [("op", "%")]:
             return None  # "of" multiplies only in "15% of 200"
         for part in op.split():
             tokens.append(("op", part))
-    return tokens
+    return tokens if flush() else None
 
 
-def to_fraction(text: str) -> Fraction:
-    """``"2,5"`` → 5/2, ``"1,000"`` → 1000, ``"1.234,5"`` → 2469/2; see the module docstring."""
+def word_number(word: str) -> int | None:
+    """The value of one English or German number word: ``"seven"`` → 7, ``"twenty-one"`` → 21,
+    ``"einundzwanzig"`` → 21, ``"zweihundertdreißig"`` → 230, ``"thousand"`` → 1000."""
+    word = word.lower()
+    for lang in ("en", "de"):
+        for table in (_UNITS, _TENS, _SCALES):
+            if word in table[lang]:
+                return table[lang][word]
+    tens, _, unit = word.partition("-")
+    if tens in _TENS["en"] and _UNITS["en"].get(unit, 0) in range(1, 10):
+        return _TENS["en"][tens] + _UNITS["en"][unit]
+    return _german_compound(word)
+
+
+def _german_compound(word: str) -> int | None:
+    for scale_word, scale in (("tausend", 1000), ("hundert", 100)):
+        if scale_word in word:
+            head, _, tail = word.partition(scale_word)
+            times = 1 if head in ("", "ein") else _german_compound(head)
+            rest = 0 if tail == "" else _german_compound(tail)
+            if times is None or rest is None or not 1 <= times < (1000 if scale == 1000 else 10) or rest >= scale:
+                return None
+            return times * scale + rest
+    if word in _UNITS["de"] or word in _TENS["de"]:
+        return _UNITS["de"].get(word, _TENS["de"].get(word))
+    unit, und, tens = word.partition("und")
+    if und and unit in _DE_PREFIX_UNITS and tens in _TENS["de"]:
+        return _DE_PREFIX_UNITS[unit] + _TENS["de"][tens]
+    return None
+
+
+def words_value(words: list[str]) -> int | None:
+    """One number written in words apart: ``["one", "hundred", "five"]`` → 105,
+    ``["zwei", "tausend"]`` → 2000; None for a run that is no number ("five five")."""
+    total, current = 0, None
+    for word in words:
+        value = word_number(word)
+        if value is None:
+            return None
+        if word in _SCALES["en"] or word in _SCALES["de"]:
+            times = 1 if current is None else current
+            if value == 100:
+                if times >= 100:
+                    return None
+                current = times * 100
+            else:
+                if times >= 1000:
+                    return None
+                total, current = total + times * value, None
+        elif current is None:
+            current = value
+        elif (current % 10 ** len(str(value)) == 0 if value >= 100 else
+              current % 100 == 0 if value >= 10 else current % 100 == 0 or (current % 100 >= 20 and current % 10 == 0)):
+            current += value  # "twenty one", "hundred five", "dreitausend fünfhundert"
+        else:
+            return None
+    return total + (current or 0)
+
+
+def word_language(word: str) -> str | None:
+    """``"en"`` or ``"de"`` for an arithmetic operator or number word only one language uses."""
+    word = word.lower()
+    langs = {lang for lang in ("en", "de") if word in _UNITS[lang] or word in _TENS[lang] or word in _SCALES[lang]
+             or word in _OPERATOR_WORDS[lang]}
+    if not langs and _german_compound(word) is not None:
+        langs = {"de"}
+    return langs.pop() if len(langs) == 1 else None
+
+
+def to_fraction(text: str, language: str | None = None) -> Fraction:
+    """``"2,5"`` → 5/2, ``"1.000.000"`` → 1000000, ``"1.234,5"`` → 2469/2; ``"1.000"`` is 1000 in
+    German and 1 in English, and raises :class:`ArithmeticProblem` (:data:`AMBIGUOUS`) without a
+    language; see the module docstring."""
+    if text in _PART_VALUES:
+        return _PART_VALUES[text]
     seps = [c for c in text if c in ".,"]
     if not seps:
         return Fraction(int(text))
@@ -133,10 +282,16 @@ def to_fraction(text: str) -> Fraction:
         whole, _, frac = text.rpartition(decimal)
         return Fraction(int(re.sub(r"[.,]", "", whole) or "0")) + _decimals(frac)
     groups = re.split(r"[.,]", text)
-    if len(groups) > 2 or (len(groups) == 2 and len(groups[1]) == 3 and seps[0] == ","):
-        if all(len(g) == 3 for g in groups[1:]):
-            return Fraction(int("".join(groups)))  # thousands groups: 1,000 / 1.000.000
-        raise _Syntax(text)
+    grouped = 1 <= len(groups[0]) <= 3 and not groups[0].startswith("0") and all(len(g) == 3 for g in groups[1:])
+    if len(groups) > 2:
+        if grouped:  # two decimal marks are no number: 1.000.000 / 1,000,000 are thousands groups
+            return Fraction(int("".join(groups)))
+        raise _Syntax(text)  # "1.2.3" is a version
+    if grouped:
+        if language is None:
+            raise ArithmeticProblem(AMBIGUOUS)
+        if seps[0] == {"en": ",", "de": "."}.get(language):
+            return Fraction(int("".join(groups)))
     return Fraction(int(groups[0])) + _decimals(groups[1])
 
 
@@ -144,8 +299,11 @@ def _decimals(digits: str) -> Fraction:
     return Fraction(int(digits), 10 ** len(digits)) if digits else Fraction(0)
 
 
-def format_number(value: Fraction) -> str:
-    """An exact rendering: ``96``, ``0.3``, ``-2.5``; a non-terminating value as ``1/3 (≈ 0.333333)``."""
+def format_number(value: Fraction, decimal_mark: str = ".") -> str:
+    """An exact rendering: ``96``, ``0.3``, ``-2.5``; a non-terminating value as ``1/3 (≈ 0.333333)``.
+    ``decimal_mark=","`` writes ``0,3`` for German readers, who take ``1.125`` for 1125."""
+    if decimal_mark != ".":
+        return format_number(value).replace(".", decimal_mark)
     if value.denominator == 1:
         return str(value.numerator)
     d = value.denominator
@@ -168,12 +326,14 @@ class _Syntax(Exception):
 
 
 class _Parser:
-    def __init__(self, tokens: list[tuple[str, str]]) -> None:
+    def __init__(self, tokens: list[tuple[str, str]], language: str | None = None) -> None:
         self.tokens = tokens
+        self.language = language
+        self.ambiguous = False
         self.pos = 0
 
     def shown(self) -> str:
-        """The expression in canonical symbols: ``12 × 8``, ``15% of 200``, ``−3 + (2 × 4)``."""
+        """The expression in canonical symbols: ``12 × 8``, ``15% of 200``, ``-3 + (2 × 4)``, ``10 mod 3``."""
         parts: list[str] = []
         glue = True  # the next token attaches without a space (start, after "(" or a unary sign)
         previous = None
@@ -208,6 +368,8 @@ class _Parser:
         value = self.sum()
         if self.pos != len(self.tokens):
             raise _Syntax("trailing tokens")
+        if self.ambiguous:  # only now: a malformed expression is no calculation at all
+            raise ArithmeticProblem(AMBIGUOUS)
         return value
 
     def sum(self) -> Fraction:
@@ -220,13 +382,13 @@ class _Parser:
 
     def product(self) -> Fraction:
         value = self.unary()
-        while self.peek() in ("*", "/", "of"):
+        while self.peek() in ("*", "/", "of", "mod"):
             op = self.take()[1]
             rhs = self.unary()
-            if op == "/":
+            if op in ("/", "mod"):
                 if rhs == 0:
                     raise ArithmeticProblem("division by zero has no value")
-                value = value / rhs
+                value = value / rhs if op == "/" else value % rhs
             else:
                 value = value * rhs
             _check_size(value)
@@ -256,7 +418,11 @@ class _Parser:
     def atom(self) -> Fraction:
         kind, value = self.take()
         if kind == "num":
-            return to_fraction(value)
+            try:
+                return to_fraction(value, self.language)
+            except ArithmeticProblem:
+                self.ambiguous = True
+                return Fraction(1)  # a stand-in, so that the rest is still checked for syntax
         if value == "(":
             inner = self.sum()
             if self.take() != ("op", ")"):
@@ -281,4 +447,5 @@ def _check_size(value: Fraction) -> None:
         raise ArithmeticProblem("the result is too large to compute here")
 
 
-__all__ = ["ArithmeticProblem", "Calculation", "format_number", "parse_calculation", "to_fraction"]
+__all__ = ["AMBIGUOUS", "ArithmeticProblem", "Calculation", "format_number", "parse_calculation", "to_fraction",
+           "word_language", "word_number", "words_value"]

@@ -6,6 +6,10 @@
 * **small talk**: greetings, thanks, goodbyes and questions about the assistant itself
   ("hi", "danke", "what can you do?", "wer bist du"), answered with a fixed short text in
   English or German that says what Beleg does: never with a quote from some document.
+  Beyond the fixed phrases, a question counts as small talk when every word is one no
+  document could answer and it is addressed to the assistant ("Wie alt bist du?", "Who
+  made you?"), thanks ("Thanks, that helped"), greets, announces a question ("Ich hab eine
+  Frage") or asks for the time or date ("Wie spät ist es?", declined: the index cannot know).
 
 Everything else, including off-topic general-knowledge questions ("Who won the 2014
 World Cup?"), goes to retrieval, which finds sources or refuses. The rules are anchored to
@@ -19,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from beleg.query.arithmetic import Calculation, parse_calculation
+from beleg.query.arithmetic import Calculation, format_number, parse_calculation, word_language
 
 _GREETING = (r"hi|hello|hey|hallo|moin|servus|grüß gott|gruess gott|guten (?:morgen|tag|abend)|"
              r"good (?:morning|afternoon|evening)|ok(?:ay)?")
@@ -34,8 +38,87 @@ _SMALL_TALK = re.compile(
     rf"(?P<goodbye>(?:{_BYE}){_ADDRESS})|(?P<about>{_ABOUT}))\W*$",
     re.IGNORECASE,
 )
-_GERMAN = re.compile(r"\b(?:hallo|moin|servus|grüß|gruess|guten|danke\w*|vielen|tschüs+|bis bald|hilfe|"
-                     r"kannst|wer|bist|wie)\b", re.IGNORECASE)
+
+# Words that say nothing a document could answer, by language: question words, auxiliaries,
+# pronouns, articles, particles, greetings and politeness. Any word outside these lists
+# (or any number) is taken as content, so a question keeps going to retrieval unless every
+# word is known to be empty; an unknown word errs towards retrieval, never towards a rule.
+_FUNCTION = {
+    "en": set("""a an the and or but so to of for with about from in on at by as than then just really actually
+        also too still again even ever anything something everything nothing any some all not no yes very much many
+        more well here now today right what which who whom whose where when why how whats am is are was were be been
+        being do does did doing done have has had can could will would shall should may might must need needs s re ve ll
+        d m t don doesn didn isn aren cannot couldn won wouldn shouldn i me my mine myself we us our please pls plz
+        kindly thanks thank thx cheers hi hello hey hiya yo greetings good morning afternoon evening dear there
+        everyone all folks guys ok okay beleg bot""".split()),
+    "de": set("""der die das den dem des ein eine einen einem einer eines und oder aber also so zu von für mit über
+        um an auf in im am bei nach aus denn eigentlich mal doch ja nein noch schon auch nur gerade etwa etwas was
+        irgendwas alles nichts sehr viel gern gerne jetzt heute hier da dort wer wen wem wessen welche welcher welches
+        welchen welchem wo woher wann warum wieso weshalb wie bin bist ist sind seid sein war warst waren habe hab
+        hast hat haben habt hatte kann kannst können könnt könntest könnte könnten will willst möchte möchtest mag
+        magst darf darfst dürfen soll sollst sollte solltest muss musst wird wirst würde würdest tu tust tut tun
+        brauche brauchst braucht bräuchte
+        mache machst macht machen ich mich mir mein meine meinen meinem meiner wir uns man bitte danke dank
+        dankeschön vielen hallo moin servus grüß gruß gott guten gute morgen abend zusammen leute liebe lieber
+        ok okay beleg bot""".split()),
+}
+# What small talk asks the assistant about itself: its name, age, maker, nature, mood and
+# abilities. Not content only because the question is addressed to the assistant (a
+# second-person pronoun is required before these count as empty).
+_PERSONA = {
+    "en": set("""name named called call old age made make built build created create developed develop wrote
+        written programmed trained invented behind company help helping assist ask asking question questions tell
+        say talk chat speak understand know think feel feeling going fine alright like love want real human person
+        robot chatbot ai artificial intelligence machine computer program software assistant model llm gpt chatgpt
+        language languages english german smart clever stupid bad nice great cool funny live from come work works working job
+        purpose thing things able capable sleep favorite favourite color colour hobby friend married""".split()),
+    "de": set("""heißt heißen heisst heissen nennen nennt name namen alt alter gebaut gemacht entwickelt erstellt
+        programmiert trainiert geschrieben erschaffen erfunden hergestellt firma unternehmen helfen hilfst hilfe
+        helfe fragen frage fragst sagen sag sagst erzählen reden sprechen sprichst sprache sprachen deutsch englisch verstehst
+        verstehen weißt wissen kennst kennen denkst denken fühlst fühlen geht gehts gut schlecht echt wirklich
+        mensch person roboter chatbot ki künstliche intelligenz maschine computer programm software assistent
+        modell sprachmodell schlau klug dumm nett toll cool lustig lebst leben wohnst wohnen kommst kommen her
+        arbeitest arbeiten funktionierst funktionieren aufgabe zweck job sache sachen dinge lieblingsfarbe hobby
+        freund verheiratet""".split()),
+}
+# Feedback after an answer ("thanks, that helped", "danke, das hat geholfen").
+_FEEDBACK = set("""helped helpful great perfect works worked nice awesome excellent lot geholfen hilfreich super
+    toll prima perfekt klappt funktioniert passt genau""".split())
+_YOU = set("you your yours yourself yourselves ya u du dich dir dein deine deinen deinem deiner deines euch euer eure".split())
+# Formal "Sie" and its forms are also "they"/"her": they address the assistant only when
+# capitalised inside the sentence ("Was machen Sie?"), except "Ihnen" in "wie geht es Ihnen".
+_FORMAL = set("sie ihr ihre ihren ihrem ihrer ihres ihnen".split())
+# Pronouns pointing at something said before ("How do you build it?", "Was machst du damit?"):
+# in a conversation they carry the earlier question's topic, so such a question is no small talk.
+_ANAPHORA = set("""it its this that these those they them their es das dies diese dieser dieses diesem diesen sie
+    ihn ihm damit dafür dazu davon dabei darauf daran darüber dadurch darum darin""".split())
+_QUESTION_WORDS = set("what which who how where when why was wer wie wo wann warum welche welcher welches".split())
+_THANKS_WORDS = set("thanks thank thx cheers danke dank dankeschön".split())
+_GREETING_WORDS = set("hi hello hey hiya yo greetings hallo moin servus grüß guten".split())
+# "I have a question", "Ich brauche Hilfe": the asker announces a question without asking it.
+_ASKING = set("question questions ask help frage fragen hilfe helfen".split())
+_FIRST_PERSON = set("i me my ich mich mir".split())
+# Time and date: the documents cannot say what time it is now ("Wie spät ist es?").
+_TIME_WORDS = set("""time date day weekday month year clock uhr uhrzeit spät zeit datum tag wochentag monat jahr
+    wievielte wievielten""".split())
+_NOW = set("it es today now currently current heute jetzt gerade aktuell wir".split())
+_OPENING = re.compile(
+    r"^\W*(?:(?:hello|hi|hey|hallo|moin|servus|grüß gott|good (?:morning|afternoon|evening|day)|"
+    r"guten (?:morgen|tag|abend)|dear \w+|thanks?(?: you)?(?: (?:so|very) much)?|many thanks|"
+    r"danke(?: schön| sehr)?|vielen dank|please|bitte)(?:\s+(?:there|all|everyone|zusammen|team|beleg))?"
+    # followed by punctuation or by the question's first word: "hello endpoint" keeps its "hello"
+    r"(?:\s*[,.!:;–]+\s*|\s+(?=(?:how|what|which|who|where|when|why|can|could|is|are|do|does|wie|was|welche\w*|"
+    r"wer|wo|wann|warum|kann|kannst|können|gibt|ist|sind)\b)))+", re.IGNORECASE)
+_PLEASE = re.compile(r",?\s*\b(?:please|pls|kindly|bitte)\b,?", re.IGNORECASE)
+# Set phrases whose words would read as content on their own ("Tag" is also a day).
+_SET_PHRASES = re.compile(r"\b(?:guten\s+tag|good\s+day)\b", re.IGNORECASE)
+_EMPTY = _FUNCTION["en"] | _FUNCTION["de"]
+_ABOUT_SELF = _EMPTY | _PERSONA["en"] | _PERSONA["de"] | _ANAPHORA  # _points_back rejects the anaphora
+_LANGUAGE_WORDS = {lang: _FUNCTION[lang] | _PERSONA[lang] for lang in ("en", "de")}
+_LANGUAGE_WORDS["de"] |= {w for w in _YOU if w.startswith(("d", "e"))} | _FORMAL | {"spät", "uhr", "uhrzeit", "datum",
+                                                                                   "wochentag", "geholfen", "tschüss", "tschüs",
+                                                                                   "bis", "bald"}
+_LANGUAGE_WORDS["en"] |= {w for w in _YOU if not w.startswith(("d", "e"))} | {"time", "date", "helped"}
 
 CAPABILITIES = {
     "en": ("I answer questions from the documents in this index: each answer quotes its sources, the "
@@ -47,8 +130,10 @@ CAPABILITIES = {
            "einer bestimmten Version arbeitet."),
 }
 _OPENERS = {
-    "en": {"greeting": "Hello.", "thanks": "You're welcome.", "goodbye": "Goodbye.", "about": "I am Beleg."},
-    "de": {"greeting": "Hallo.", "thanks": "Gern geschehen.", "goodbye": "Auf Wiedersehen.", "about": "Ich bin Beleg."},
+    "en": {"greeting": "Hello.", "thanks": "You're welcome.", "goodbye": "Goodbye.", "about": "I am Beleg.",
+           "time": "I cannot tell the current time or date."},
+    "de": {"greeting": "Hallo.", "thanks": "Gern geschehen.", "goodbye": "Auf Wiedersehen.", "about": "Ich bin Beleg.",
+           "time": "Die aktuelle Uhrzeit und das Datum kann ich nicht sagen."},
 }
 
 
@@ -79,11 +164,78 @@ class Intent:
 
 
 def small_talk_kind(question: str) -> str | None:
-    """``"greeting"``, ``"thanks"``, ``"goodbye"`` or ``"about"`` when the whole question is small talk."""
+    """``"greeting"``, ``"thanks"``, ``"goodbye"``, ``"about"`` or ``"time"`` when the whole question is small talk."""
     m = _SMALL_TALK.match(question.strip())
-    if m is None:
+    if m is not None:
+        return next(kind for kind, text in m.groupdict().items() if text)
+    return _empty_words_kind(question)
+
+
+def _words(question: str) -> list[str]:
+    """The question's words, lower-cased; a formal "Sie"/"Ihnen" addressing the reader becomes "you"."""
+    text = _SET_PHRASES.sub(" ", question)
+    words = []
+    for i, m in enumerate(re.finditer(r"[^\W_]+", text)):
+        word = m.group().lower()
+        if word in _FORMAL and (word == "ihnen" or (i > 0 and m.group()[0].isupper())):
+            word = "you"
+        words.append(word)
+    return words
+
+
+def _empty_words_kind(question: str) -> str | None:
+    """Small talk that the fixed phrases miss ("Wie alt bist du?", "Who made you?", "Thanks, that
+    helped", "Wie spät ist es?"): every word is one no document could answer. The words must
+    also say whom the question is about (the assistant, a second-person pronoun), or thank,
+    greet, announce a question, or ask for the time; a question with any other word, a number
+    or an identifier in it goes to retrieval."""
+    words = _words(question)
+    if not words or len(words) > 12:
         return None
-    return next(kind for kind, text in m.groupdict().items() if text)
+    seen = set(words)
+    if _NOW & seen and _TIME_WORDS & seen and seen <= _ABOUT_SELF | _TIME_WORDS | _NOW | _YOU:
+        return "time"
+    if _THANKS_WORDS & seen and seen <= _EMPTY | _FEEDBACK | _ANAPHORA | _YOU and not (
+            _QUESTION_WORDS & seen and _points_back(words)):  # "thanks, and what about it?" asks on
+        return "thanks"
+    if not seen <= _ABOUT_SELF | _YOU or _points_back(words):
+        return None
+    if _YOU & seen:
+        return "about"
+    if _GREETING_WORDS & seen or {"how", "wie"} & seen and {"going", "geht", "gehts"} & seen:
+        return "greeting"  # "Hallo zusammen", "How's it going?", "Wie geht's?"
+    if _FIRST_PERSON & seen and _ASKING & seen:
+        return "about"
+    return None
+
+
+def _points_back(words: list[str]) -> bool:
+    """Whether a pronoun refers to something said before; the expletive "es" of "wie geht es" does not."""
+    for i, word in enumerate(words):
+        if word == "es" and i > 0 and words[i - 1] in ("geht", "gehts"):
+            continue
+        if word == "it" and words[i + 1:i + 2] == ["going"]:
+            continue  # "how's it going"
+        if word in _ANAPHORA:
+            return True
+    return False
+
+
+def without_pleasantries(question: str) -> str:
+    """``question`` without the greeting or thanks that opens it and without "please"/"bitte":
+    "Hello, how long is the retry window, please?" → "how long is the retry window?". They are
+    addressed to the assistant, not about the topic. A greeting is removed only at the start:
+    elsewhere "hello" or "Tag" may be the topic (a hello endpoint, a Docker tag)."""
+    return _PLEASE.sub("", _OPENING.sub("", question, count=1)).strip()
+
+
+def question_language(question: str) -> str | None:
+    """``"de"`` or ``"en"`` by which language's function words the question uses more, or None
+    when neither leads ("12*8", "ok")."""
+    words = [w.lower() for w in re.findall(r"[^\W\d_]+", question)]
+    de = sum(w in _LANGUAGE_WORDS["de"] or any(c in w for c in "äöüß") or word_language(w) == "de" for w in words)
+    en = sum(w in _LANGUAGE_WORDS["en"] or word_language(w) == "en" for w in words)
+    return None if de == en else ("de" if de > en else "en")
 
 
 def is_small_talk(question: str) -> bool:
@@ -93,16 +245,15 @@ def is_small_talk(question: str) -> bool:
 
 def no_retrieval_intent(question: str) -> Intent | None:
     """The answer to a question that needs no retrieval, or None (then retrieval decides)."""
+    asked_in = question_language(question)
+    language = asked_in or "en"
     kind = small_talk_kind(question)
     if kind is not None:
-        language = "de" if _GERMAN.search(question) else "en"
         text = f"{_OPENERS[language][kind]} {CAPABILITIES[language]}".strip()
         return Intent("small-talk", text, kind, language)
-    calc = parse_calculation(question)
+    calc = parse_calculation(question, asked_in)  # an unknown language leaves "1.000" unread
     if calc is None:
         return None
-    language = "de" if re.search(r"\b(?:was|wie|mal|geteilt|durch|hoch|berechne|rechne|prozent|von)\b", question,
-                                 re.IGNORECASE) else "en"
     if calc.value is None:
         problem = calc.problem or ""
         if language == "de":
@@ -110,7 +261,9 @@ def no_retrieval_intent(question: str) -> Intent | None:
         else:
             text = f"{calc.expression} cannot be computed: {problem}."
         return Intent("arithmetic", text, "problem", language, calc)
-    return Intent("arithmetic", f"{calc.expression} = {calc.result}", "calculation", language, calc)
+    result = format_number(calc.value, "," if language == "de" else ".")
+    return Intent("arithmetic", f"{calc.expression} = {result}", "calculation", language, calc)
 
 
-__all__ = ["CAPABILITIES", "Intent", "is_small_talk", "no_retrieval_intent", "small_talk_kind"]
+__all__ = ["CAPABILITIES", "Intent", "is_small_talk", "no_retrieval_intent", "question_language", "small_talk_kind",
+           "without_pleasantries"]

@@ -1,0 +1,129 @@
+"""Arithmetic by rule: modulo, bracketed numbers, thousands separators by language, number
+words, and one minus sign (red-team findings F10, F11, F12, F18)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from beleg.query.arithmetic import AMBIGUOUS, ArithmeticProblem, parse_calculation, to_fraction, words_value
+from beleg.query.intent import no_retrieval_intent
+
+
+def _answer(question: str) -> str:
+    intent = no_retrieval_intent(question)
+    assert intent is not None and intent.kind == "arithmetic", question
+    return intent.answer
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("what is 10 % 3", "10 mod 3 = 1"),
+    ("12 mod 5", "12 mod 5 = 2"),
+    ("What is 12 modulo 5?", "12 mod 5 = 2"),
+    ("Was ist 17 modulo (2 + 3)?", "17 mod (2 + 3) = 2"),
+    ("what's 15% of 200", "15% of 200 = 30"),  # percent, not a remainder
+    ("What is 50% + 10?", "50% + 10 = 10.5"),
+    ("(((1)))", "(((1))) = 1"),
+    ("What is (7)?", "(7) = 7"),
+])
+def test_a_percent_sign_between_numbers_is_the_remainder_and_brackets_make_an_expression(question: str,
+                                                                                       answer: str) -> None:
+    assert _answer(question) == answer
+
+
+def test_a_remainder_by_zero_has_no_value() -> None:
+    assert _answer("10 % 0") == "10 mod 0 cannot be computed: division by zero has no value."
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("Was ist 1.000 + 1?", "1.000 + 1 = 1001"),
+    ("Was ist 2.500 mal 2?", "2.500 × 2 = 5000"),
+    ("Was ist 1.000.000 + 1?", "1.000.000 + 1 = 1000001"),
+    ("Was ist 1,5 + 1?", "1,5 + 1 = 2,5"),
+    ("Was ist 1,000 + 1?", "1,000 + 1 = 2"),  # a German decimal comma
+    ("Was ist 9 durch 8?", "9 ÷ 8 = 1,125"),  # not "1.125", which a German reader takes for 1125
+    ("What is 1,000 + 1?", "1,000 + 1 = 1001"),
+    ("What is 2,500 times 2?", "2,500 × 2 = 5000"),
+    ("What is 1.000 + 1?", "1.000 + 1 = 2"),
+    ("What is 9 divided by 8?", "9 ÷ 8 = 1.125"),
+])
+def test_a_separator_before_three_digits_is_read_in_the_questions_language(question: str, answer: str) -> None:
+    assert _answer(question) == answer
+
+
+@pytest.mark.parametrize("question", ["1.000 + 1", "1,000 + 1", "2.500 × 2", "(1,500)"])
+def test_without_a_language_such_a_number_is_not_guessed(question: str) -> None:
+    intent = no_retrieval_intent(question)
+    assert intent is not None and intent.calculation is not None
+    assert intent.calculation.value is None and intent.calculation.problem == AMBIGUOUS
+    assert "cannot be computed" in intent.answer
+
+
+def test_the_result_in_json_keeps_the_decimal_point() -> None:
+    intent = no_retrieval_intent("Was ist 9 durch 8?")
+    assert intent is not None and intent.to_json()["result"] == "1.125"
+
+
+def test_number_formats_by_language() -> None:
+    assert to_fraction("1.000", "de") == 1000 and to_fraction("1.000", "en") == 1
+    assert to_fraction("1,000", "en") == 1000 and to_fraction("1,000", "de") == 1
+    assert to_fraction("0,125") == Fraction(1, 8)  # a leading zero is never a thousands group
+    assert to_fraction("1234.567") == Fraction(1234567, 1000)
+    with pytest.raises(ArithmeticProblem):
+        to_fraction("1.000")
+    assert parse_calculation("1.2.3 + 1", "en") is None  # a version, not a number
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("what is seven plus five", "7 + 5 = 12"),
+    ("Was ist sieben mal acht?", "7 × 8 = 56"),
+    ("Was ergibt drei plus vier?", "3 + 4 = 7"),
+    ("Wie viel ist zwölf geteilt durch vier?", "12 ÷ 4 = 3"),
+    ("what is half of 10?", "½ of 10 = 5"),
+    ("Was ist die Hälfte von 10?", "½ of 10 = 5"),
+    ("What is a third of 9?", "⅓ of 9 = 3"),
+    ("What is twenty-one times two?", "21 × 2 = 42"),
+    ("What is one hundred and five minus five?", "105 - 5 = 100"),
+    ("What is two thousand five hundred divided by 5?", "2500 ÷ 5 = 500"),
+    ("Was ist einundzwanzig plus zweihundertdreißig?", "21 + 230 = 251"),
+    ("Was ist dreitausendfünfhundert plus eins?", "3500 + 1 = 3501"),
+    ("what is negative five squared", "(-5)² = 25"),
+    ("what is minus five squared", "-5² = -25"),
+])
+def test_arithmetic_in_words(question: str, answer: str) -> None:
+    assert _answer(question) == answer
+
+
+@pytest.mark.parametrize("question", [
+    "How many of the seven steps are optional?",
+    "Die Einrichtung besteht aus sieben Schritten",
+    "Wie viele der sieben Schritte sind optional?",
+    "What is seven?",
+    "What is one plus?",
+    "What is five five plus one?",
+    "What is half of the retry window?",
+    "Was ist ein Drittel der Nachrichten?",
+    "What is the one thing I must configure?",
+])
+def test_number_words_in_a_documentation_question_are_no_arithmetic(question: str) -> None:
+    intent = no_retrieval_intent(question)
+    assert intent is None or intent.kind != "arithmetic", question
+
+
+def test_number_words_written_apart() -> None:
+    assert words_value(["twenty", "one"]) == 21
+    assert words_value(["one", "hundred", "five"]) == 105
+    assert words_value(["zwei", "tausend"]) == 2000
+    assert words_value(["five", "five"]) is None and words_value(["ten", "five"]) is None
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("what is -5 squared", "-5² = -25"),  # "-5²" is -(5²) by convention
+    ("what is (-5) squared", "(-5)² = 25"),
+    ("What is 3 - -2?", "3 - -2 = 5"),
+    ("What is 2 − 7?", "2 - 7 = -5"),
+])
+def test_one_minus_sign_in_the_expression_and_the_result(question: str, answer: str) -> None:
+    text = _answer(question)
+    assert text == answer and "−" not in text
