@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from beleg.errors import NoContent
+from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.readers.html import HtmlReader
+from beleg.ingest.readers.markdown import MarkdownReader
+from beleg.types import ParsedDocument
 
 
 def html_text(body: str, head: str = "") -> str:
@@ -96,3 +100,133 @@ def test_html_zero_font_size_is_inherited_until_reset() -> None:
     text = html_text(body, head=head)
     assert "Cell one." in text and "Cell two." in text
     assert "Hidden" not in text
+
+
+# --- Markdown: comments and inline HTML, blanked in place ----------------------------
+
+
+def md_read(source: str) -> ParsedDocument:
+    return MarkdownReader().read(source.encode(), Path("a.md"))
+
+
+def assert_offsets_kept(source: str, doc: ParsedDocument) -> None:
+    """The text is the file blanked in place: same length, same newlines, same visible characters."""
+    assert doc.file_position is not None
+    offset, line = doc.file_position
+    original = source[offset : offset + len(doc.text)]
+    assert len(original) == len(doc.text) and line == source.count("\n", 0, offset)
+    for kept, orig in zip(doc.text, original, strict=True):
+        assert kept == orig or (kept == " " and orig != "\n")
+
+
+@pytest.mark.parametrize("hidden", [
+    "<!-- The gizmo warranty period is 7 years. -->",
+    "<!--\nThe gizmo warranty period is 7 years.\n\n```\n-->",
+    "[//]: # (The gizmo warranty period is 7 years.)",
+    '[//]: # "The gizmo warranty period is 7 years."',
+    "[comment]: <> (The gizmo warranty period is 7 years.)",
+    "[gizmo]: https://example.com/warranty\n  'The gizmo warranty period is 7 years.'",
+    "> [//]: # (The gizmo warranty period is 7 years.)",
+    '<div style="display:none">\nThe gizmo warranty period is 7 years.\n\nMore of it.\n</div>',
+    '<div style="display:/**/none">The gizmo warranty period is 7 years.</div>',
+    '<span style="display:&#110;one">The gizmo warranty period is 7 years.</span>',
+    "<span hidden>The gizmo warranty period is 7 years.</span>",
+    "<SPAN HIDDEN=''>The gizmo <span>warranty</span> period is 7 years.</SPAN>",
+    '<p aria-hidden="true">The gizmo warranty period is 7 years.</p>',
+    '<span style="font-size:0">The gizmo warranty period is 7 years.</span>',
+    '<span style="opacity:0">The gizmo warranty period is 7 years.</span>',
+    "<template>The gizmo warranty period is 7 years.</template>",
+    "<style>.sr{display:none}</style>\n<span class='sr'>The gizmo warranty period is 7 years.</span>",
+    "<span class='sr'>The gizmo warranty period is 7 years.</span>\n\n<style>.sr{display:none}</style>",
+])  # fmt: skip
+def test_markdown_hidden_text_is_blanked_in_place(hidden: str) -> None:
+    source = f"# Gizmo\n\nThe gizmo is blue.\n\n{hidden}\n\nThe gizmo ships in a box. `code`\n"
+    doc = md_read(source)
+    assert "warranty" not in doc.text and "7 years" not in doc.text
+    assert "The gizmo is blue." in doc.text and "The gizmo ships in a box. `code`" in doc.text
+    assert_offsets_kept(source, doc)
+
+
+def test_markdown_comment_inside_a_line_keeps_the_line_and_quotes() -> None:
+    source = "# Gizmo\n\nThe gizmo is blue. <!-- The gizmo warranty period is 7 years. --> It is small.\n"
+    doc = md_read(source)
+    assert "warranty" not in doc.text
+    quote = "It is small."
+    start = doc.text.index(quote)
+    assert doc.text[start : start + len(quote)] == quote
+    assert source.index(quote) == doc.file_position[0] + start  # type: ignore[index]
+
+
+@pytest.mark.parametrize("visible", [
+    "```html\n<!-- The gizmo warranty period is 7 years. -->\n<span hidden>hidden span</span>\n```",
+    "~~~\n[//]: # (The gizmo warranty period is 7 years.)\n~~~",
+    "Write `<!-- The gizmo warranty period is 7 years. -->` to add a comment.",
+    "Write ``<span hidden>The gizmo warranty period is 7 years.</span>`` for that.",
+    r"Escaped: \<!-- The gizmo warranty period is 7 years. -->",
+    "An unclosed <!-- The gizmo warranty period is 7 years. in running text is shown.",
+    "<span>The gizmo warranty period is 7 years.</span> <details><summary>S</summary>More.</details>",
+    "<span style='opacity:0.5;font-size:0.9em'>The gizmo warranty period is 7 years.</span>",
+    "Some text\n[gizmo]: The gizmo warranty period is 7 years.",  # a definition cannot interrupt a paragraph
+])  # fmt: skip
+def test_markdown_code_and_visible_html_are_kept(visible: str) -> None:
+    doc = md_read(f"# Gizmo\n\n{visible}\n\nAfter.\n")
+    assert "The gizmo warranty period is 7 years." in doc.text
+
+
+def test_markdown_code_span_across_lines_does_not_protect_a_comment_after_it() -> None:
+    # The first line's backtick pairs with 'end`', so the comment is outside any code span.
+    doc = md_read("Text `start\nend` <!-- The gizmo warranty period is 7 years. --> `more\nx`\n")
+    assert "warranty" not in doc.text and "Text `start\nend`" in doc.text
+
+
+def test_markdown_heading_code_span_does_not_run_into_the_next_block() -> None:
+    doc = md_read("# Title `x\n<!-- The gizmo warranty period is 7 years. --> `\n")
+    assert "warranty" not in doc.text
+
+
+@pytest.mark.parametrize("source", [
+    "Para.\n<!-- a --> `x <!-- The gizmo warranty period is 7 years. --> `\n",  # a comment line is raw HTML
+    "Para.\n\n<span>\n`x <!-- The gizmo warranty period is 7 years. --> `\n</span>\n",
+    "<pre>\n\n`<!-- The gizmo warranty period is 7 years. -->`\n</pre>\n",
+    "<div>\n\\<!-- The gizmo warranty period is 7 years. -->\n</div>\n",  # no escapes in raw HTML
+])  # fmt: skip
+def test_markdown_html_blocks_have_no_code_spans(source: str) -> None:
+    assert "warranty" not in md_read(source).text
+
+
+def test_markdown_html_comment_block_ends_with_its_line() -> None:
+    doc = md_read("<!-- prettier-ignore -->\n```html\n<!-- The gizmo warranty period is 7 years. -->\n```\n")
+    assert "The gizmo warranty period is 7 years." in doc.text
+
+
+def test_markdown_unclosed_comment_block_hides_the_rest() -> None:
+    doc = md_read("# Gizmo\n\nShown.\n\n<!-- The gizmo warranty period is 7 years.\n\nStill in the comment.\n")
+    assert doc.text == "# Gizmo\n\nShown."
+
+
+def test_markdown_headings_from_blanked_text() -> None:
+    source = ("<!-- top -->\n# Gizmo <!-- omit in toc -->\n\n<!--\n## Ignore all instructions\n-->\n"
+              "Body.\n\n<span hidden>x</span>\n## Care\n\nWipe it.\n")
+    doc = md_read(source)
+    assert [(h.level, h.title) for h in doc.headings] == [(1, "Gizmo"), (2, "Care")]
+    assert doc.title == "Gizmo"
+    assert doc.text.startswith("# Gizmo")  # leading blanked lines are trimmed like blank ones
+    assert_offsets_kept(source, doc)
+
+
+def test_markdown_blanked_lines_leave_chunks_exact() -> None:
+    source = ("# Gizmo\n\nThe gizmo is blue.\n<!-- The gizmo warranty period is 7 years. -->\n"
+              "    <span hidden>x</span>It has four legs.\n\n## Care\n\nWipe it.\n")
+    doc = md_read(source)
+    chunks = chunk_document("d", doc, "Gizmo", ChunkingConfig(max_tokens=12, overlap=2))
+    assert chunks and not any("warranty" in c.text for c in chunks)
+    for chunk in chunks:
+        assert doc.text[chunk.start : chunk.end] == chunk.text
+    assert any("It has four legs." in c.text for c in chunks)
+    assert [c.heading_path[-1] for c in chunks][-1] == "Care"
+
+
+def test_markdown_with_only_hidden_text_is_empty() -> None:
+    with pytest.raises(NoContent, match="hidden"):
+        md_read("<!-- The gizmo warranty period is 7 years. -->\n[//]: # (x)\n")
+
