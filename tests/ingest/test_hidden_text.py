@@ -7,12 +7,16 @@ sentence that must not come back next to sentences that must.
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from beleg.errors import NoContent
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
+from beleg.ingest.readers.docx import DocxReader
 from beleg.ingest.readers.html import HtmlReader
 from beleg.ingest.readers.markdown import MarkdownReader
 from beleg.types import ParsedDocument
@@ -230,3 +234,79 @@ def test_markdown_with_only_hidden_text_is_empty() -> None:
     with pytest.raises(NoContent, match="hidden"):
         md_read("<!-- The gizmo warranty period is 7 years. -->\n[//]: # (x)\n")
 
+
+# --- DOCX: hidden runs --------------------------------------------------------------
+
+
+def docx_bytes(build: Callable[[Any], None]) -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("The flange is made of brass.")
+    build(document)
+    document.add_paragraph("The flange ships in a crate.")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def docx_text(build: Callable[[Any], None]) -> str:
+    return DocxReader().read(docx_bytes(build), Path("a.docx")).text
+
+
+def _run_property(run: Any, name: str, val: str | None = None) -> None:
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    el = OxmlElement(f"w:{name}")
+    if val is not None:
+        el.set(qn("w:val"), val)
+    run._r.get_or_add_rPr().append(el)
+
+
+def test_docx_hidden_runs_and_paragraphs_are_dropped() -> None:
+    def build(document: Any) -> None:
+        p = document.add_paragraph("Shown start. ")
+        p.add_run("The flange pressure rating is 8 bar. ").font.hidden = True
+        p.add_run("Shown end.")
+        document.add_paragraph().add_run("Whole hidden paragraph about the rating.").font.hidden = True
+        _run_property(document.add_paragraph().add_run("Web-hidden rating text."), "webHidden")
+
+    text = docx_text(build)
+    assert "rating" not in text
+    assert "Shown start. Shown end." in text
+    assert text.count("\n\n") == 2  # the hidden paragraphs leave no empty blocks
+
+
+def test_docx_hidden_style_and_run_override() -> None:
+    from docx.enum.style import WD_STYLE_TYPE
+
+    def build(document: Any) -> None:
+        secret = document.styles.add_style("Secret", WD_STYLE_TYPE.PARAGRAPH)
+        secret.font.hidden = True
+        child = document.styles.add_style("Secret Child", WD_STYLE_TYPE.PARAGRAPH)
+        child.base_style = secret
+        char = document.styles.add_style("Hidden Chars", WD_STYLE_TYPE.CHARACTER)
+        char.font.hidden = True
+        document.add_paragraph("The rating by paragraph style.", style="Secret")
+        document.add_paragraph("The rating by inherited style.", style="Secret Child")
+        p = document.add_paragraph("Shown. ")
+        p.add_run("The rating by character style.", style="Hidden Chars")
+        shown = document.add_paragraph(style="Secret").add_run("Shown again inside a hidden style.")
+        shown.font.hidden = False  # <w:vanish w:val="0"/> beats the style
+        _run_property(document.add_paragraph().add_run("Vanish off is shown."), "vanish", "0")
+
+    text = docx_text(build)
+    assert "rating" not in text
+    assert "Shown." in text and "Shown again inside a hidden style." in text and "Vanish off is shown." in text
+
+
+def test_docx_hidden_text_in_tables_and_hyperlinks() -> None:
+    def build(document: Any) -> None:
+        cell = document.add_table(rows=1, cols=2).rows[0].cells
+        cell[0].text = "Size"
+        cell[1].paragraphs[0].add_run("M8 ")
+        cell[1].paragraphs[0].add_run("The rating is 8 bar.").font.hidden = True
+
+    text = docx_text(build)
+    assert "Size | M8" in text and "rating" not in text
