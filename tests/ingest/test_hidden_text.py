@@ -19,6 +19,7 @@ from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.readers.docx import DocxReader
 from beleg.ingest.readers.html import HtmlReader
 from beleg.ingest.readers.markdown import MarkdownReader
+from beleg.ingest.readers.pdf import PdfReader, clean_page
 from beleg.types import ParsedDocument
 
 
@@ -310,3 +311,84 @@ def test_docx_hidden_text_in_tables_and_hyperlinks() -> None:
 
     text = docx_text(build)
     assert "Size | M8" in text and "rating" not in text
+
+
+# --- PDF: invisible text render modes ---------------------------------------------------
+
+
+def pdf_bytes(content: bytes, with_image: bool = False) -> bytes:
+    """A one-page PDF with Helvetica as /F1 (and a 1x1 image as /Im1) drawing ``content``."""
+    image = b" /XObject << /Im1 6 0 R >>" if with_image else b""
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >>" + image + b" >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray "
+        b"/BitsPerComponent 8 /Length 1 >>\nstream\n\x80\nendstream",
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for number, obj in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + obj + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    return out
+
+
+def pdf_text(content: bytes, with_image: bool = False) -> str:
+    return PdfReader().read(pdf_bytes(content, with_image), Path("a.pdf")).text
+
+
+def test_pdf_render_mode_3_text_is_dropped() -> None:
+    content = b"""BT /F1 12 Tf 72 720 Td (The flange is made of brass.) Tj ET
+BT /F1 12 Tf 3 Tr 72 700 Td (The flange pressure rating is 8 bar.) Tj ET
+BT /F1 12 Tf 0 Tr 72 680 Td (The flange ships in a crate.) Tj ET
+"""
+    assert pdf_text(content) == "The flange is made of brass.\nThe flange ships in a crate."
+
+
+@pytest.mark.parametrize("content", [
+    # The mode persists across BT/ET, is saved by q/Q, and mode 7 (clip only) is invisible too.
+    b"q BT 3 Tr /F1 12 Tf 72 700 Td (The rating is 8 bar.) Tj ET Q BT /F1 12 Tf 72 680 Td (Shown.) Tj ET",
+    b"BT 7 Tr /F1 12 Tf 72 700 Td (The rating is 8 bar.) Tj ET BT 0 Tr /F1 12 Tf 72 680 Td (Shown.) Tj ET",
+    b"BT 3 Tr ET BT /F1 12 Tf 72 700 Td [(The rating) -250 (is 8 bar.)] TJ 0 Tr 0 -20 Td (Shown.) Tj ET",
+    b"BT /F1 12 Tf 14 TL 72 700 Td 3 Tr (The rating is 8 bar.) Tj 0 1 (more rating) \" 0 Tr (Shown.) ' ET",
+])  # fmt: skip
+def test_pdf_invisible_modes_and_graphics_state(content: bytes) -> None:
+    text = pdf_text(content)
+    assert "rating" not in text and "Shown." in text
+
+
+def test_pdf_ocr_layer_of_a_scanned_page_is_kept() -> None:
+    # ocrmypdf and scanners put the recognised words invisibly over the page image.
+    content = b"q 612 0 0 792 0 0 cm /Im1 Do Q BT 3 Tr /F1 12 Tf 72 700 Td (Scanned words.) Tj ET"
+    assert pdf_text(content, with_image=True) == "Scanned words."
+    # Beside visible text an image does not make invisible text an OCR layer.
+    mixed = content + b" BT 0 Tr /F1 12 Tf 72 680 Td (Shown.) Tj ET"
+    assert pdf_text(mixed, with_image=True) == "Shown."
+
+
+@pytest.mark.parametrize("content", [
+    b"BT /F1 12 Tf 72 700 Td (No render mode at all.) Tj ET",
+    b"BT 0 Tr /F1 12 Tf 72 700 Td (Tr) Tj 2 Tr (Filled and stroked.) Tj ET",
+])  # fmt: skip
+def test_pdf_pages_without_invisible_text_are_extracted_as_before(content: bytes) -> None:
+    import pypdf
+
+    data = pdf_bytes(content)
+    expected = clean_page(pypdf.PdfReader(io.BytesIO(data)).pages[0].extract_text())
+    assert PdfReader().read(data, Path("a.pdf")).text == expected
+
+
+def test_pdf_fixture_text_unchanged() -> None:
+    import pypdf
+
+    data = (Path(__file__).resolve().parents[1] / "data" / "readers" / "sample.pdf").read_bytes()
+    pages = [clean_page(page.extract_text()) for page in pypdf.PdfReader(io.BytesIO(data)).pages]
+    assert PdfReader().read(data, Path("sample.pdf")).text == "\n\n".join(p for p in pages if p)
