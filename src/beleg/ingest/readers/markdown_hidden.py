@@ -115,10 +115,10 @@ class _Scan:
         end = _paragraph_end(text, eol)
         name = (start.group(2) or "").lower()
         if name:  # <pre>, <script>, <style>, <textarea> end at their end tag, blank lines or not
-            close = None if name in self._unclosed else re.compile(f"</{name}", re.IGNORECASE).search(text, pos)
-            if close is None:
+            end_tag = None if name in self._unclosed else re.compile(f"</{name}", re.IGNORECASE).search(text, pos)
+            if end_tag is None:
                 self._unclosed.add(name)
-            end = max(end, len(text) if close is None else _line_end(text, close.start()))
+            end = max(end, len(text) if end_tag is None else _line_end(text, end_tag.start()))
         return end
 
     def _html(self, pos: int, end: int) -> tuple[int, bool]:
