@@ -2,7 +2,8 @@
 
 Heading styles become ``#`` lines (as for HTML) so every format chunks alike. Page
 headers, footers, comments and footnotes are left out: they are page furniture or
-annotations, not the document's running text.
+annotations, not the document's running text. Runs formatted as hidden are left out too
+(directly or by style), as Word does not show or print them.
 
 A .docx is a zip archive, and python-docx inflates and parses every part of it in memory,
 so the archive is checked first from its directory (which zipfile then holds every member
@@ -31,6 +32,8 @@ _HEADING_STYLE = re.compile(r"^(?:heading|überschrift)\s*(\d)$", re.IGNORECASE)
 _TITLE_STYLES = {"title", "titel"}
 _MAX_LEVEL = 6  # Word has Heading 7-9; Markdown-style lines stop at six '#'
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy .doc (and other OLE files)
+_HIDING = ("w:vanish", "w:webHidden", "w:specVanish")
+_OFF = {"0", "false", "off"}  # an on/off property's w:val that turns it off
 
 #: Uncompressed size of all members together (the pipeline's default file limit is 50 MB;
 #: real documents with images inflate to a few times their size).
@@ -74,13 +77,70 @@ def _is_list_item(paragraph: Any, style_name: str) -> bool:
     return ppr is not None and ppr.numPr is not None
 
 
-def _paragraph_text(paragraph: Any) -> str:
+def _hidden_flag(rpr: Any) -> bool | None:
+    """Run properties: hidden (True), explicitly shown (False), or not said (None)."""
+    if rpr is None:
+        return None
+    from docx.oxml.ns import qn
+
+    flags = [el.get(qn("w:val"), "true").lower() not in _OFF for name in _HIDING if (el := rpr.find(qn(name))) is not None]
+    return any(flags) if flags else None
+
+
+class _HiddenText:
+    """Which runs Word does not show: ``w:vanish`` (Hidden font), ``w:webHidden`` (hidden in
+    web layout) and ``w:specVanish``, set on the run, its character style or its paragraph's
+    style (each through its ``basedOn`` chain). The nearest one that says wins, so a run set
+    back to shown inside a hidden style is shown."""
+
+    def __init__(self, document: Any) -> None:
+        from docx.oxml.ns import qn
+
+        own: dict[str, bool | None] = {}
+        based_on: dict[str, str] = {}
+        self.default_paragraph_style: str | None = None
+        for style in document.styles.element.findall(qn("w:style")):
+            style_id = style.get(qn("w:styleId"), "")
+            own[style_id] = _hidden_flag(style.find(qn("w:rPr")))
+            parent = style.find(qn("w:basedOn"))
+            if parent is not None:
+                based_on[style_id] = parent.get(qn("w:val"), "")
+            if style.get(qn("w:type")) == "paragraph" and style.get(qn("w:default"), "").lower() in ("1", "true", "on"):
+                self.default_paragraph_style = style_id
+        self.styles: dict[str, bool | None] = {}
+        for style_id in own:
+            seen: set[str] = set()
+            current: str | None = style_id
+            while current is not None and current not in seen and own.get(current) is None:
+                seen.add(current)  # a basedOn cycle in a damaged file ends the walk
+                current = based_on.get(current)
+            self.styles[style_id] = own.get(current) if current is not None else None
+
+    def paragraph_text(self, p: Any) -> str:
+        """The text of the shown runs of paragraph element ``p`` (hyperlinks included)."""
+        from docx.oxml.ns import qn
+
+        ppr = p.pPr
+        para_style = ppr.pStyle.val if ppr is not None and ppr.pStyle is not None else self.default_paragraph_style
+        inherited = self.styles.get(para_style or "")
+        parts: list[str] = []
+        for run in p.xpath("w:r | w:hyperlink/w:r"):
+            rpr = run.rPr
+            hidden = _hidden_flag(rpr)
+            if hidden is None and rpr is not None and (char_style := rpr.find(qn("w:rStyle"))) is not None:
+                hidden = self.styles.get(char_style.get(qn("w:val"), ""))
+            if not (inherited if hidden is None else hidden):
+                parts.append(run.text)
+        return "".join(parts)
+
+
+def _paragraph_text(paragraph: Any, hidden: _HiddenText) -> str:
     # Keep manual line breaks (Shift+Enter) but collapse runs of spaces and tabs.
-    lines = (" ".join(line.split()) for line in paragraph.text.split("\n"))
+    lines = (" ".join(line.split()) for line in hidden.paragraph_text(paragraph._p).split("\n"))
     return "\n".join(line for line in lines if line)
 
 
-def _table_rows(table: Any) -> list[str]:
+def _table_rows(table: Any, hidden: _HiddenText) -> list[str]:
     rows: list[str] = []
     for row in table.rows:
         cells: list[str] = []
@@ -90,7 +150,7 @@ def _table_rows(table: Any) -> list[str]:
             if previous is not None and cell._tc is previous:
                 continue
             previous = cell._tc
-            cells.append(" ".join(cell.text.split()))
+            cells.append(" ".join(" ".join(hidden.paragraph_text(p._p) for p in cell.paragraphs).split()))
         if any(cells):
             rows.append(" | ".join(cells))
     return rows
@@ -240,13 +300,14 @@ class DocxReader:
         """(kind, text, heading level) for each non-empty paragraph and table row."""
         from docx.table import Table
 
+        hidden = _HiddenText(document)
         blocks: list[tuple[str, str, int]] = []
         for number, item in enumerate(document.iter_inner_content()):
             if isinstance(item, Table):
                 # The kind names the table, so two adjacent tables stay two blocks.
-                blocks.extend((f"row-{number}", row, 0) for row in _table_rows(item))
+                blocks.extend((f"row-{number}", row, 0) for row in _table_rows(item, hidden))
                 continue
-            text = _paragraph_text(item)
+            text = _paragraph_text(item, hidden)
             if not text:
                 continue
             style = _style_name(item)

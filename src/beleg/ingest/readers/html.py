@@ -1,8 +1,9 @@
 """HTML pages: the main content as Markdown-like text, without navigation and chrome.
 
 Headings become ``#`` lines so that HTML, DOCX and Markdown documents chunk alike. Text a
-reader of the page would not see is left out too: comments, ``hidden`` and
-``aria-hidden="true"`` elements, inline ``display: none``/``visibility: hidden``.
+reader of the page would not see is left out too: comments, ``<template>``, and elements
+hidden by attributes, inline styles or the page's own ``<style>`` rules
+(:mod:`beleg.ingest.readers.hidden` says which).
 
 Pages are parsed whole or not at all: libxml2 silently drops everything below nesting
 level 256 unless asked for its "huge" mode, so that mode is used (up to its own limit of
@@ -20,6 +21,7 @@ from typing import Any
 
 from beleg.errors import IngestError, NoContent, missing_dependency
 from beleg.ingest.readers.base import bom_encoding, decode_text, language_code, normalize_newlines, require_content
+from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtree, zero_font
 from beleg.types import Heading, ParsedDocument
 
 logger = logging.getLogger(__name__)
@@ -96,36 +98,38 @@ def _declared_charset(data: bytes, encoding: str | None) -> str | None:
     return "utf-8" if name.startswith(_ASCII_INCOMPATIBLE) else name
 
 
-_HIDING_STYLE = {"display": {"none"}, "visibility": {"hidden", "collapse"}}
+def _drop_invisible(doc: Any, sheet: StyleSheet) -> None:
+    """Remove comments, processing instructions and hidden elements (tails stay).
 
-
-def _is_hidden(el: Any) -> bool:
-    """Would a browser show this element? Only what the markup itself says is judged."""
-    hidden = el.get("hidden")
-    # hidden="until-found" content is revealed by find-in-page (collapsed sections): keep it.
-    if hidden is not None and hidden.strip().lower() != "until-found":
-        return True
-    if (el.get("aria-hidden") or "").strip().lower() == "true":
-        return True
-    style = el.get("style")
-    if not style:
-        return False
-    last: dict[str, str] = {}  # a later declaration overrides an earlier one
-    for declaration in style.split(";"):
-        prop, _, value = declaration.partition(":")
-        last[prop.strip().lower()] = value.lower().replace("!important", "").strip()
-    return any(last.get(prop) in values for prop, values in _HIDING_STYLE.items())
-
-
-def _drop_invisible(doc: Any) -> None:
-    """Remove comments, processing instructions and hidden elements (tails stay)."""
-    stack = list(doc)
+    Text of a zero font size is removed without its element: children that set a size
+    of their own again (the inline-block whitespace trick) are still shown.
+    """
+    stack = [(child, False) for child in doc]
     while stack:
-        el = stack.pop()
-        if not isinstance(el.tag, str) or _is_hidden(el):
+        el, parent_zero = stack.pop()
+        if not isinstance(el.tag, str):
+            el.drop_tree()
+            continue
+        style = computed_style(el.tag, el.get, sheet)
+        if hides_subtree(el.get, style):
             el.drop_tree()  # its subtree goes with it, so it is not visited
-        else:
-            stack.extend(el)
+            continue
+        zero = zero_font(style, parent_zero)
+        if zero:
+            el.text = None
+            for child in el:
+                child.tail = None  # a child's tail is this element's text
+        stack.extend((child, zero) for child in el)
+
+
+def _style_sheet(doc: Any) -> StyleSheet:
+    """The page's own ``<style>`` rules that apply on a screen (``media`` all or screen)."""
+    sources = [
+        el.text or ""
+        for el in doc.iter("style")
+        if " ".join((el.get("media") or "all").lower().split()) in ("all", "screen", "only screen")
+    ]
+    return StyleSheet(sources)
 
 
 def _words(value: str) -> set[str]:
@@ -332,7 +336,7 @@ class HtmlReader:
         title = " ".join(title_el.text_content().split()) if title_el is not None else ""
         metadata = _metadata(doc)
 
-        _drop_invisible(doc)
+        _drop_invisible(doc, _style_sheet(doc))
         root = _content_root(doc)
         _drop_boilerplate(root)
         builder = _TextBuilder()

@@ -1,7 +1,9 @@
 """Markdown files: YAML front matter becomes metadata, ATX/setext headings are indexed.
 
-The body is kept exactly as written (heading lines included), so a quoted span can be
-found in the source file by eye; only the front matter and blank edges are removed.
+The body is kept as written (heading lines included), so a quoted span can be found in
+the source file by eye; only the front matter and blank edges are removed, and text a
+reader of the rendered page would not see (HTML comments, hidden HTML elements) is
+blanked in place, keeping every offset (:mod:`beleg.ingest.readers.markdown_hidden`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import yaml
 
 from beleg.errors import IngestError, NoContent
 from beleg.ingest.readers.base import decode_text, iso_date, require_content
+from beleg.ingest.readers.markdown_hidden import blank_hidden
 from beleg.ingest.readers.text import body_position, trim_blank_edges
 from beleg.types import Heading, ParsedDocument
 from beleg.yamlfile import MAX_DEPTH, YamlAliasError, YamlDepthError, load_yaml
@@ -176,10 +179,14 @@ class MarkdownReader:
         require_content(data)
         decoded = decode_text(data, path, encoding)
         metadata, body = split_front_matter(decoded)
-        text = trim_blank_edges(body)
+        # Blanked in place (same length, newlines kept), so offsets into the file stay exact.
+        shown = blank_hidden(body)
+        text = trim_blank_edges(shown)
         if not text:
             # Only front matter (a redirect stub) or only whitespace: intentionally empty, not broken.
             what = "no text after the front matter" if metadata or body != decoded else "file contains only whitespace"
+            if body.strip():
+                what = "all text is hidden (HTML comments or hidden elements)"
             raise NoContent(f"{what}; nothing to index")
         headings = find_headings(text)
         title = metadata.get("title")
@@ -189,4 +196,5 @@ class MarkdownReader:
             title = next((h.title for h in headings if h.level == 1), None)
         logger.debug("read %s: %d headings, metadata keys %s", path.name, len(headings), sorted(metadata))
         return ParsedDocument(text=text, headings=headings, metadata=metadata, title=title or None,
-                              file_position=body_position(decoded, body))  # the body is a suffix of the file
+                              # the body is a suffix of the file; its leading lines may be blanked
+                              file_position=body_position(decoded[: len(decoded) - len(body)] + shown, shown))

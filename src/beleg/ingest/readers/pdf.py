@@ -1,5 +1,8 @@
 """PDF files: pypdf's text layer, page by page, with typesetting undone conservatively.
 
+Text drawn invisibly (render mode 3 or 7) is left out, except where it is a scanned page's
+OCR layer (:func:`drop_invisible_text`).
+
 A PDF stores lines, not paragraphs. Lines are joined only where that is clearly right
 (a hyphenated word, a full-width line running on); anything doubtful keeps its newline,
 because a wrongly merged heading or list is worse for retrieval than a line break.
@@ -30,6 +33,8 @@ _BULLET = re.compile(r"^\s*(?:[•◦▪·‣*–—-]\s|\(?\d{1,3}[.)]\s|\(?[a-
 _SENTENCE_END = (".", "!", "?", ":", ";")
 # A line at least this share of the page's longest line is taken to run on to the next.
 _FULL_LINE = 0.6
+_SHOW_TEXT = {b"Tj", b"TJ", b"'", b'"'}
+_INVISIBLE_MODES = {3, 7}  # neither filled nor stroked (7 only adds to the clipping path)
 
 
 def _dehyphenate(match: re.Match[str]) -> str:
@@ -71,6 +76,55 @@ def clean_page(raw: str) -> str:
     text = _HYPHENATED.sub(_dehyphenate, "\n".join(lines))
     paragraphs = (_join_lines(p.split("\n"), longest).strip() for p in re.split(r"\n{2,}", text))
     return "\n\n".join(p for p in paragraphs if p)
+
+
+def drop_invisible_text(page: Any, reader: Any) -> bool:
+    """Remove text shown in an invisible render mode (``3 Tr``, ``7 Tr``) from ``page``'s content.
+
+    Only pages whose content sets a render mode are parsed and only pages where text is
+    removed are changed, so every other page is extracted exactly as before. A page whose
+    text is all invisible and which paints an image keeps it: that is the OCR text layer
+    of a scanned page (ocrmypdf and scanners write it in mode 3), and the reader sees the
+    same words in the image. Returns whether the page was changed.
+    """
+    from pypdf.generic import ContentStream, NameObject
+
+    contents = page.get_contents()
+    if contents is None or b"Tr" not in contents.get_data():
+        return False
+    mode, saved = 0, []  # the text render mode is part of the graphics state that q/Q save
+    kept: list[tuple[list[Any], bytes]] = []
+    dropped = visible = image = False
+    for operands, operator in ContentStream(contents, reader).operations:
+        if operator == b"q":
+            saved.append(mode)
+        elif operator == b"Q" and saved:
+            mode = saved.pop()
+        elif operator == b"Tr" and operands:
+            try:
+                mode = int(operands[0])
+            except (TypeError, ValueError):
+                pass
+        elif operator in _SHOW_TEXT and mode in _INVISIBLE_MODES:
+            dropped = True
+            # ' and " also move to the next line (and " sets the spacings): keep that part.
+            if operator == b'"' and len(operands) == 3:
+                kept += [([operands[0]], b"Tw"), ([operands[1]], b"Tc")]
+            if operator in (b"'", b'"'):
+                kept.append(([], b"T*"))
+            continue
+        elif operator in _SHOW_TEXT:
+            visible = True
+        elif operator in (b"Do", b"INLINE IMAGE"):
+            image = True  # a form XObject counts too: telling it from an image costs a lookup
+        kept.append((operands, operator))
+    if not dropped or (image and not visible):
+        return False
+    stream = ContentStream(None, reader)
+    stream.operations = kept
+    # Set on the reader's in-memory page (replace_contents() is for pages of a writer).
+    page[NameObject("/Contents")] = stream
+    return True
 
 
 def _metadata(reader: Any) -> dict[str, Any]:
@@ -142,6 +196,8 @@ class PdfReader:
         failures: list[str] = []
         for number, page in enumerate(pages, start=1):
             try:
+                if drop_invisible_text(page, reader):
+                    logger.debug("%s: page %d: invisible text (render mode 3/7) left out", path.name, number)
                 raw = page.extract_text() or ""
             except LimitReachedError as exc:
                 # A resource limit is not damage: indexing the other pages would hide that

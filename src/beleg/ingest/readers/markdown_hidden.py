@@ -1,0 +1,285 @@
+"""Blank the text of a Markdown file that a reader of the rendered page would not see.
+
+Markdown passes HTML through, so a file can carry text no rendered page shows: HTML
+comments, elements hidden the ways the HTML reader recognises
+(:mod:`beleg.ingest.readers.hidden`), ``<script>``/``<style>``/``<template>``, and link
+reference definitions, which ``[//]: # (a comment)`` abuses as a comment.
+
+The text is blanked in place, never cut: every hidden character becomes a space and
+newlines stay, so document offsets, file offsets and line numbers of the visible text
+do not move. A blanked line is a whitespace-only line, which Markdown and the chunker both
+read as a blank line.
+
+Code is visible, so nothing inside a fenced code block or an inline code span is blanked.
+The scan follows CommonMark where a mistake could leak text and errs towards blanking
+where it could not: an inline code span protects its content only when it opens and
+closes on one line (a span across lines is also blanked inside), and indented code
+blocks are not recognised (telling them from list continuation needs a full parser), so
+a comment inside one is blanked although the page shows it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import html
+import re
+
+from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtree, zero_font
+
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+# A setext underline or thematic break ends a paragraph; what follows starts a new block.
+_BLOCK_END = re.compile(r" {0,3}(?:=+|-+|(?:[-*_][ \t]*){3,})[ \t]*$")
+# A link reference definition, also inside block quotes and list items. Its label is kept
+# on one line and its title must not span a blank line (checked after matching).
+_LINK_REFERENCE = re.compile(
+    r"(?:[ ]{0,3}(?:>|[-*+]|\d{1,9}[.)])[ ]?)*[ ]{0,3}\[(?:[^\[\]\\\n]|\\.)*[^\s\[\]](?:[^\[\]\\\n]|\\.)*\]:"
+    r"[ \t]*\n?[ \t]*(?:<[^<>\n]*>|[^\s<]\S*)"
+    r"""(?:(?:[ \t]+|[ \t]*\n[ \t]*)(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\((?:[^()\\]|\\.)*\)))?[ \t]*(?=\n|\Z)"""
+)
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+# A line that may start an HTML block, in which Markdown (code spans, escapes, fences) is
+# not parsed until the block ends. CommonMark lets only some tags start one; taking every
+# tag can only blank more (a comment in a code span on such a line), never leak.
+_HTML_BLOCK = re.compile(r" {0,3}(?:(<!--)|<(?:(pre|script|style|textarea)(?=[\s>]|$)|[A-Za-z/?!]))", re.IGNORECASE)
+# CommonMark's open tag, whose attributes may span lines; '<!--' and '</x>' are handled apart.
+_OPEN_TAG = re.compile(
+    r"<([A-Za-z][A-Za-z0-9-]*)((?:\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:[^\s\"'=<>`]+|'[^']*'|\"[^\"]*\"))?)*)\s*/?>"
+)
+_ATTRIBUTE = re.compile(r"([A-Za-z_:][\w.:-]*)(?:\s*=\s*(?:([^\s\"'=<>`]+)|'([^']*)'|\"([^\"]*)\"))?")
+_OTHER_TAG = re.compile(r"</[A-Za-z][A-Za-z0-9-]*\s*>|<[A-Za-z][A-Za-z0-9.+-]{1,31}:[^\s<>]*>")  # close tag, autolink
+_BACKTICKS = re.compile(r"`+")
+_ESCAPABLE = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_NEVER_SHOWN = {"script", "style", "template"}
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+def blank_hidden(text: str) -> str:
+    """``text`` with hidden characters replaced by spaces (newlines kept), same length."""
+    spans, styles = _Scan(text, StyleSheet()).run()
+    if styles:  # a <style> element applies to the whole page, also above itself
+        spans, _ = _Scan(text, StyleSheet(styles)).run()
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        for i in range(start, end):
+            if chars[i] != "\n":
+                chars[i] = " "
+    return "".join(chars)
+
+
+class _Scan:
+    def __init__(self, text: str, sheet: StyleSheet) -> None:
+        self.text = text
+        self.sheet = sheet
+        self.hidden: list[tuple[int, int]] = []
+        self.styles: list[str] = []
+        # Searches that failed once fail again from any later position: remembered, so that
+        # many unclosed '<!--' or '<span hidden>' cost one scan of the rest, not one each.
+        self._no_comment_end = False
+        self._unclosed: set[str] = set()
+
+    def run(self) -> tuple[list[tuple[int, int]], list[str]]:
+        text, pos, at_line_start = self.text, 0, True
+        while pos < len(text):
+            eol = _line_end(text, pos)
+            if at_line_start:
+                line = text[pos:eol]
+                fence = _fence(line)
+                if fence is not None:
+                    pos = _after_fence(text, eol, fence)  # code: shown as written
+                    continue
+                html_start = _HTML_BLOCK.match(line)
+                if html_start is not None:
+                    pos, at_line_start = self._html(pos, self._html_block_end(pos, eol, html_start))
+                    continue
+                ref = _LINK_REFERENCE.match(text, pos)
+                if ref is not None and not _BLANK_LINE.search(ref.group()):
+                    self.hidden.append((pos, ref.end()))
+                    pos = ref.end() + 1  # it ends at the end of a line
+                    continue
+                if not line.strip():
+                    pos = eol + 1
+                    continue
+            pos, at_line_start = self._inline(pos, self._block_end(pos))
+        return self.hidden, self.styles
+
+    def _html_block_end(self, pos: int, eol: int, start: re.Match[str]) -> int:
+        """Where an HTML block that starts at ``pos`` ends (CommonMark's end conditions)."""
+        text = self.text
+        if start.group(1):  # a comment: the block ends with the line that closes it
+            close = -1 if self._no_comment_end else _comment_end(text, text.index("<!--", pos))
+            self._no_comment_end = close < 0
+            return len(text) if close < 0 else _line_end(text, close)
+        end = _paragraph_end(text, eol)
+        name = (start.group(2) or "").lower()
+        if name:  # <pre>, <script>, <style>, <textarea> end at their end tag, blank lines or not
+            end_tag = None if name in self._unclosed else re.compile(f"</{name}", re.IGNORECASE).search(text, pos)
+            if end_tag is None:
+                self._unclosed.add(name)
+            end = max(end, len(text) if end_tag is None else _line_end(text, end_tag.start()))
+        return end
+
+    def _html(self, pos: int, end: int) -> tuple[int, bool]:
+        """Scan raw HTML in ``text[pos:end]``: no code spans or escapes, only comments and tags."""
+        text = self.text
+        while True:
+            found = text.find("<", pos, end)
+            if found < 0:
+                return end + 1, True
+            jumped = self._markup(found, in_html=True)
+            if jumped > end:
+                if jumped >= len(text) or text[jumped - 1] == "\n":
+                    return jumped, True
+                end = _paragraph_end(text, jumped)  # the rest of the line is raw HTML too
+            pos = max(jumped, found + 1)
+
+    def _block_end(self, pos: int) -> int:
+        """The end of the paragraph-like block from ``pos``: inline code cannot span past it."""
+        text = self.text
+        eol = _line_end(text, pos)
+        if _ATX.match(text, text.rfind("\n", 0, pos) + 1):
+            return eol  # a heading is one line
+        while eol < len(text):
+            start = eol + 1
+            nxt = _line_end(text, start)
+            line = text[start:nxt]
+            if not line.strip() or _fence(line) is not None or _ATX.match(line) or _HTML_BLOCK.match(line):
+                return eol
+            if _BLOCK_END.match(line):
+                return nxt
+            eol = nxt
+        return eol
+
+    def _inline(self, pos: int, end: int) -> tuple[int, bool]:
+        """Scan ``text[pos:end]`` left to right, as CommonMark's inline parser does; returns
+        where to go on and whether that is a line start."""
+        text = self.text
+        literal: set[int] = set()  # closing backtick runs of spans that were scanned inside
+        runs: dict[int, list[int]] | None = None  # built at the first backtick
+        while pos < end:
+            char = text[pos]
+            if char == "\\" and pos + 1 < end and text[pos + 1] in _ESCAPABLE:
+                pos += 2
+            elif char == "`":
+                if runs is None:
+                    runs = _backtick_runs(text, pos, end)
+                run = _BACKTICKS.match(text, pos).end() - pos  # type: ignore[union-attr]
+                same = runs.get(run, [])
+                after = bisect.bisect_right(same, pos)
+                close = same[after] if after < len(same) and pos not in literal else -1
+                if close >= 0 and "\n" not in text[pos:close]:
+                    pos = close + run  # a code span on one line: shown as written
+                else:
+                    if close >= 0:
+                        literal.add(close)
+                    pos += run
+            elif char == "<":
+                jumped = self._markup(pos)
+                if jumped > end:
+                    return jumped, text[jumped - 1] == "\n" if jumped < len(text) else True
+                pos = max(jumped, pos + 1)
+            else:
+                pos += 1
+        return end + 1, True
+
+    def _markup(self, pos: int, in_html: bool = False) -> int:
+        """Handle the comment or tag at ``pos``; the position after it (``pos`` if none)."""
+        text = self.text
+        if text.startswith("<!--", pos):
+            close = -1 if self._no_comment_end else _comment_end(text, pos)
+            self._no_comment_end = close < 0
+            if close < 0:
+                if not in_html:
+                    return pos  # not a block: CommonMark shows an unclosed '<!--' inside text
+                close = len(text)  # an unclosed comment block hides the rest of the page
+            self.hidden.append((pos, close))
+            return close
+        tag = _OPEN_TAG.match(text, pos)
+        if tag is None:
+            other = _OTHER_TAG.match(text, pos)
+            return other.end() if other else pos
+        name = tag.group(1).lower()
+        if name in _VOID:
+            return tag.end()
+        attrs = _attributes(tag.group(2))
+        if name not in _NEVER_SHOWN:
+            style = computed_style(name, attrs.get, self.sheet)
+            if not hides_subtree(attrs.get, style) and not zero_font(style, False):
+                return tag.end()  # its content is scanned like any text
+        close = len(text) if name in self._unclosed else _element_end(text, tag.end(), name)
+        if close == len(text):
+            self._unclosed.add(name)
+        if name == "style":
+            self.styles.append(text[tag.end() : close])
+        # Unclosed, the element runs to the end: a browser nests everything after it inside.
+        self.hidden.append((pos, close))
+        return close
+
+
+def _paragraph_end(text: str, pos: int) -> int:
+    """The end of the line before the next blank line after ``pos`` (or the end of the text)."""
+    blank = _BLANK_LINE.search(text, pos)
+    return len(text) if blank is None else blank.start()
+
+
+def _line_end(text: str, pos: int) -> int:
+    eol = text.find("\n", pos)
+    return len(text) if eol < 0 else eol
+
+
+def _fence(line: str) -> str | None:
+    opened = _FENCE_OPEN.fullmatch(line)
+    if opened is None or (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+        return None
+    return opened.group(1)
+
+
+def _after_fence(text: str, eol: int, fence: str) -> int:
+    """The line start after the fence opened on the line ending at ``eol`` closes (or the end)."""
+    while eol < len(text):
+        start = eol + 1
+        eol = _line_end(text, start)
+        stripped = text[start:eol].strip()
+        if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
+            return eol + 1
+    return len(text)
+
+
+def _backtick_runs(text: str, pos: int, end: int) -> dict[int, list[int]]:
+    """Start positions of the backtick runs in ``text[pos:end]``, by run length (ascending)."""
+    runs: dict[int, list[int]] = {}
+    for match in _BACKTICKS.finditer(text, pos, end):
+        runs.setdefault(match.end() - match.start(), []).append(match.start())
+    return runs
+
+
+def _comment_end(text: str, pos: int) -> int:
+    # '<!-->' and '<!--->' are complete (empty) comments in CommonMark and in browsers.
+    for empty in ("<!-->", "<!--->"):
+        if text.startswith(empty, pos):
+            return pos + len(empty)
+    close = text.find("-->", pos + 4)
+    return close + 3 if close >= 0 else -1
+
+
+def _attributes(source: str) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    for match in _ATTRIBUTE.finditer(source):
+        value = next((v for v in match.groups()[1:] if v is not None), "")
+        # A browser decodes character references in attributes: style="display:&#110;one" hides.
+        attrs.setdefault(match.group(1).lower(), html.unescape(value))
+    return attrs
+
+
+def _element_end(text: str, pos: int, name: str) -> int:
+    """The position after the end tag that closes an element opened before ``pos``, else the end."""
+    tags = re.compile(rf"<(/?){re.escape(name)}(?=[\s/>])[^>]*>", re.IGNORECASE)
+    depth = 1
+    for match in tags.finditer(text, pos):
+        depth += -1 if match.group(1) else 1
+        if depth == 0:
+            return match.end()
+    return len(text)
+
