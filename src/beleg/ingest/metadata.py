@@ -175,7 +175,15 @@ def _acl_names(key: str, value: Any) -> list[str]:
             raise MetadataError(
                 "'acl' is present but empty, which would make the document public; name the groups "
                 "(or user:NAME) who may read it, or remove the key for a public document")
-        names = list(dict.fromkeys(Principal.acl_entry(n) for n in names))
+        entries = [Principal.acl_entry(n) for n in names]
+        ambiguous = [n for n, e in zip(names, entries) if e.startswith("group:")]
+        if ambiguous:
+            # "group:user:alice" names a group called "user:alice"; stored without its prefix
+            # it would read as the user alice. Which one the author meant is anyone's guess.
+            raise MetadataError(
+                f"'acl' entry {ambiguous[0]!r} is ambiguous: after 'group:' the name itself starts with "
+                "'user:' or 'group:'; write user:NAME for a user or name the group without the prefix")
+        names = list(dict.fromkeys(entries))
     return names
 
 
