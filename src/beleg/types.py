@@ -7,6 +7,7 @@ can be checked against the exact span it claims to come from.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,8 +217,13 @@ class Principal:
 
     @staticmethod
     def fold(name: str) -> str:
-        """The one comparison form of tenants and ACL names: ``" ACME "`` → ``"acme"``."""
-        return name.strip().casefold()
+        """The one comparison form of tenants and ACL names: ``" ACME "`` → ``"acme"``.
+
+        Unicode-normalised (NFKC) around the case fold, so a name typed on macOS (decomposed
+        ``ö``) or with fullwidth letters (``ａｃｍｅ``) is the name typed elsewhere; ingest and
+        query fold with this same function, so both sides always agree.
+        """
+        return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold()).strip()
 
     @staticmethod
     def acl_entry(entry: str) -> str:

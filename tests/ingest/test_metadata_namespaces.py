@@ -4,10 +4,13 @@ access key cannot disagree, a binding rule outranks the file, and ids and titles
 
 from __future__ import annotations
 
+import logging
+import unicodedata
 from pathlib import Path
 
 import pytest
 
+from beleg.ingest.metadata import DEFAULT_STATUS_SYNONYMS, fold_word, normalize
 from beleg.types import Principal
 
 
@@ -42,5 +45,36 @@ def test_an_acl_entry_is_canonical_once_and_a_group_never_reads_as_a_user() -> N
     # What earlier versions stored keeps its meaning: "group:ops" is the group ops.
     assert Principal(groups=("ops",)).may_read({"acl": ["group:ops"]})
     assert Principal(user="alice").may_read({"acl": ["user:alice"]})
+
+
+# ---------------------------------------------------------------------- finding 7: Unicode
+def test_status_words_compare_unicode_normalised(kb, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    written = {"nfc.md": "abgelöst", "nfd.md": unicodedata.normalize("NFD", "abgelöst"),
+               "wide.md": "\uff44eprecated", "widecurrent.md": "\uff43\uff55\uff52\uff52\uff45\uff4e\uff54",
+               "odd.md": "sometimes"}
+    for name, status in written.items():
+        (tmp_path / name).write_text(doc(f"status: {status}", f"Status note for {name}."), encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="beleg.ingest.metadata"):
+        kb.ingest([str(tmp_path / "*.md")], progress=False)
+    meta = {Path(s).name: m["status"] for _, s, m in kb.catalog.documents_meta()}
+    assert meta == {"nfc.md": "historical", "nfd.md": "historical", "wide.md": "historical",
+                    "widecurrent.md": "current", "odd.md": "unknown"}
+    warned = [r.getMessage() for r in caplog.records if "'unknown'" in r.getMessage()]
+    assert len(warned) == 1 and "odd.md" in warned[0] and "sometimes" in warned[0], warned
+    assert all(fold_word(k) == k for k in DEFAULT_STATUS_SYNONYMS)  # the table is in compared form
+    assert normalize({"authority": "\uff23ontract"}) == {"authority": "contract"}
+
+
+def test_tenants_and_names_compare_unicode_normalised(kb, tmp_path: Path) -> None:
+    nfd = unicodedata.normalize("NFD", "möller-gmbh")
+    (tmp_path / "m.md").write_text(doc(f"tenant: {nfd}\nacl: [{nfd}-ops]", "Payroll code Q-7731."),
+                                   encoding="utf-8")
+    kb.ingest([str(tmp_path / "m.md")], progress=False)
+    for who in (Principal(tenant="möller-gmbh", groups=("möller-gmbh-ops",)),
+                Principal(tenant="MÖLLER-GMBH", groups=(unicodedata.normalize("NFD", "Möller-GmbH-Ops"),)),
+                Principal(tenant="\uff4d\u00f6ller-gmbh", groups=("möller-gmbh-ops",))):
+        assert len(kb.search("Q-7731", mode="bm25", k=1, principal=who)) == 1, who
+    assert kb.search("Q-7731", mode="bm25", k=1, principal=Principal(tenant="müller-gmbh",
+                                                                        groups=("möller-gmbh-ops",))) == []
 
 

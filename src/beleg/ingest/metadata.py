@@ -10,8 +10,9 @@ an ACL that is not a list of names rejects the file instead of quietly making it
 Tenants and ACL names are compared case-folded (:meth:`beleg.types.Principal.fold`), at
 ingest and at query time alike. A ``status`` is mapped onto the governance vocabulary
 (``current``, ``historical``, ``draft``) through synonyms (``deprecated`` → ``historical``);
-an unknown one stays ``"unknown"`` with the written value in ``declared_status``, so a
-document is never silently promoted to "current".
+an unknown one stays ``"unknown"`` with the written value in ``declared_status`` (and a
+logged warning), so a document is never silently promoted to "current". Status words compare
+NFKC-normalised and case-folded (:func:`fold_word`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 import datetime as dt
 import fnmatch
 import functools
+import logging
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +33,8 @@ from beleg.types import Principal
 
 if TYPE_CHECKING:
     import yaml
+
+log = logging.getLogger(__name__)
 
 #: Keys with a meaning to Beleg. Other keys are kept and filterable as they are.
 KNOWN_KEYS = ("title", "product", "version", "status", "authority", "language", "date", "tenant", "acl")
@@ -50,6 +55,15 @@ DEFAULT_STATUS_SYNONYMS: dict[str, str] = {
 
 class MetadataError(IngestError, ValueError):
     """A metadata value that would make a document's access or meaning ambiguous."""
+
+
+def fold_word(value: str) -> str:
+    """The comparison form of a governance word (status, authority): NFKC, case-folded, stripped.
+
+    NFKC first, so ``abgelöst`` typed decomposed (macOS) or ``ｄeprecated`` in fullwidth
+    letters is the word in the synonym table, not an unknown status that outranks historical.
+    """
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", value).casefold()).strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +147,10 @@ def status_vocabulary(*extra: Any, where: str = "status synonyms") -> dict[str, 
         if not isinstance(mapping, Mapping):
             raise ConfigError(f"{where}: expected a mapping like {{deprecated: historical}}, got {mapping!r}")
         for written, meaning in mapping.items():
-            target = str(meaning).strip().casefold()
+            target = fold_word(str(meaning))
             if target not in STATUSES[:3]:
                 raise ConfigError(f"{where}: {written!r} maps to {meaning!r}; use current, historical or draft")
-            vocab[str(written).strip().casefold()] = target
+            vocab[fold_word(str(written))] = target
     return vocab
 
 
@@ -219,6 +233,8 @@ def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
             value = _scalar(key, value)
             if key == "tenant":
                 value = Principal.fold(value)
+            elif key in ("status", "authority"):
+                value = fold_word(value)  # compared with synonym tables and evidence orders
             elif key != "version":
                 value = value.lower()
         out[key] = value
@@ -253,7 +269,12 @@ def resolve(
     written = str(meta["status"])
     if written not in STATUSES:
         meta["declared_status"] = written
-        meta["status"] = (DEFAULT_STATUS_SYNONYMS if statuses is None else statuses).get(written.casefold(), "unknown")
+        meta["status"] = (DEFAULT_STATUS_SYNONYMS if statuses is None else statuses).get(fold_word(written), "unknown")
+        if meta["status"] == "unknown":
+            # "unknown" outranks historical in answers: a misspelt "deprecated" should be seen.
+            log.warning("%s: status %r is not current, historical, draft or a synonym of one; it is stored as "
+                        "'unknown' (add it under statuses: in the rules file or status_synonyms in beleg.toml)",
+                        source, written)
     return meta
 
 
