@@ -78,3 +78,22 @@ def test_tenants_and_names_compare_unicode_normalised(kb, tmp_path: Path) -> Non
                                                                         groups=("möller-gmbh-ops",))) == []
 
 
+# ---------------------------------------------------------------------- finding 9: id and title
+@pytest.mark.parametrize("front, word", [
+    ("id: {a: b}", "'id' must be one value"), ("id: [a]", "'id' must be one value"),
+    ("id: yes", "yes/no"), ('id: " "', "'id' is blank"), ("title: {a: b}", "'title' must be one value"),
+    ("title: [a, b]", "'title' must be one value"), ("title: no", "yes/no"),
+])
+def test_non_scalar_ids_and_titles_fail_the_file(kb, tmp_path: Path, front: str, word: str) -> None:
+    (tmp_path / "bad.md").write_text(doc(front, "Bad metadata note B-6601."), encoding="utf-8")
+    status, reason = outcome(kb.ingest([str(tmp_path / "bad.md")], progress=False))["bad.md"]
+    assert status == "failed" and word in reason, reason
+    assert kb.catalog.documents_meta() == []
+
+
+def test_scalar_ids_keep_their_written_form(kb, tmp_path: Path) -> None:
+    (tmp_path / "n.md").write_text(doc("id: 007\ntitle: 2024 plan", "Numbered note N-6602."), encoding="utf-8")
+    (tmp_path / "s.md").write_text(doc("id: ' runbook-1'", "Spaced id note N-6603."), encoding="utf-8")
+    kb.ingest([str(tmp_path / "n.md"), str(tmp_path / "s.md")], progress=False)
+    stored = {doc_id: m["title"] for doc_id, _, m in kb.catalog.documents_meta()}
+    assert stored == {"007": "2024 plan", " runbook-1": "Title"}  # as written: stored ids keep working

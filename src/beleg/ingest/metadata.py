@@ -209,6 +209,18 @@ def _scalar(key: str, value: Any) -> str:
     return str(value).strip()
 
 
+def _document_id(value: Any) -> str:
+    """A declared ``id``: one non-blank value, never a Python repr of a list, mapping or yes/no.
+
+    Kept as written otherwise (not stripped): ``" a"`` and ``"a"`` are two ids, as they were
+    before this check, so no stored document changes its id.
+    """
+    _scalar("id", value)  # refuses lists, mappings and yes/no
+    if not str(value).strip():
+        raise MetadataError("'id' is blank; give the document an id or remove the key")
+    return str(value)
+
+
 def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
     """Make declared metadata comparable: lower-case keys, ISO dates, string versions, list ACLs.
 
@@ -237,6 +249,10 @@ def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
                 value = fold_word(value)  # compared with synonym tables and evidence orders
             elif key != "version":
                 value = value.lower()
+        elif key == "id":
+            value = _document_id(value)
+        elif key == "title":
+            value = _scalar(key, value)
         out[key] = value
     return out
 
