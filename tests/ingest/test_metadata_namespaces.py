@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from beleg.ingest.metadata import DEFAULT_STATUS_SYNONYMS, fold_word, normalize
+from beleg.ingest.metadata import (
+    DEFAULT_STATUS_SYNONYMS,
+    MetadataError,
+    MetadataRule,
+    declared_tenants,
+    fold_word,
+    normalize,
+    resolve,
+)
 from beleg.types import Principal
 
 
@@ -76,6 +84,43 @@ def test_tenants_and_names_compare_unicode_normalised(kb, tmp_path: Path) -> Non
         assert len(kb.search("Q-7731", mode="bm25", k=1, principal=who)) == 1, who
     assert kb.search("Q-7731", mode="bm25", k=1, principal=Principal(tenant="müller-gmbh",
                                                                         groups=("möller-gmbh-ops",))) == []
+
+
+# ---------------------------------------------------------------------- finding 3: key spellings
+def test_two_spellings_of_an_access_key_must_agree() -> None:
+    with pytest.raises(MetadataError, match="'tenant' is given twice"):
+        normalize({"tenant": "acme", "tenant ": "beta"})
+    with pytest.raises(MetadataError, match="'acl' is given twice"):
+        normalize({"acl": ["ops"], " ACL": ["ops", "staff"]})
+    assert normalize({"tenant": "acme", "Tenant ": " ACME"}) == {"tenant": "acme"}
+    assert declared_tenants({"tenant": "acme", "tenant ": "Beta", "tenant  ": ""}) == {"acme", "beta"}
+    assert declared_tenants({"title": "x"}) == set()
+
+
+def test_a_spaced_tenant_key_in_front_matter_is_the_tenant(kb, tmp_path: Path) -> None:
+    (tmp_path / "spaced.md").write_text(doc('"tenant ": beta', "Beta restart code snorkelpuff-43."), encoding="utf-8")
+    (tmp_path / "both.md").write_text(doc('tenant: acme\n"tenant ": beta', "Restart code snorkelpuff-44."),
+                                      encoding="utf-8")
+    report = outcome(kb.ingest([str(tmp_path / "spaced.md"), str(tmp_path / "both.md")], progress=False))
+    assert report["spaced.md"][0] == "added"
+    assert report["both.md"][0] == "failed" and "given twice" in report["both.md"][1]
+    assert {m.get("tenant") for _, _, m in kb.catalog.documents_meta()} == {"beta"}
+
+
+def test_a_binding_rule_outranks_and_may_not_be_contradicted(kb, tmp_path: Path) -> None:
+    bound = [MetadataRule("*", {"tenant": "acme"}, binding=True)]
+    assert resolve("a.md", {}, "Some text.", None, bound)["tenant"] == "acme"
+    assert resolve("a.md", {"tenant": " ACME"}, "Some text.", None, bound)["tenant"] == "acme"
+    with pytest.raises(MetadataError, match="bound to tenant 'acme'"):
+        resolve("a.md", {"tenant": "beta"}, "Some text.", None, bound)
+    # Through an ingest: the contradicting file fails, the others get the bound tenant.
+    (tmp_path / "plain.md").write_text(doc("title: Plain", "Plain note P-5501."), encoding="utf-8")
+    (tmp_path / "other.md").write_text(doc("tenant: beta", "Other note P-5502."), encoding="utf-8")
+    report = outcome(kb.ingest([str(tmp_path / "plain.md"), str(tmp_path / "other.md")], rules=bound,
+                               progress=False))
+    assert report["plain.md"][0] == "added"
+    assert report["other.md"][0] == "failed" and "bound to tenant 'acme'" in report["other.md"][1]
+    assert [m.get("tenant") for _, _, m in kb.catalog.documents_meta()] == ["acme"]
 
 
 # ---------------------------------------------------------------------- finding 9: id and title

@@ -2,7 +2,8 @@
 
 Precedence, lowest first: defaults < rules (in file order; ``--meta`` is a rule that
 matches everything) < what the file itself declares (front matter, ``<meta>``, PDF/DOCX
-properties).
+properties) < binding rules (an upload's tenant key), which a file may repeat but never
+contradict.
 
 Metadata fails closed. The keys that decide who may read a document (``tenant``,
 ``acl``) must hold a clear value: ``acl:`` left empty, a list where one tenant belongs, or
@@ -42,6 +43,9 @@ STATUSES = ("current", "historical", "draft", "unknown")
 LIST_KEYS = ("acl", "tags")
 #: Keys that must hold one value: a list or mapping here would be ambiguous (which tenant?).
 SCALAR_KEYS = ("tenant", "product", "version", "status", "authority", "language")
+#: Keys that decide who may read a document: two spellings of one of them in a file
+#: (``tenant:`` and ``"tenant ":``) must agree, since either could be the one that counts.
+ACCESS_KEYS = ("tenant", "acl")
 
 #: Written statuses that mean one of the governed ones. Extend it with ``statuses:`` in the
 #: rules file or ``status_synonyms`` in ``[governance]`` of beleg.toml.
@@ -68,10 +72,16 @@ def fold_word(value: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class MetadataRule:
-    """Attach ``metadata`` to every file whose path (as ingested) matches ``match`` (a glob)."""
+    """Attach ``metadata`` to every file whose path (as ingested) matches ``match`` (a glob).
+
+    A ``binding`` rule is not a default but a fact about the ingest (an upload through a
+    tenant's key belongs to that tenant): it outranks what the file declares, and a file
+    that declares another value for one of its keys fails instead of being stored.
+    """
 
     match: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    binding: bool = False
 
     def applies_to(self, source: str) -> bool:
         posix = source.replace("\\", "/")
@@ -226,11 +236,21 @@ def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
 
     Raises:
         MetadataError: ``acl``/``tenant`` present but empty, a list/mapping where one value
-            belongs, an ACL that is not a list of names.
+            belongs, an ACL that is not a list of names, an ambiguous ACL entry
+            (``group:user:alice``), two spellings of ``tenant``/``acl`` that disagree, an ``id``
+            or ``title`` that is not one value (or a blank ``id``).
     """
     out: dict[str, Any] = {}
     for raw_key, value in meta.items():
-        key = str(raw_key).strip().lower()
+        key = _key(raw_key)
+        if key in ACCESS_KEYS and key in out:
+            # Two spellings ("tenant" and "tenant "): last-wins would let the one a reader or a
+            # check did not look at decide who may read the document.
+            given = normalize({key: value})[key]
+            if given != out[key]:
+                raise MetadataError(f"'{key}' is given twice with different values ({out[key]!r} and {given!r}, "
+                                    f"the second as {raw_key!r}); keep one")
+            continue
         if value is None or (key in ("tenant", "acl") and isinstance(value, str) and not value.strip()):
             if key in ("tenant", "acl"):
                 # Dropping it would make the document visible to everyone: refuse instead.
@@ -257,6 +277,29 @@ def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _key(raw_key: Any) -> str:
+    """A metadata key as ingest reads it: ``"Tenant "`` is ``tenant``."""
+    return str(raw_key).strip().lower()
+
+
+def declared_tenants(meta: Mapping[str, Any]) -> set[str]:
+    """Every tenant ``meta`` names, under any spelling of the key, in the form ingest stores.
+
+    For a check that must see what ingest will store (an upload through a tenant's key):
+    a file naming its own tenant under one spelling and another under a second must not
+    pass because the check read only the first. A value ingest would refuse is left out;
+    that file fails at ingest.
+    """
+    out = set()
+    for raw_key, value in meta.items():
+        if _key(raw_key) == "tenant":
+            try:
+                out.add(normalize({"tenant": value})["tenant"])
+            except MetadataError:
+                continue
+    return out
+
+
 def resolve(
     source: str,
     declared: Mapping[str, Any],
@@ -271,9 +314,17 @@ def resolve(
     """
     meta: dict[str, Any] = {"status": "unknown", "authority": "unknown"}
     for rule in rules:
-        if rule.applies_to(source):
+        if not rule.binding and rule.applies_to(source):
             meta.update(rule.metadata)
-    meta.update(normalize(declared))
+    own = normalize(declared)
+    meta.update(own)
+    for rule in rules:
+        if rule.binding and rule.applies_to(source):
+            clash = next((k for k, v in rule.metadata.items() if k in own and own[k] != v), None)
+            if clash is not None:
+                raise MetadataError(f"the file declares {clash} {own[clash]!r}, but this ingest is bound to "
+                                    f"{clash} {rule.metadata[clash]!r}; remove the field or ingest it as that {clash}")
+            meta.update(rule.metadata)
     if not meta.get("title"):
         meta["title"] = title or Path(source).stem
     if meta.get("language") not in SUPPORTED_LANGUAGES:

@@ -17,12 +17,13 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
-from beleg.errors import ConfigError
+from beleg.errors import BelegError, ConfigError
 from beleg.server import openapi
 from beleg.server.app import QUOTE_RANGE, ApiError, search_request
 from beleg.server.auth import Identity
 from beleg.server.conversations import UnknownConversation
-from beleg.service import Service, refuse_other_tenant
+from beleg.service import AccessDenied, Service
+from beleg.types import Principal
 
 if TYPE_CHECKING:
     from beleg.server.app import Api
@@ -198,19 +199,60 @@ async def ingest(request: Request, identity: Identity | None) -> Response:
     staging.mkdir(parents=True, exist_ok=True)
     try:
         staged = [await _stage(upload, staging) for upload in uploads]
+        rules = _binding_rules(who.principal)
 
         def check(svc: Service) -> None:  # parsing can take a while: not on the event loop
             for path in staged:  # before anything is stored: a file naming another tenant is refused
-                refuse_other_tenant(path, who.principal)
+                _refuse_other_tenant(path, who.principal)
 
         await api.writer.call(check)
         final_dir.mkdir(parents=True, exist_ok=True)
         paths = [path.replace(final_dir / path.name) for path in staged]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    out = await api.writer.call(lambda svc: svc.ingest_files(paths, who.principal))
+    out = await api.writer.call(lambda svc: _ingest(svc, paths, rules))
     api.audit(who, "ingest", None, [f["doc_id"] for f in out.get("files", []) if f.get("doc_id")])
     return JSONResponse(out)
+
+
+def _refuse_other_tenant(path: Path, principal: Principal) -> None:
+    """A tenant's key may add documents to its own tenant only: 403 for a file that declares
+    another one under any spelling ingest reads (``"tenant ": beta`` is a tenant), before
+    anything is stored. The binding rule (:func:`_binding_rules`) is what guarantees the
+    tenant; this check turns the plain case into a 403 that says why."""
+    from beleg.ingest.metadata import declared_tenants
+    from beleg.ingest.readers import reader_for
+
+    if not principal.tenant:
+        return  # an operator's key: uploads keep the tenant their files name
+    try:
+        declared = declared_tenants(reader_for(path).read(path.read_bytes(), path, None).metadata)
+    except (OSError, BelegError):
+        return  # unreadable: the file fails in the report with its reason
+    other = sorted(declared - {Principal.fold(principal.tenant)})
+    if other:
+        raise AccessDenied(f"{path.name} declares tenant {other[0]!r}, but this key belongs to tenant "
+                           f"{principal.tenant!r}; upload it with a key of that tenant or remove the field")
+
+
+def _binding_rules(principal: Principal) -> list[Any]:
+    """A tenant key's tenant binds its uploads: it outranks the files' front matter, which may
+    only repeat it (:class:`~beleg.ingest.metadata.MetadataRule`), so an upload can never land
+    in another tenant, whatever the check above made of the file."""
+    from beleg.ingest.metadata import MetadataRule
+
+    if not principal.tenant:
+        return []
+    tenant = Principal.fold(principal.tenant)
+    if not tenant:
+        raise AccessDenied("this key's tenant is blank, so its uploads would belong to no tenant; "
+                           "give the key a tenant, or none for an operator's key")
+    return [MetadataRule("*", {"tenant": tenant}, binding=True)]
+
+
+def _ingest(svc: Service, paths: list[Path], rules: list[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = svc.kb.ingest([str(p) for p in paths], rules=rules, progress=False).to_json()
+    return out
 
 
 async def _stage(upload: UploadFile, folder: Path) -> Path:
