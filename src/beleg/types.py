@@ -7,6 +7,7 @@ can be checked against the exact span it claims to come from.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,19 +217,40 @@ class Principal:
 
     @staticmethod
     def fold(name: str) -> str:
-        """The one comparison form of tenants and ACL names: ``" ACME "`` → ``"acme"``."""
-        return name.strip().casefold()
+        """The one comparison form of tenants and ACL names: ``" ACME "`` → ``"acme"``.
+
+        Unicode-normalised (NFKC) around the case fold, so a name typed on macOS (decomposed
+        ``ö``) or with fullwidth letters (``ａｃｍｅ``) is the name typed elsewhere; ingest and
+        query fold with this same function, so both sides always agree.
+        """
+        return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold()).strip()
 
     @staticmethod
     def acl_entry(entry: str) -> str:
         """An ACL entry in canonical form: ``"user:NAME"`` for a user, the bare name for a group
-        (``"group:NAME"`` and ``"NAME"`` are the same group)."""
-        kind, sep, name = Principal.fold(entry).partition(":")
-        if sep and kind == "user" and name.strip():
-            return f"user:{name.strip()}"
-        if sep and kind == "group" and name.strip():
-            return name.strip()
-        return Principal.fold(entry)
+        (``"group:NAME"`` and ``"NAME"`` are the same group).
+
+        A group whose name itself starts with ``user:`` or ``group:`` keeps its ``group:``
+        prefix (``"group:user:alice"``): stripping it would turn a group into the user
+        alice the next time the entry is read. So the canonical form is a fixed point
+        (``acl_entry(acl_entry(e)) == acl_entry(e)``) and an entry read at query time means
+        what it meant at ingest. Ingest refuses such ambiguous entries
+        (:func:`beleg.ingest.metadata.normalize`); this only keeps old or hand-made ones safe.
+        """
+        folded = Principal.fold(entry)
+        kind, sep, name = folded.partition(":")
+        name = name.strip()
+        if sep and kind == "user" and name:
+            return f"user:{name}"
+        if sep and kind == "group" and name:
+            return f"group:{name}" if Principal.namespaced(name) else name
+        return folded
+
+    @staticmethod
+    def namespaced(name: str) -> bool:
+        """Whether a folded name starts with a namespace prefix (``user:`` or ``group:``)."""
+        kind, sep, _ = name.partition(":")
+        return bool(sep) and kind.strip() in ("user", "group")
 
     def acl_names(self) -> set[str]:
         """The ACL entries that grant this principal access."""

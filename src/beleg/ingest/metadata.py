@@ -2,7 +2,8 @@
 
 Precedence, lowest first: defaults < rules (in file order; ``--meta`` is a rule that
 matches everything) < what the file itself declares (front matter, ``<meta>``, PDF/DOCX
-properties).
+properties) < binding rules (an upload's tenant key), which a file may repeat but never
+contradict.
 
 Metadata fails closed. The keys that decide who may read a document (``tenant``,
 ``acl``) must hold a clear value: ``acl:`` left empty, a list where one tenant belongs, or
@@ -10,8 +11,9 @@ an ACL that is not a list of names rejects the file instead of quietly making it
 Tenants and ACL names are compared case-folded (:meth:`beleg.types.Principal.fold`), at
 ingest and at query time alike. A ``status`` is mapped onto the governance vocabulary
 (``current``, ``historical``, ``draft``) through synonyms (``deprecated`` → ``historical``);
-an unknown one stays ``"unknown"`` with the written value in ``declared_status``, so a
-document is never silently promoted to "current".
+an unknown one stays ``"unknown"`` with the written value in ``declared_status`` (and a
+logged warning), so a document is never silently promoted to "current". Status words compare
+NFKC-normalised and case-folded (:func:`fold_word`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 import datetime as dt
 import fnmatch
 import functools
+import logging
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,12 +35,17 @@ from beleg.types import Principal
 if TYPE_CHECKING:
     import yaml
 
+log = logging.getLogger(__name__)
+
 #: Keys with a meaning to Beleg. Other keys are kept and filterable as they are.
 KNOWN_KEYS = ("title", "product", "version", "status", "authority", "language", "date", "tenant", "acl")
 STATUSES = ("current", "historical", "draft", "unknown")
 LIST_KEYS = ("acl", "tags")
 #: Keys that must hold one value: a list or mapping here would be ambiguous (which tenant?).
 SCALAR_KEYS = ("tenant", "product", "version", "status", "authority", "language")
+#: Keys that decide who may read a document: two spellings of one of them in a file
+#: (``tenant:`` and ``"tenant ":``) must agree, since either could be the one that counts.
+ACCESS_KEYS = ("tenant", "acl")
 
 #: Written statuses that mean one of the governed ones. Extend it with ``statuses:`` in the
 #: rules file or ``status_synonyms`` in ``[governance]`` of beleg.toml.
@@ -52,12 +61,27 @@ class MetadataError(IngestError, ValueError):
     """A metadata value that would make a document's access or meaning ambiguous."""
 
 
+def fold_word(value: str) -> str:
+    """The comparison form of a governance word (status, authority): NFKC, case-folded, stripped.
+
+    NFKC first, so ``abgelöst`` typed decomposed (macOS) or ``ｄeprecated`` in fullwidth
+    letters is the word in the synonym table, not an unknown status that outranks historical.
+    """
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", value).casefold()).strip()
+
+
 @dataclass(frozen=True, slots=True)
 class MetadataRule:
-    """Attach ``metadata`` to every file whose path (as ingested) matches ``match`` (a glob)."""
+    """Attach ``metadata`` to every file whose path (as ingested) matches ``match`` (a glob).
+
+    A ``binding`` rule is not a default but a fact about the ingest (an upload through a
+    tenant's key belongs to that tenant): it outranks what the file declares, and a file
+    that declares another value for one of its keys fails instead of being stored.
+    """
 
     match: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    binding: bool = False
 
     def applies_to(self, source: str) -> bool:
         posix = source.replace("\\", "/")
@@ -133,10 +157,10 @@ def status_vocabulary(*extra: Any, where: str = "status synonyms") -> dict[str, 
         if not isinstance(mapping, Mapping):
             raise ConfigError(f"{where}: expected a mapping like {{deprecated: historical}}, got {mapping!r}")
         for written, meaning in mapping.items():
-            target = str(meaning).strip().casefold()
+            target = fold_word(str(meaning))
             if target not in STATUSES[:3]:
                 raise ConfigError(f"{where}: {written!r} maps to {meaning!r}; use current, historical or draft")
-            vocab[str(written).strip().casefold()] = target
+            vocab[fold_word(str(written))] = target
     return vocab
 
 
@@ -175,7 +199,15 @@ def _acl_names(key: str, value: Any) -> list[str]:
             raise MetadataError(
                 "'acl' is present but empty, which would make the document public; name the groups "
                 "(or user:NAME) who may read it, or remove the key for a public document")
-        names = list(dict.fromkeys(Principal.acl_entry(n) for n in names))
+        entries = [Principal.acl_entry(n) for n in names]
+        ambiguous = [n for n, e in zip(names, entries) if e.startswith("group:")]
+        if ambiguous:
+            # "group:user:alice" names a group called "user:alice"; stored without its prefix
+            # it would read as the user alice. Which one the author meant is anyone's guess.
+            raise MetadataError(
+                f"'acl' entry {ambiguous[0]!r} is ambiguous: after 'group:' the name itself starts with "
+                "'user:' or 'group:'; write user:NAME for a user or name the group without the prefix")
+        names = list(dict.fromkeys(entries))
     return names
 
 
@@ -187,16 +219,38 @@ def _scalar(key: str, value: Any) -> str:
     return str(value).strip()
 
 
+def _document_id(value: Any) -> str:
+    """A declared ``id``: one non-blank value, never a Python repr of a list, mapping or yes/no.
+
+    Kept as written otherwise (not stripped): ``" a"`` and ``"a"`` are two ids, as they were
+    before this check, so no stored document changes its id.
+    """
+    _scalar("id", value)  # refuses lists, mappings and yes/no
+    if not str(value).strip():
+        raise MetadataError("'id' is blank; give the document an id or remove the key")
+    return str(value)
+
+
 def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
     """Make declared metadata comparable: lower-case keys, ISO dates, string versions, list ACLs.
 
     Raises:
         MetadataError: ``acl``/``tenant`` present but empty, a list/mapping where one value
-            belongs, an ACL that is not a list of names.
+            belongs, an ACL that is not a list of names, an ambiguous ACL entry
+            (``group:user:alice``), two spellings of ``tenant``/``acl`` that disagree, an ``id``
+            or ``title`` that is not one value (or a blank ``id``).
     """
     out: dict[str, Any] = {}
     for raw_key, value in meta.items():
-        key = str(raw_key).strip().lower()
+        key = _key(raw_key)
+        if key in ACCESS_KEYS and key in out:
+            # Two spellings ("tenant" and "tenant "): last-wins would let the one a reader or a
+            # check did not look at decide who may read the document.
+            given = normalize({key: value})[key]
+            if given != out[key]:
+                raise MetadataError(f"'{key}' is given twice with different values ({out[key]!r} and {given!r}, "
+                                    f"the second as {raw_key!r}); keep one")
+            continue
         if value is None or (key in ("tenant", "acl") and isinstance(value, str) and not value.strip()):
             if key in ("tenant", "acl"):
                 # Dropping it would make the document visible to everyone: refuse instead.
@@ -211,9 +265,38 @@ def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
             value = _scalar(key, value)
             if key == "tenant":
                 value = Principal.fold(value)
+            elif key in ("status", "authority"):
+                value = fold_word(value)  # compared with synonym tables and evidence orders
             elif key != "version":
                 value = value.lower()
+        elif key == "id":
+            value = _document_id(value)
+        elif key == "title":
+            value = _scalar(key, value)
         out[key] = value
+    return out
+
+
+def _key(raw_key: Any) -> str:
+    """A metadata key as ingest reads it: ``"Tenant "`` is ``tenant``."""
+    return str(raw_key).strip().lower()
+
+
+def declared_tenants(meta: Mapping[str, Any]) -> set[str]:
+    """Every tenant ``meta`` names, under any spelling of the key, in the form ingest stores.
+
+    For a check that must see what ingest will store (an upload through a tenant's key):
+    a file naming its own tenant under one spelling and another under a second must not
+    pass because the check read only the first. A value ingest would refuse is left out;
+    that file fails at ingest.
+    """
+    out = set()
+    for raw_key, value in meta.items():
+        if _key(raw_key) == "tenant":
+            try:
+                out.add(normalize({"tenant": value})["tenant"])
+            except MetadataError:
+                continue
     return out
 
 
@@ -231,9 +314,17 @@ def resolve(
     """
     meta: dict[str, Any] = {"status": "unknown", "authority": "unknown"}
     for rule in rules:
-        if rule.applies_to(source):
+        if not rule.binding and rule.applies_to(source):
             meta.update(rule.metadata)
-    meta.update(normalize(declared))
+    own = normalize(declared)
+    meta.update(own)
+    for rule in rules:
+        if rule.binding and rule.applies_to(source):
+            clash = next((k for k, v in rule.metadata.items() if k in own and own[k] != v), None)
+            if clash is not None:
+                raise MetadataError(f"the file declares {clash} {own[clash]!r}, but this ingest is bound to "
+                                    f"{clash} {rule.metadata[clash]!r}; remove the field or ingest it as that {clash}")
+            meta.update(rule.metadata)
     if not meta.get("title"):
         meta["title"] = title or Path(source).stem
     if meta.get("language") not in SUPPORTED_LANGUAGES:
@@ -245,7 +336,12 @@ def resolve(
     written = str(meta["status"])
     if written not in STATUSES:
         meta["declared_status"] = written
-        meta["status"] = (DEFAULT_STATUS_SYNONYMS if statuses is None else statuses).get(written.casefold(), "unknown")
+        meta["status"] = (DEFAULT_STATUS_SYNONYMS if statuses is None else statuses).get(fold_word(written), "unknown")
+        if meta["status"] == "unknown":
+            # "unknown" outranks historical in answers: a misspelt "deprecated" should be seen.
+            log.warning("%s: status %r is not current, historical, draft or a synonym of one; it is stored as "
+                        "'unknown' (add it under statuses: in the rules file or status_synonyms in beleg.toml)",
+                        source, written)
     return meta
 
 

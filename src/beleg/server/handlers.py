@@ -4,10 +4,12 @@ open routes) from :meth:`beleg.server.app.Api.route`, which also maps errors to 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import secrets
 import shutil
+import string
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,18 +19,26 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
-from beleg.errors import ConfigError
+from beleg.errors import BelegError, ConfigError
 from beleg.server import openapi
 from beleg.server.app import QUOTE_RANGE, ApiError, search_request
 from beleg.server.auth import Identity
 from beleg.server.conversations import UnknownConversation
-from beleg.service import Service, refuse_other_tenant
+from beleg.service import AccessDenied, Service
+from beleg.types import Principal
 
 if TYPE_CHECKING:
     from beleg.server.app import Api
 
 MAX_FILES = 50
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+#: Characters a tenant's upload folder name keeps as they are (after folding); every other one
+#: is percent-encoded, so two tenants never share a folder.
+_FOLDER_CHARS = frozenset(string.ascii_lowercase + string.digits + "._-")
+#: The folder of uploads through keys without a tenant (no tenant folder name starts with "_").
+SHARED_FOLDER = "_shared"
+#: Statuses of an ingest report under which an uploaded file has replaced the one before it.
+_ACCEPTED = ("added", "updated", "unchanged")
 
 
 def _api(request: Request) -> Api:
@@ -192,25 +202,146 @@ async def ingest(request: Request, identity: Identity | None) -> Response:
     uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
     if not uploads:
         raise ConfigError("no files: send them in a multipart field named 'files'")
-    tenant = who.principal.tenant or "_shared"
-    final_dir = api.upload_dir / _safe_name(tenant)
     staging = api.upload_dir / ".staging" / secrets.token_hex(8)
     staging.mkdir(parents=True, exist_ok=True)
     try:
         staged = [await _stage(upload, staging) for upload in uploads]
-
-        def check(svc: Service) -> None:  # parsing can take a while: not on the event loop
-            for path in staged:  # before anything is stored: a file naming another tenant is refused
-                refuse_other_tenant(path, who.principal)
-
-        await api.writer.call(check)
-        final_dir.mkdir(parents=True, exist_ok=True)
-        paths = [path.replace(final_dir / path.name) for path in staged]
+        # One writer call from the check to the end of the ingest: parsing is kept off the
+        # event loop, and no other upload can touch the same files in between.
+        out = await api.writer.call(lambda svc: _ingest_uploads(svc, staged, who.principal, api.upload_dir, staging))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    out = await api.writer.call(lambda svc: svc.ingest_files(paths, who.principal))
     api.audit(who, "ingest", None, [f["doc_id"] for f in out.get("files", []) if f.get("doc_id")])
     return JSONResponse(out)
+
+
+def _ingest_uploads(svc: Service, staged: list[Path], principal: Principal, upload_dir: Path,
+                    staging: Path) -> dict[str, Any]:
+    """Check, move into place and ingest staged uploads; a file the ingest does not accept
+    leaves the one it would have replaced on disk (or nothing, when there was none)."""
+    rules = _binding_rules(principal)
+    for path in staged:  # before anything is stored: a file naming another tenant is refused
+        _refuse_other_tenant(path, principal)
+    previous = staging / ".previous"
+    previous.mkdir()
+    moved: list[tuple[Path, Path | None]] = []
+    try:
+        for path in staged:
+            target = _upload_target(svc, upload_dir, principal, path.name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            backup = None
+            if target.exists():
+                backup = previous / path.name  # names are unique within one upload (_stage)
+                target.replace(backup)
+            moved.append((target, backup))
+            path.replace(target)
+        report = svc.kb.ingest([str(target) for target, _ in moved], rules=rules, progress=False)
+    except BaseException:
+        for target, backup in moved:
+            _put_back(target, backup)
+        raise
+    accepted = {Path(f.source).resolve() for f in report.files if f.status in _ACCEPTED}
+    for target, backup in moved:
+        if target.resolve() not in accepted:
+            _put_back(target, backup)
+        elif backup is not None:
+            backup.unlink(missing_ok=True)
+    _hide_unreadable(svc, report.files, principal)
+    out: dict[str, Any] = report.to_json()
+    return out
+
+
+def _put_back(target: Path, backup: Path | None) -> None:
+    if backup is not None:
+        backup.replace(target)
+    else:
+        target.unlink(missing_ok=True)
+
+
+def _refuse_other_tenant(path: Path, principal: Principal) -> None:
+    """A tenant's key may add documents to its own tenant only: 403 for a file that declares
+    another one under any spelling ingest reads (``"tenant ": beta`` is a tenant), before
+    anything is stored. The binding rule (:func:`_binding_rules`) is what guarantees the
+    tenant; this check turns the plain case into a 403 that says why."""
+    from beleg.ingest.metadata import declared_tenants
+    from beleg.ingest.readers import reader_for
+
+    if not principal.tenant:
+        return  # an operator's key: uploads keep the tenant their files name
+    try:
+        declared = declared_tenants(reader_for(path).read(path.read_bytes(), path, None).metadata)
+    except (OSError, BelegError):
+        return  # unreadable: the file fails in the report with its reason
+    other = sorted(declared - {Principal.fold(principal.tenant)})
+    if other:
+        raise AccessDenied(f"{path.name} declares tenant {other[0]!r}, but this key belongs to tenant "
+                           f"{principal.tenant!r}; upload it with a key of that tenant or remove the field")
+
+
+def _binding_rules(principal: Principal) -> list[Any]:
+    """A tenant key's tenant binds its uploads: it outranks the files' front matter, which may
+    only repeat it (:class:`~beleg.ingest.metadata.MetadataRule`), so an upload can never land
+    in another tenant, whatever the check above made of the file."""
+    from beleg.ingest.metadata import MetadataRule
+
+    if not principal.tenant:
+        return []
+    tenant = Principal.fold(principal.tenant)
+    if not tenant:
+        raise AccessDenied("this key's tenant is blank, so its uploads would belong to no tenant; "
+                           "give the key a tenant, or none for an operator's key")
+    return [MetadataRule("*", {"tenant": tenant}, binding=True)]
+
+
+def _hide_unreadable(svc: Service, files: list[Any], principal: Principal) -> None:
+    """A failure about a stored document the uploader may not read (an id or a path that
+    another tenant's document holds) says so in general terms: its reason would name that
+    document's tenant or source, and its doc id would let the caller probe for it."""
+    for result in files:
+        if result.status != "failed" or not result.doc_id:
+            continue
+        state = svc.kb.catalog.document_state(result.doc_id)
+        if state is not None and not principal.may_read(state[1]):
+            result.doc_id = result.previous_id = None
+            result.reason = ("this file would replace a document this key may not read; nothing changed. "
+                             "Give it another file name or id")
+
+
+def _upload_target(svc: Service, upload_dir: Path, principal: Principal, name: str) -> Path:
+    """Where an upload called ``name`` is kept: its tenant's folder, or the folder of an older
+    Beleg (``_safe_name`` of the tenant, which tenants could share) when a document of this
+    tenant was uploaded there, so a second upload still updates that document."""
+    target = upload_dir / tenant_folder(principal.tenant) / name
+    legacy = upload_dir / _safe_name(principal.tenant or SHARED_FOLDER) / name
+    if legacy == target or not legacy.is_file():
+        return target
+    mine = Principal.fold(principal.tenant or "")
+    for source in dict.fromkeys((str(legacy), str(legacy.resolve()))):
+        for doc_id in svc.kb.catalog.doc_ids_for_source(source):
+            state = svc.kb.catalog.document_state(doc_id)
+            if state is not None and Principal.fold(str(state[1].get("tenant") or "")) == mine:
+                return legacy
+    return target
+
+
+def tenant_folder(tenant: str | None) -> str:
+    """The upload folder name of a tenant: injective, so two tenants never share a folder.
+
+    The folded tenant (:meth:`Principal.fold`, the form access compares) with every character
+    outside ``a-z 0-9 . _ -`` and a leading ``.`` or ``_`` percent-encoded (``müller-gmbh`` →
+    ``m%C3%BCller-gmbh``, ``_shared`` → ``%5Fshared``), so ``acme`` stays ``acme`` and no
+    tenant's folder is :data:`SHARED_FOLDER`, ``.staging``, ``.`` or ``..``. Names that
+    would encode to over 100 characters are cut and end in ``~`` and a hash of the whole name
+    (``~`` is never kept as it is, so a cut name cannot equal an uncut one).
+    """
+    folded = Principal.fold(tenant) if tenant else ""
+    if not folded:
+        return SHARED_FOLDER
+    encoded = "".join(c if c in _FOLDER_CHARS and not (i == 0 and c in "._") else
+                      "".join(f"%{b:02X}" for b in c.encode("utf-8")) for i, c in enumerate(folded))
+    if len(encoded) > 100:
+        encoded = f"{encoded[:64]}~{hashlib.sha256(folded.encode('utf-8')).hexdigest()[:16]}"
+    return encoded
 
 
 async def _stage(upload: UploadFile, folder: Path) -> Path:

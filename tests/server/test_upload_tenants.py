@@ -1,0 +1,146 @@
+"""Uploads through tenant keys: the key's tenant binds whatever the front matter spells, every
+tenant has an upload folder of its own, a file the ingest does not accept never replaces the
+one before it, and a failure never names another tenant's document."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from beleg.server.auth import ApiKey, AuthConfig, hash_key
+from beleg.server.handlers import SHARED_FOLDER, tenant_folder
+from tests.server.conftest import DOCS, bearer
+
+KEYS = {  # key → (user, tenant, groups, scopes)
+    "k-acme": ("mallory", "acme", ("acme-ops",), ("ingest", "read")),
+    "k-globex": ("gus", "globex", (), ("read",)),
+    "k-mueller": ("m1", "müller-gmbh", (), ("ingest", "read")),
+    "k-moeller": ("m2", "möller-gmbh", (), ("ingest", "read")),
+    "k-shared-tenant": ("s1", "_shared", (), ("ingest", "read")),
+    "k-operator": ("op", None, (), ("ingest", "read")),
+}
+
+
+@pytest.fixture()
+def server(tmp_path, embedder, start_server):
+    import beleg
+    from beleg.server import ServerSettings
+
+    kb = beleg.open(tmp_path / "kb", embedder=embedder)
+    corpus = tmp_path / "corpus"
+    for name in ("public/errors.md", "globex/runbook.md"):
+        (corpus / name).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / name).write_text(DOCS[name], encoding="utf-8")
+    kb.ingest([str(corpus)], progress=False)
+    auth = AuthConfig(tuple(ApiKey(hash_key(k), u, t, g, frozenset(s)) for k, (u, t, g, s) in KEYS.items()),
+                      None, tmp_path / "auth.toml")
+    with start_server(ServerSettings(upload_dir=tmp_path / "uploads"), auth=auth, index=kb) as url:
+        yield url, kb, tmp_path / "uploads"
+    kb.close()
+
+
+def upload(url: str, key: str, *files: tuple[str, bytes]) -> httpx.Response:
+    return httpx.post(f"{url}/v1/ingest", files=[("files", (n, b, "text/markdown")) for n, b in files],
+                      headers=bearer(key), timeout=120)
+
+
+def search(url: str, key: str, query: str) -> list[dict]:
+    r = httpx.post(f"{url}/v1/search", json={"query": query, "k": 10, "mode": "bm25"}, headers=bearer(key), timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()["hits"]
+
+
+# ---------------------------------------------------------------------- the key's tenant binds
+@pytest.mark.parametrize("front", ['"tenant ": globex', 'tenant: acme\n"tenant ": globex',
+                                   '"Tenant\t": GLOBEX\ntitle: x'])
+def test_a_tenant_key_cannot_write_into_another_tenant_by_spelling_the_key(server, front):
+    url, kb, uploads = server
+    before = kb.status()["documents"]
+    body = f"---\n{front}\n---\n# Globex notice\n\nGlobex restart code is now evil-43 (snorkelpuff).\n"
+    r = upload(url, "k-acme", ("spaced.md", body.encode()))
+    assert r.status_code == 403 and "globex" in r.json()["error"]["message"], r.text
+    assert kb.status()["documents"] == before
+    assert not any("snorkelpuff" in h["text"] for h in search(url, "k-globex", "snorkelpuff restart code"))
+
+
+def test_uploads_through_a_tenant_key_always_get_its_tenant(server):
+    url, kb, uploads = server
+    r = upload(url, "k-acme", ("own.md", b"---\n'TENANT ': ACME\n---\n# Own\n\nAcme note zorblat-1.\n"),
+               ("none.md", b"# None\n\nAcme note zorblat-2.\n"))
+    assert r.status_code == 200 and r.json()["added"] == 2, r.text
+    assert {m.get("tenant") for _, s, m in kb.catalog.documents_meta() if s.startswith(str(uploads))} == {"acme"}
+
+
+# ---------------------------------------------------------------------- one folder per tenant
+def test_tenant_folders_are_injective_and_readable():
+    names = ["acme", "ACME ", "müller-gmbh", "möller-gmbh", "m_ller-gmbh", "m%C3%BCller-gmbh", "_shared", ".",
+             "..", ".staging", "a/b", "a b", "x" * 300, "x" * 299 + "y"]
+    folders = {n: tenant_folder(n) for n in names}
+    assert folders["acme"] == folders["ACME "] == "acme"  # the tenants access treats as one share one
+    distinct = [n for n in names if n != "ACME "]
+    assert len({folders[n] for n in distinct}) == len(distinct), folders
+    assert tenant_folder(None) == SHARED_FOLDER and SHARED_FOLDER not in {folders[n] for n in names}
+    for folder in folders.values():
+        assert "/" not in folder and folder not in (".", "..", ".staging") and not folder.startswith(".")
+        assert len(folder) <= 100
+
+
+def test_tenants_whose_names_sanitised_alike_do_not_share_files(server):
+    url, _, uploads = server
+    r1 = upload(url, "k-mueller", ("payroll.md", b"# Payroll\n\nMueller payroll secret is glibberfax-5.\n"))
+    r2 = upload(url, "k-moeller", ("payroll.md", b"# Payroll\n\nMoeller note about payroll.\n"))
+    assert r1.json()["added"] == 1 and r2.json()["added"] == 1, (r1.text, r2.text)
+    assert "müller" not in r2.text and r1.json()["files"][0]["doc_id"] not in r2.text
+    assert (uploads / tenant_folder("müller-gmbh") / "payroll.md").read_bytes().endswith(b"glibberfax-5.\n")
+    assert (uploads / tenant_folder("möller-gmbh") / "payroll.md").read_bytes().endswith(b"about payroll.\n")
+    assert any("glibberfax" in h["text"] for h in search(url, "k-mueller", "payroll secret"))
+    assert not any("glibberfax" in h["text"] for h in search(url, "k-moeller", "payroll secret"))
+
+
+def test_a_tenant_named_like_the_shared_folder_is_not_the_operator(server):
+    url, kb, uploads = server
+    assert upload(url, "k-operator", ("note.md", b"# Note\n\nOperator note quaxel-1.\n")).json()["added"] == 1
+    assert upload(url, "k-shared-tenant", ("note.md", b"# Note\n\nTenant note quaxel-2.\n")).json()["added"] == 1
+    assert (uploads / SHARED_FOLDER / "note.md").read_bytes().endswith(b"quaxel-1.\n")
+    tenants = {m.get("tenant") for _, s, m in kb.catalog.documents_meta() if s.endswith("note.md")}
+    assert tenants == {None, "_shared"}
+
+
+def test_an_upload_from_an_older_version_keeps_updating_its_document(server):
+    """Uploads stored under the old folder name (`m_ller-gmbh`, shared by both tenants) stay
+    where they are: the tenant whose document it is updates it there; the other tenant gets
+    its own folder and never touches it."""
+    url, kb, uploads = server
+    legacy = uploads / "m_ller-gmbh" / "plan.md"
+    legacy.parent.mkdir(parents=True)
+    legacy.write_bytes(b"# Plan\n\nOld plan text wibblequark-1.\n")
+    old = kb.ingest([str(legacy)], metadata={"tenant": "müller-gmbh"}, progress=False).files[0]
+    r = upload(url, "k-mueller", ("plan.md", b"# Plan\n\nNew plan text wibblequark-2.\n"))
+    assert r.json()["files"][0] == {**r.json()["files"][0], "status": "updated", "doc_id": old.doc_id}, r.text
+    assert legacy.read_bytes().endswith(b"wibblequark-2.\n")
+    r = upload(url, "k-moeller", ("plan.md", b"# Plan\n\nMoeller plan wibblequark-3.\n"))
+    assert r.json()["added"] == 1 and old.doc_id not in r.text and "müller" not in r.text, r.text
+    assert legacy.read_bytes().endswith(b"wibblequark-2.\n")
+    assert (uploads / tenant_folder("möller-gmbh") / "plan.md").is_file()
+
+
+# ---------------------------------------------------------------------- failed uploads change nothing
+def test_a_refused_reupload_leaves_the_file_before_it(server):
+    url, _, uploads = server
+    first = b"---\nacl: [acme-ops]\n---\n# Note\n\nRestricted note fnordle-1.\n"
+    assert upload(url, "k-acme", ("note.md", first)).json()["added"] == 1
+    r = upload(url, "k-acme", ("note.md", b"# Note\n\nWidened note fnordle-2.\n"))  # drops the acl
+    assert r.json()["failed"] == 1 and "acl would be removed" in r.json()["files"][0]["reason"], r.text
+    assert (uploads / "acme" / "note.md").read_bytes() == first
+    r = upload(url, "k-acme", ("new.md", b"---\nacl:\n---\n# New\n\nEmpty acl.\n"))
+    assert r.json()["failed"] == 1 and not (uploads / "acme" / "new.md").exists()
+
+
+def test_a_failure_never_names_another_tenants_document(server):
+    url, kb, _ = server
+    globex_id = next(d for d, s, _ in kb.catalog.documents_meta() if s.endswith("globex/runbook.md"))
+    r = upload(url, "k-acme", ("take.md", f"---\nid: {globex_id}\n---\n# Take\n\nHijacked text.\n".encode()))
+    assert r.status_code == 200 and r.json()["failed"] == 1, r.text
+    assert "globex" not in r.text.lower() and globex_id not in r.text, r.text
+    assert "may not read" in r.json()["files"][0]["reason"]
+    assert "Hijacked" not in kb.catalog.document(globex_id).text
