@@ -466,6 +466,7 @@ class Ingestor:
         declared = declared_id not in (None, "")
         doc_id = printable(str(declared_id)) if declared else fallback_id
         location = os.path.realpath(path) if path is not None else None
+        result.doc_id = doc_id  # a refusal below is about this id (the server hides ids the uploader may not read)
         doc_id, stored, replaces = self._stored(doc_id, source, path, declared)
         result.doc_id = doc_id
         self._claimed[doc_id] = source
