@@ -589,3 +589,12 @@ def test_a_question_opening_with_a_greeting_is_answered(demo_kb) -> None:
     focus = a.support.check("focus") if a.support is not None else None
     assert not a.refused and "72 hours" in a.answer
     assert focus is not None and focus.passed and "hello" not in focus.why
+
+
+def test_please_is_not_searched_for(demo_kb) -> None:
+    """Searched, "please" finds the support note's "Please do not promise anything else …
+    24 hours": a pleasantry must not pick the evidence."""
+    plain = demo_kb.ask("How long is the retry window?")
+    for polite in ("How long is the retry window, please?", "Hi, how long is the retry window, please?"):
+        a = demo_kb.ask(polite)
+        assert (a.answer, a.supported) == (plain.answer, plain.supported), (polite, a.answer)

@@ -26,7 +26,12 @@ def looks_follow_up(question: str) -> bool:
 
 
 def retrieval_query(question: str, context: Sequence[str]) -> str:
-    """The text to search with: the question, preceded by the last earlier question when it is a follow-up."""
+    """The text to search with: the question, preceded by the last earlier question when it is
+    a follow-up. A greeting that opens it and "please"/"bitte" are left out: they are said to
+    the assistant, and searched they find the sentences that say "please", not the topic."""
+    from beleg.query.intent import without_pleasantries
+
+    question = without_pleasantries(question) or question
     if not context or not looks_follow_up(question):
         return question
     return f"{context[-1]} {question}"
