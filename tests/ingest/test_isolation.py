@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from beleg.errors import FilterError
+from beleg.errors import ConfigError, FilterError
 from beleg.ingest import discover as discover_module
 from beleg.ingest import pipeline
+from beleg.ingest.metadata import parse_assignments
 from beleg.ingest.pipeline import TextSource
 from beleg.ingest.readers.markdown import MarkdownReader
 
@@ -51,6 +52,21 @@ def test_an_unexpected_reader_exception_fails_only_that_file(kb, src: Path, monk
     assert "\n" not in files["alias.md"].reason
     assert files["second.md"].status == "added" and files["first.md"].status == "unchanged"
     assert {Path(h.source).name for h in kb.search("E-7001 Q-7002", mode="bm25", k=5)} == {"first.md", "second.md"}
+
+
+def test_a_lone_surrogate_in_metadata_fails_its_file_not_the_batch(kb, src: Path) -> None:
+    """"\\ud800" in YAML is a str Python holds but UTF-8 cannot store: it used to pass every
+    per-file check and break the batch's commit (a traceback, every file of the run lost)."""
+    (src / "bad.md").write_text('---\nnote: "\\ud800"\n---\nSome body.\n', encoding="utf-8")
+    (src / "nested.md").write_text('---\ntags: {"x\\udc80": [1]}\n---\nOther body.\n', encoding="utf-8")
+    (src / "second.md").write_text(doc("Second", "The broker drains queue Q-7002."), encoding="utf-8")
+    files = by_name(kb.ingest([str(src)], progress=False))
+    assert files["bad.md"].status == "failed" and "\\ud800" in files["bad.md"].reason
+    assert files["nested.md"].status == "failed" and "'tags'" in files["nested.md"].reason
+    assert files["second.md"].status == "added" and files["first.md"].status == "added"
+    assert [Path(h.source).name for h in kb.search("Q-7002", mode="bm25", k=5)] == ["second.md"]
+    with pytest.raises(ConfigError, match="--meta: 'owner'"):
+        parse_assignments(["owner=J\udcf6rg"])  # an undecodable byte in the command line
 
 
 def test_an_analysis_error_fails_one_document_not_its_batch(kb, src: Path, monkeypatch) -> None:

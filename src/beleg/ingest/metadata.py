@@ -22,6 +22,7 @@ import datetime as dt
 import fnmatch
 import functools
 import logging
+import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -243,6 +244,8 @@ def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for raw_key, value in meta.items():
         key = _key(raw_key)
+        _storable(key, raw_key)
+        _storable(key, value)
         if key in ACCESS_KEYS and key in out:
             # Two spellings ("tenant" and "tenant "): last-wins would let the one a reader or a
             # check did not look at decide who may read the document.
@@ -275,6 +278,27 @@ def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
             value = _scalar(key, value)
         out[key] = value
     return out
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _storable(key: str, value: Any) -> None:
+    """Refuse text that is not Unicode: a lone surrogate ("\\ud800" in YAML, an undecodable
+    byte in a command-line argument) cannot be written as UTF-8, so it would fail the whole
+    batch's commit instead of this one file."""
+    if isinstance(value, str):
+        m = _SURROGATE.search(value)
+        if m:
+            raise MetadataError(f"'{key}' holds {m.group(0).encode('unicode_escape').decode()}, which is not a "
+                                "character (a lone surrogate, or a byte that is not UTF-8); fix the value")
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _storable(key, k)
+            _storable(key, v)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for v in value:
+            _storable(key, v)
 
 
 def _key(raw_key: Any) -> str:
