@@ -181,14 +181,15 @@ class Service:
                 "metadata": doc.metadata, "text": doc.text, "quotes": quotes}
 
     def ingest_files(self, paths: Sequence[Path], principal: Principal | None = None) -> dict[str, Any]:
-        """Ingest files already on disk as ``principal``: documents get the uploader's tenant, a
-        file that names another tenant is refused (:class:`AccessDenied`), and re-ingests that
-        would widen a document's access are refused, as on the CLI."""
-        if principal is not None and principal.tenant:
-            for path in paths:
-                refuse_other_tenant(path, principal)
-        meta = {"tenant": principal.tenant} if principal is not None and principal.tenant else None
-        report = self.kb.ingest([str(p) for p in paths], metadata=meta, progress=False)
+        """Ingest files already on disk as ``principal``: documents get the uploader's tenant
+        (it binds: a file may only repeat it), a file that names another tenant under any
+        spelling is refused (:class:`AccessDenied`), and re-ingests that would widen a
+        document's access are refused, as on the CLI."""
+        principal = principal or Principal()
+        rules = binding_rules(principal)
+        for path in paths:
+            refuse_other_tenant(path, principal)
+        report = self.kb.ingest([str(p) for p in paths], rules=rules, progress=False)
         out: dict[str, Any] = report.to_json()
         return out
 
@@ -204,13 +205,35 @@ class AccessDenied(BelegError, PermissionError):
 
 
 def refuse_other_tenant(path: Path, principal: Principal) -> None:
-    """A tenant's key may add documents to its own tenant only, whatever the file's front matter says."""
+    """A tenant's key may add documents to its own tenant only: AccessDenied (403) for a file
+    that declares another one under any spelling ingest reads (``"tenant ": beta`` is a
+    tenant), before anything is stored. :func:`binding_rules` is what guarantees the tenant;
+    this check turns the plain case into a refusal that says why."""
+    from beleg.ingest.metadata import declared_tenants
     from beleg.ingest.readers import reader_for
 
+    if not principal.tenant:
+        return  # an operator's key: uploads keep the tenant their files name
     try:
-        declared = reader_for(path).read(path.read_bytes(), path, None).metadata.get("tenant")
+        declared = declared_tenants(reader_for(path).read(path.read_bytes(), path, None).metadata)
     except (OSError, BelegError):
-        return  # an unreadable file fails in the ingest report, with its reason
-    if declared not in (None, "") and Principal.fold(str(declared)) != Principal.fold(principal.tenant or ""):
-        raise AccessDenied(f"{path.name} declares tenant {declared!r}, but this key belongs to tenant "
+        return  # unreadable: the file fails in the report with its reason
+    other = sorted(declared - {Principal.fold(principal.tenant)})
+    if other:
+        raise AccessDenied(f"{path.name} declares tenant {other[0]!r}, but this key belongs to tenant "
                            f"{principal.tenant!r}; upload it with a key of that tenant or remove the field")
+
+
+def binding_rules(principal: Principal) -> list[Any]:
+    """A tenant key's tenant binds what it ingests: it outranks the files' front matter, which
+    may only repeat it (:class:`~beleg.ingest.metadata.MetadataRule`), so an upload can never
+    land in another tenant, whatever :func:`refuse_other_tenant` made of the file."""
+    from beleg.ingest.metadata import MetadataRule
+
+    if not principal.tenant:
+        return []
+    tenant = Principal.fold(principal.tenant)
+    if not tenant:
+        raise AccessDenied("this key's tenant is blank, so its uploads would belong to no tenant; "
+                           "give the key a tenant, or none for an operator's key")
+    return [MetadataRule("*", {"tenant": tenant}, binding=True)]

@@ -144,3 +144,24 @@ def test_a_failure_never_names_another_tenants_document(server):
     assert "globex" not in r.text.lower() and globex_id not in r.text, r.text
     assert "may not read" in r.json()["files"][0]["reason"]
     assert "Hijacked" not in kb.catalog.document(globex_id).text
+
+
+def test_the_python_service_binds_the_tenant_as_the_server_does(tmp_path, embedder) -> None:
+    """Service.ingest_files is the same rule without HTTP: the principal's tenant binds, and a
+    file naming another tenant under any spelling of the key is refused before anything is stored."""
+    import beleg
+    from beleg.service import AccessDenied, Service
+    from beleg.types import Principal
+
+    kb = beleg.open(tmp_path / "kb", embedder=embedder)
+    svc, acme = Service(kb), Principal("mallory", "acme")
+    spaced = tmp_path / "spaced.md"
+    spaced.write_text('---\n"tenant ": beta\n---\n# Beta\n\nBeta restart code is evil-43.\n', encoding="utf-8")
+    with pytest.raises(AccessDenied):
+        svc.ingest_files([spaced], acme)
+    plain = tmp_path / "plain.md"
+    plain.write_text("# Notice\n\nThe acme restart code is ok-12.\n", encoding="utf-8")
+    assert svc.ingest_files([plain], acme)["added"] == 1
+    assert [h.metadata.get("tenant") for h in kb.search("restart code", k=5, principal=acme)] == ["acme"]
+    assert kb.search("restart code", k=5, principal=Principal("bob", "beta")) == []
+    kb.close()

@@ -19,12 +19,12 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
-from beleg.errors import BelegError, ConfigError
+from beleg.errors import ConfigError
 from beleg.server import openapi
 from beleg.server.app import QUOTE_RANGE, ApiError, search_request
 from beleg.server.auth import Identity
 from beleg.server.conversations import UnknownConversation
-from beleg.service import AccessDenied, Service
+from beleg.service import Service, binding_rules, refuse_other_tenant
 from beleg.types import Principal
 
 if TYPE_CHECKING:
@@ -219,9 +219,9 @@ def _ingest_uploads(svc: Service, staged: list[Path], principal: Principal, uplo
                     staging: Path) -> dict[str, Any]:
     """Check, move into place and ingest staged uploads; a file the ingest does not accept
     leaves the one it would have replaced on disk (or nothing, when there was none)."""
-    rules = _binding_rules(principal)
+    rules = binding_rules(principal)
     for path in staged:  # before anything is stored: a file naming another tenant is refused
-        _refuse_other_tenant(path, principal)
+        refuse_other_tenant(path, principal)
     previous = staging / ".previous"
     previous.mkdir()
     moved: list[tuple[Path, Path | None]] = []
@@ -256,41 +256,6 @@ def _put_back(target: Path, backup: Path | None) -> None:
         backup.replace(target)
     else:
         target.unlink(missing_ok=True)
-
-
-def _refuse_other_tenant(path: Path, principal: Principal) -> None:
-    """A tenant's key may add documents to its own tenant only: 403 for a file that declares
-    another one under any spelling ingest reads (``"tenant ": beta`` is a tenant), before
-    anything is stored. The binding rule (:func:`_binding_rules`) is what guarantees the
-    tenant; this check turns the plain case into a 403 that says why."""
-    from beleg.ingest.metadata import declared_tenants
-    from beleg.ingest.readers import reader_for
-
-    if not principal.tenant:
-        return  # an operator's key: uploads keep the tenant their files name
-    try:
-        declared = declared_tenants(reader_for(path).read(path.read_bytes(), path, None).metadata)
-    except (OSError, BelegError):
-        return  # unreadable: the file fails in the report with its reason
-    other = sorted(declared - {Principal.fold(principal.tenant)})
-    if other:
-        raise AccessDenied(f"{path.name} declares tenant {other[0]!r}, but this key belongs to tenant "
-                           f"{principal.tenant!r}; upload it with a key of that tenant or remove the field")
-
-
-def _binding_rules(principal: Principal) -> list[Any]:
-    """A tenant key's tenant binds its uploads: it outranks the files' front matter, which may
-    only repeat it (:class:`~beleg.ingest.metadata.MetadataRule`), so an upload can never land
-    in another tenant, whatever the check above made of the file."""
-    from beleg.ingest.metadata import MetadataRule
-
-    if not principal.tenant:
-        return []
-    tenant = Principal.fold(principal.tenant)
-    if not tenant:
-        raise AccessDenied("this key's tenant is blank, so its uploads would belong to no tenant; "
-                           "give the key a tenant, or none for an operator's key")
-    return [MetadataRule("*", {"tenant": tenant}, binding=True)]
 
 
 def _hide_unreadable(svc: Service, files: list[Any], principal: Principal) -> None:
