@@ -28,7 +28,7 @@ from beleg.errors import ConfigError
 
 #: Keys whose int/float-looking scalars stay the string the author wrote (also inside a
 #: list under the key, as in ``acl: [0042, 17]``). Keys are matched case-insensitively.
-TEXT_KEYS = frozenset({"version", "versions", "id", "tenant", "product", "acl", "tags"})
+TEXT_KEYS = frozenset({"version", "versions", "id", "title", "tenant", "product", "acl", "tags"})
 #: Deepest nesting of lists/mappings accepted; real metadata stays under five levels.
 MAX_DEPTH = 32
 

@@ -130,9 +130,10 @@ def test_front_matter_size_is_capped() -> None:
 def test_version_like_labels_keep_their_written_form() -> None:
     meta, _ = split_front_matter(
         "---\nversion: 2.10\nVersions: [1.0, 2.10, 3]\nid: 007\ntenant: 0042\nacl: [0042, 17]\n"
-        "product: 1.5\nweight: 2.10\ncount: 007\nnested: {version: 3}\n---\nBody"
+        "product: 1.5\nweight: 2.10\ncount: 007\nnested: {version: 3}\ntitle: 2.10\n---\nBody"
     )
     assert meta == {
+        "title": "2.10",  # a page titled "2.10" (release notes) is not "2.1"
         "version": "2.10",
         "versions": ["1.0", "2.10", "3"],
         "id": "007",
