@@ -13,8 +13,70 @@ from pathlib import Path
 
 import pytest
 
+from beleg.errors import IngestError
 from beleg.ingest.readers import markdown_hidden
+from beleg.ingest.readers.base import decode_as
+from beleg.ingest.readers.html import HtmlReader
 from beleg.ingest.readers.markdown import MarkdownReader, _clean_title, atx_heading, find_headings
+from beleg.ingest.readers.text import TextReader
+
+# --- codecs: only character encodings, and never half a character ----------------------
+
+_UTF7_PAGE = (
+    b'<html><head><meta charset="utf-7"></head><body><p>Refund policy +2AA- summary.</p>'
+    b"<p>Refunds are paid within 30 days.</p></body></html>"
+)
+
+
+def test_html_declaring_utf7_is_refused_not_cut_short() -> None:
+    # Before: decoded as UTF-7, '+2AA-' became U+D800 and lxml stopped there ("Refund policy").
+    with pytest.raises(IngestError, match=r"declares 'utf-7', which is not an encoding HTML allows"):
+        HtmlReader().read(_UTF7_PAGE, Path("page.html"))
+
+
+def test_html_declaring_utf7_with_encoding_given_reads_the_whole_page() -> None:
+    text = HtmlReader().read(_UTF7_PAGE, Path("page.html"), encoding="latin-1").text
+    assert text == "Refund policy +2AA- summary.\n\nRefunds are paid within 30 days."
+
+
+@pytest.mark.parametrize(
+    "label", ["utf-7", "utf-32", "unicode_escape", "raw_unicode_escape", "rot13", "base64", "idna"]
+)
+def test_html_meta_charset_must_be_one_html_allows(label: str) -> None:
+    page = f'<meta charset="{label}"><p>Text \\ud800 here</p>'.encode()
+    with pytest.raises(IngestError, match="not an encoding HTML allows"):
+        HtmlReader().read(page, Path("page.html"))
+
+
+@pytest.mark.parametrize(
+    ("label", "codec", "word"),
+    [
+        ("windows-1252", "cp1252", "Maß"),
+        ("windows-874", "cp874", "ภาษา"),
+        ("shift_jis", "shift_jis", "日本"),
+        ("koi8-r", "koi8-r", "Привет"),
+        ("x-mac-cyrillic", "mac-cyrillic", "Привет"),
+    ],
+)
+def test_html_meta_charsets_of_the_standard_still_work(label: str, codec: str, word: str) -> None:
+    page = f'<meta charset="{label}"><p>{word}</p>'.encode(codec)
+    assert HtmlReader().read(page, Path("page.html")).text == word
+
+
+@pytest.mark.parametrize("encoding", ["unicode_escape", "raw_unicode_escape", "rot13", "base64", "hex", "zlib"])
+def test_encoding_option_accepts_only_character_encodings(encoding: str) -> None:
+    # Latin-1 bytes, so the --encoding fallback is used; unicode_escape read '\x00' as a NUL.
+    data = "caf\xe9 \\x00 \\ud800".encode("latin-1")
+    for reader, name in ((TextReader(), "a.txt"), (MarkdownReader(), "a.md"), (HtmlReader(), "a.html")):
+        with pytest.raises(IngestError, match="is not a character encoding"):
+            reader.read(data, Path(name), encoding=encoding)
+
+
+def test_decoded_lone_surrogates_fail_the_file() -> None:
+    with pytest.raises(IngestError, match=r"unpaired surrogate \(U\+D800\) at character 4"):
+        decode_as(b"abc +2AA- def", "utf-7")
+    assert decode_as("Grüße".encode("cp1252"), "cp1252") == "Grüße"
+
 
 # --- Markdown: patterns that backtracked ------------------------------------------------
 
