@@ -6,9 +6,14 @@ finding that failed before its fix.
 
 from __future__ import annotations
 
+import io
 import random
 import re
+import subprocess
+import sys
+import textwrap
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,9 +21,11 @@ import pytest
 from beleg.errors import IngestError
 from beleg.ingest.readers import markdown_hidden
 from beleg.ingest.readers.base import decode_as
+from beleg.ingest.readers.docx import DocxReader
 from beleg.ingest.readers.html import HtmlReader
 from beleg.ingest.readers.markdown import MarkdownReader, _clean_title, atx_heading, find_headings
 from beleg.ingest.readers.text import TextReader
+from tests.ingest.test_reader_limits import SRC, peak_mib
 
 # --- codecs: only character encodings, and never half a character ----------------------
 
@@ -168,3 +175,143 @@ def test_link_reference_definitions_are_still_blanked() -> None:
     assert [line.strip() for line in blanked.split("\n")[:2]] == ["", ""]
     assert len(blanked) == len(text)
     assert "[ ]: not-a-definition" in blanked  # a blank label defines nothing
+
+
+# --- DOCX: many parts that each pass, and entities -------------------------------------
+
+_W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+_HEADER_TYPE = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/header"
+_HEADER_CONTENT = "application/vnd.openxmlformats-officedocument.wordprocessingml.header+xml"
+
+
+def _docx_with_headers(count: int, size: int, padding: int = 0) -> bytes:
+    """A real document plus ``count`` header parts of ``size`` bytes of ``<w:r/>``, each
+    referenced so python-docx parses it (the red team's generator), and ``padding`` bytes
+    of incompressible, stored media that pull the archive's overall ratio down."""
+    import docx
+
+    base = io.BytesIO()
+    document = docx.Document()
+    document.add_paragraph("Small visible body text.")
+    document.save(base)
+    head = f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:hdr xmlns:w="{_W}">'.encode()
+    header = head + b"<w:r/>" * ((size - len(head) - 8) // 6) + b"</w:hdr>"
+    out = io.BytesIO()
+    with zipfile.ZipFile(base) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == "word/_rels/document.xml.rels":
+                rels = "".join(
+                    f'<Relationship Id="rIdH{k}" Type="{_HEADER_TYPE}" Target="header{k}.xml"/>' for k in range(count)
+                )
+                data = data.replace(b"</Relationships>", rels.encode() + b"</Relationships>")
+            elif item.filename == "[Content_Types].xml":
+                types = "".join(
+                    f'<Override PartName="/word/header{k}.xml" ContentType="{_HEADER_CONTENT}"/>' for k in range(count)
+                )
+                data = data.replace(b"</Types>", types.encode() + b"</Types>")
+            dst.writestr(item.filename, data)
+        for k in range(count):
+            dst.writestr(f"word/header{k}.xml", header)
+        if padding:
+            dst.writestr("word/media/image1.png", random.Random(1).randbytes(padding), zipfile.ZIP_STORED)
+    return out.getvalue()
+
+
+def _peak_rss_mib_of_reading(data: bytes) -> tuple[str, float]:
+    """Read ``data`` as a .docx in a child process: (outcome, peak RSS over its baseline in MiB)."""
+    code = textwrap.dedent(f"""
+        import resource, sys
+        sys.path.insert(0, {str(SRC)!r})
+        from pathlib import Path
+        import docx
+        from beleg.errors import IngestError
+        from beleg.ingest.readers.docx import DocxReader
+        data = sys.stdin.buffer.read()
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        try:
+            DocxReader().read(data, Path("bomb.docx"))
+            print("READ")
+        except IngestError as exc:
+            print("REFUSED", exc)
+        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)
+    """)
+    run = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    outcome, peak = run.stdout.decode().strip().rsplit("\n", 1)
+    return outcome, float(peak)
+
+
+def test_docx_of_many_1_mib_parts_is_refused_by_their_ratio() -> None:
+    # 60 headers of exactly 1 MiB (then the ratio check's floor) in a 142 KB file: all were
+    # parsed, 1.8 s and 1,320-1,346 MiB over the baseline. Now refused in ~0 s, no memory.
+    bomb = _docx_with_headers(60, 2**20)
+    assert len(bomb) < 200_000
+    start = time.perf_counter()
+    outcome, peak = _peak_rss_mib_of_reading(bomb)
+    assert outcome.startswith("REFUSED .docx member 'word/header0.xml' expands"), outcome
+    assert "over the 100:1" in outcome
+    assert peak < 50
+    assert time.perf_counter() - start < 10  # most of it the child's imports
+
+
+def test_docx_whose_small_parts_add_up_is_refused_by_the_archive_ratio() -> None:
+    outcome, _ = peak_mib(DocxReader().read, _docx_with_headers(300, 60 * 2**10), Path("bomb.docx"))
+    assert isinstance(outcome, IngestError) and "as a whole" in str(outcome), outcome
+
+
+def test_docx_element_count_bounds_memory_however_it_compresses() -> None:
+    # 210 referenced headers of 60 KiB (2.1 million elements) and 250 KB of stored noise,
+    # so that neither a part nor the whole archive is over 100:1. Measured before: read,
+    # 262 MiB over the baseline; after: refused, ~0 MiB.
+    bomb = _docx_with_headers(210, 60 * 2**10, padding=250_000)
+    with zipfile.ZipFile(io.BytesIO(bomb)) as archive:
+        infos = archive.infolist()
+        assert sum(i.file_size for i in infos) / sum(i.compress_size for i in infos) < 100
+    outcome, peak = _peak_rss_mib_of_reading(bomb)
+    assert outcome.startswith("REFUSED .docx has more than 2,000,000 XML elements"), outcome
+    assert peak < 50
+
+
+def _docx_with_document_xml(edit) -> bytes:  # noqa: ANN001 - a bytes -> bytes function
+    import docx
+
+    base = io.BytesIO()
+    document = docx.Document()
+    document.add_paragraph("PLACEHOLDER")
+    document.save(base)
+    out = io.BytesIO()
+    with zipfile.ZipFile(base) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            dst.writestr(item.filename, edit(data) if item.filename == "word/document.xml" else data)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "doctype",
+    [
+        b'<!DOCTYPE w:document [<!ENTITY co "ACME GmbH">]>',
+        b'<!DOCTYPE w:document [<!ENTITY co SYSTEM "file:///etc/hostname">]>',  # XXE
+    ],
+)
+def test_docx_with_a_dtd_and_entities_is_refused_not_cut_short(doctype: bytes) -> None:
+    # Before: indexed as 'Contract between' (python-docx does not expand '&co;').
+    data = _docx_with_document_xml(
+        lambda xml: xml.replace(b"<w:document", doctype + b"<w:document", 1).replace(
+            b"PLACEHOLDER", b"Contract between &co; and the customer: refunds within 30 days.", 1
+        )
+    )
+    with pytest.raises(IngestError, match=r"member 'word/document.xml' declares a DTD or uses an entity") as info:
+        DocxReader().read(data, Path("entity.docx"))
+    assert "\n" not in str(info.value)
+
+
+def test_docx_entity_without_a_dtd_is_refused_and_predefined_ones_are_read() -> None:
+    undeclared = _docx_with_document_xml(lambda xml: xml.replace(b"PLACEHOLDER", b"A &co; B", 1))
+    with pytest.raises(IngestError, match=r"uses an entity \('&co;'\)"):
+        DocxReader().read(undeclared, Path("entity.docx"))
+    escaped = _docx_with_document_xml(
+        lambda xml: xml.replace(b"PLACEHOLDER", b"Smith &amp; Co &lt;b&gt; &quot;x&apos; &#228;&#xFC; end", 1)
+    )
+    assert DocxReader().read(escaped, Path("ok.docx")).text == "Smith & Co <b> \"x' äü end"
