@@ -290,8 +290,10 @@ def test_docx_paragraph_tags_are_counted_across_read_chunks_and_prefixes() -> No
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
         zf.writestr("word/document.xml", body)
+    counts = docx_reader._TagCounts()
     with zipfile.ZipFile(buf) as zf:
-        assert docx_reader._count_paragraphs(zf, zf.getinfo("word/document.xml"), 100) == 4
+        docx_reader._scan_member(zf, zf.getinfo("word/document.xml"), counts)
+    assert counts.paragraphs == 4
 
 
 def test_real_docx_passes_the_archive_check() -> None:

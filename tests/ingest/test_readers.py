@@ -403,7 +403,7 @@ def test_explicit_utf16_without_a_mark_is_used_as_given() -> None:
         (b"\xff\xfeG\x00r", None, r"not valid utf-16-le despite its UTF-16-LE byte-order mark"),
         (b"caf\xe9 \x81", "cp1252", r"neither valid utf-8 nor valid cp1252 \(byte 0x81 at offset 5\)"),
         (b"text", "klingon-8", "unknown encoding 'klingon-8'"),
-        (b"text", "base64", "unknown encoding 'base64'"),
+        (b"text", "base64", "'base64' is not a character encoding"),
     ],
 )
 def test_undecodable_text_has_a_clear_reason(data: bytes, encoding: str | None, expected: str) -> None:

@@ -69,7 +69,7 @@ def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
                 f"not valid utf-8 ({_bad_byte(data, exc)}); re-save it as UTF-8 or pass --encoding (e.g. latin-1)"
             ) from None
     try:
-        return normalize_newlines(data.decode(fallback))
+        return normalize_newlines(decode_as(data, fallback))
     except UnicodeDecodeError as exc:
         raise IngestError(
             f"neither valid utf-8 nor valid {fallback} ({_bad_byte(data, exc)}); pass the file's real encoding "
@@ -80,19 +80,56 @@ def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
 def _codec_name(encoding: str | None) -> str | None:
     if encoding is None:
         return None
+    return text_codec(encoding)
+
+
+#: Codecs that Python counts as text encodings but that read escapes or host names, not
+#: characters: ``unicode_escape`` turns the four bytes ``\x00`` into a NUL and ``\ud800``
+#: into half a character.
+_NOT_CHARACTER_ENCODINGS = {"unicode-escape", "raw-unicode-escape", "idna", "punycode", "undefined"}
+
+
+def text_codec(encoding: str) -> str:
+    """Python's name of ``encoding`` (``--encoding``), refused unless it is a character encoding.
+
+    Python's codec registry also holds transforms (rot13, base64, zlib, hex), which do not
+    turn bytes into text, and escape decoders, which turn text into other text.
+    """
     try:
         info = codecs.lookup(encoding)
     except LookupError:
-        info = None
-    # Codecs such as base64 or rot13 exist but do not turn bytes into text.
-    if info is None or not getattr(info, "_is_text_encoding", True):
-        raise IngestError(f"unknown encoding {encoding!r}; use a Python codec name such as utf-8 or latin-1")
+        raise IngestError(f"unknown encoding {encoding!r}; use a Python codec name such as utf-8 or latin-1") from None
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_CHARACTER_ENCODINGS:
+        raise IngestError(
+            f"{encoding!r} is not a character encoding (Python's codec registry also holds transforms "
+            "such as rot13, base64 and unicode_escape); use one such as utf-8 or latin-1"
+        )
     return info.name
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def decode_as(data: bytes, codec: str) -> str:
+    """``data.decode(codec)``, refusing text with unpaired surrogates; raises :exc:`UnicodeDecodeError`.
+
+    UTF-7 (``+2AA-``) and escape codecs can produce half of a surrogate pair, which is not a
+    character: lxml silently stops parsing at it, and nothing can store or encode it, so
+    the file would be indexed as a prefix of itself.
+    """
+    text = data.decode(codec)
+    bad = _SURROGATE.search(text)
+    if bad is not None:
+        raise IngestError(
+            f"decoding as {codec} gives an unpaired surrogate (U+{ord(bad.group()):04X}) at character "
+            f"{bad.start():,}, which is not text; re-save the file as UTF-8"
+        )
+    return text
 
 
 def _decode_strict(data: bytes, codec: str, why: str) -> str:
     try:
-        text = data.decode(codec)
+        text = decode_as(data, codec)
     except UnicodeDecodeError as exc:
         raise IngestError(f"not valid {codec} {why} ({_bad_byte(data, exc)}); re-save it as UTF-8") from None
     if "\x00" in text:

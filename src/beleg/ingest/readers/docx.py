@@ -40,16 +40,27 @@ _OFF = {"0", "false", "off"}  # an on/off property's w:val that turns it off
 MAX_UNCOMPRESSED_BYTES = 200 * 2**20
 #: Members in the archive; a Word document has a dozen, a few hundred with many images.
 MAX_MEMBERS = 5_000
-#: Inflation ratio allowed for members over RATIO_CHECK_BYTES; Word's XML compresses 5-20:1.
+#: Inflation ratio allowed for each member over RATIO_CHECK_BYTES and for the archive as a
+#: whole; Word's XML compresses 5-20:1, images hardly at all. Below that size a high ratio
+#: is harmless (and common: a short, repetitive settings.xml).
 MAX_RATIO = 100
-RATIO_CHECK_BYTES = 2**20
+RATIO_CHECK_BYTES = 64 * 2**10
 #: XML (and .rels) parts that python-docx parses with lxml, together.
 MAX_XML_BYTES = 64 * 2**20
 #: Paragraphs (w:p elements) over all XML parts; a 1,000-page manual has about 30,000.
 MAX_PARAGRAPHS = 250_000
+#: Elements (start tags) over all XML parts. lxml holds about 130 bytes per element: 60
+#: headers of 1 MiB of ``<w:r/>`` each (10.5 million elements, a 142 KB file) took 1.3 GB.
+#: Word writes some 10-30 elements a paragraph, so this is a few thousand pages, at most
+#: about 260 MB parsed; it bounds memory however well the parts compress.
+MAX_ELEMENTS = 2_000_000
 # A start tag of a paragraph under any namespace prefix (bounded, so a match has a bounded
 # length across read chunks): <w:p>, <w:p w14:paraId=...>, <w:p/>; not <w:pPr>.
 _PARAGRAPH_TAG = re.compile(rb"<(?:[A-Za-z_][\w.-]{0,31}:)?p[\s/>]")
+# A document type declaration, or an entity reference other than XML's five and character
+# references. Word never writes them, and python-docx does not expand entities: the text
+# after '&co;' (or an external, XXE, entity) was silently dropped, indexing a prefix.
+_DTD_OR_ENTITY = re.compile(rb"<!DOCTYPE|&(?!(?:amp|lt|gt|quot|apos|#[0-9]{1,10}|#x[0-9A-Fa-f]{1,8});)")
 _MAX_TAG_BYTES = 64
 
 
@@ -202,24 +213,46 @@ def check_archive(data: bytes) -> None:
                     f".docx member {m.filename!r} expands {ratio:,.0f}:1 (to {_mib(m.file_size)}), over the "
                     f"{MAX_RATIO}:1 Beleg accepts; that is a zip bomb, not a document"
                 )
+        # Many members each under RATIO_CHECK_BYTES add up: 60 MiB from a 142 KB file.
+        ratio = total / max(sum(m.compress_size for m in members), 1)
+        if total > 16 * RATIO_CHECK_BYTES and ratio > MAX_RATIO:
+            raise IngestError(
+                f".docx expands {ratio:,.0f}:1 as a whole (to {_mib(total)}), over the {MAX_RATIO}:1 Beleg "
+                "accepts; that is a zip bomb, not a document"
+            )
         xml = [m for m in members if m.filename.lower().endswith((".xml", ".rels"))]
         xml_bytes = sum(m.file_size for m in xml)
         if xml_bytes > MAX_XML_BYTES:
             raise IngestError(
                 f".docx holds {_mib(xml_bytes)} of XML, over the {_mib(MAX_XML_BYTES)} Beleg parses; split the document"
             )
-        paragraphs = 0
+        counts = _TagCounts()
         for m in xml:
-            paragraphs += _count_paragraphs(archive, m, MAX_PARAGRAPHS - paragraphs)
-            if paragraphs > MAX_PARAGRAPHS:
-                raise IngestError(
-                    f".docx has more than {MAX_PARAGRAPHS:,} paragraphs, the most Beleg reads; split the document"
-                )
+            _scan_member(archive, m, counts)
 
 
-def _count_paragraphs(archive: zipfile.ZipFile, member: zipfile.ZipInfo, limit: int) -> int:
-    """Paragraph start tags in ``member``, read in 1 MiB pieces; stops once past ``limit``."""
-    count = 0
+class _TagCounts:
+    """Paragraphs and elements seen so far over the archive's XML parts."""
+
+    def __init__(self) -> None:
+        self.paragraphs = 0
+        self.elements = 0
+
+    def check(self) -> None:
+        if self.paragraphs > MAX_PARAGRAPHS:
+            raise IngestError(
+                f".docx has more than {MAX_PARAGRAPHS:,} paragraphs, the most Beleg reads; split the document"
+            )
+        if self.elements > MAX_ELEMENTS:
+            raise IngestError(
+                f".docx has more than {MAX_ELEMENTS:,} XML elements, the most Beleg parses (its memory grows "
+                "with them); split the document"
+            )
+
+
+def _scan_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, counts: _TagCounts) -> None:
+    """Count ``member``'s paragraphs and elements into ``counts`` and refuse DTDs and entities,
+    reading it in 1 MiB pieces; raises as soon as a limit is passed."""
     carry = b""
     try:
         with archive.open(member) as stream:
@@ -228,14 +261,29 @@ def _count_paragraphs(archive: zipfile.ZipFile, member: zipfile.ZipInfo, limit: 
                 buf = carry + chunk
                 # Matches starting in the last few bytes may be cut off: count them next round.
                 cut = max(len(buf) - _MAX_TAG_BYTES, 0) if chunk else len(buf)
-                count += sum(1 for match in _PARAGRAPH_TAG.finditer(buf) if match.start() < cut)
+                bad = _DTD_OR_ENTITY.search(buf, 0, len(buf))
+                if bad is not None and bad.start() < cut:
+                    _refuse_dtd_or_entity(member, buf[bad.start() : bad.start() + 40])
+                counts.paragraphs += sum(1 for match in _PARAGRAPH_TAG.finditer(buf) if match.start() < cut)
+                # Start tags; an end tag's '</' split between two pieces counts once too many.
+                counts.elements += chunk.count(b"<") - chunk.count(b"</")
+                counts.check()
                 carry = buf[cut:]
-                if not chunk or count > limit:
-                    return count
+                if not chunk:
+                    return
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError, RuntimeError) as exc:
         # RuntimeError: an encrypted member; NotImplementedError: an unsupported compression method;
         # zlib.error: a damaged deflate stream.
         raise IngestError(f"corrupt or invalid .docx: member {member.filename!r}: {exc}") from None
+
+
+def _refuse_dtd_or_entity(member: zipfile.ZipInfo, found: bytes) -> None:
+    what = found.split(b">")[0] if found.startswith(b"<!") else found.split(b";")[0] + b";"
+    shown = what.decode("ascii", "backslashreplace")[:40]
+    raise IngestError(
+        f".docx member {member.filename!r} declares a DTD or uses an entity ({shown!r}), which Word never "
+        "writes and python-docx does not expand (the text after it would be lost); re-save it in Word"
+    )
 
 
 def _mib(size: int) -> str:

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from beleg.errors import IngestError, NoContent, missing_dependency
-from beleg.ingest.readers.base import bom_encoding, decode_text, language_code, normalize_newlines, require_content
+from beleg.ingest.readers.base import (
+    bom_encoding,
+    decode_as,
+    decode_text,
+    language_code,
+    normalize_newlines,
+    require_content,
+)
 from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtree, zero_font
 from beleg.types import Heading, ParsedDocument
 
@@ -60,8 +67,27 @@ MAX_HTML_CHARS = 64 * 1024 * 1024
 #: Elements per page; the longest real pages (a large Wikipedia article) have ~100k.
 MAX_HTML_ELEMENTS = 1_000_000
 _PARSER_MAX_DEPTH = 2048  # libxml2's nesting limit in huge mode
-# The HTML standard: a <meta> found by an ASCII scan cannot truly declare UTF-16/32.
-_ASCII_INCOMPATIBLE = ("utf-16", "utf-32")
+# The encodings the WHATWG Encoding Standard allows a page to declare, as Python names
+# them. Python knows many more (UTF-7, UTF-32, rot13, base64, unicode_escape...): a page
+# declaring one of those is read as declaring an unknown encoding, as browsers do. Under
+# UTF-7, '+2AA-' decoded to half a surrogate pair and lxml silently stopped there.
+_HTML_CODECS = {
+    "utf-8", "cp866", "koi8-r", "koi8-u", "mac-roman", "mac-cyrillic", "cp874", "tis-620",
+    "iso8859-1", "ascii", "iso8859-2", "iso8859-3", "iso8859-4", "iso8859-5", "iso8859-6",
+    "iso8859-7", "iso8859-8", "iso8859-9", "iso8859-10", "iso8859-11", "iso8859-13",
+    "iso8859-14", "iso8859-15", "iso8859-16", "cp1250", "cp1251", "cp1252", "cp1253",
+    "cp1254", "cp1255", "cp1256", "cp1257", "cp1258", "gbk", "gb2312", "gb18030", "big5",
+    "big5hkscs", "euc_jp", "iso2022_jp", "shift_jis", "cp932", "euc_kr", "cp949",
+}  # fmt: skip
+# The standard's labels that Python does not know by that name.
+_HTML_LABELS = {
+    "windows-874": "cp874", "dos-874": "cp874", "x-mac-cyrillic": "mac-cyrillic",
+    "x-mac-ukrainian": "mac-cyrillic", "iso-8859-8-i": "iso8859-8", "csiso88598i": "iso8859-8",
+    "windows-31j": "cp932", "x-sjis": "shift_jis", "windows-949": "cp949",
+    **{f"x-cp125{n}": f"cp125{n}" for n in range(9)},
+}  # fmt: skip
+# The HTML standard: a <meta> found by an ASCII scan cannot truly declare UTF-16.
+_ASCII_INCOMPATIBLE = ("utf-16",)
 
 
 def _decode(data: bytes, path: Path, encoding: str | None) -> str:
@@ -72,7 +98,7 @@ def _decode(data: bytes, path: Path, encoding: str | None) -> str:
     if declared is None:
         return decode_text(data, path, encoding)
     try:
-        return normalize_newlines(data.decode(declared))
+        return normalize_newlines(decode_as(data, declared))
     except UnicodeDecodeError as exc:
         if encoding is not None:
             return decode_text(data, path, encoding)  # the caller's fallback for wrongly declared pages
@@ -90,12 +116,21 @@ def _declared_charset(data: bytes, encoding: str | None) -> str | None:
         return None
     label = found.group(1).decode("ascii").lower()
     try:
-        name = codecs.lookup(label).name
+        name = codecs.lookup(_HTML_LABELS.get(label, label)).name
     except LookupError:
-        if encoding is not None:
-            return None  # the caller said what to use
-        raise IngestError(f"<meta charset> declares unknown encoding {label!r}; pass --encoding") from None
-    return "utf-8" if name.startswith(_ASCII_INCOMPATIBLE) else name
+        name = None
+    if name is not None and name.startswith(_ASCII_INCOMPATIBLE):
+        return "utf-8"
+    if name in _HTML_CODECS:
+        return name
+    if encoding is not None:
+        return None  # the caller said what to use
+    if name is None:
+        raise IngestError(f"<meta charset> declares unknown encoding {label!r}; pass --encoding")
+    raise IngestError(
+        f"<meta charset> declares {label!r}, which is not an encoding HTML allows (WHATWG Encoding "
+        "Standard); re-save the page as UTF-8 or pass --encoding"
+    )
 
 
 def _drop_invisible(doc: Any, sheet: StyleSheet) -> None:

@@ -24,9 +24,6 @@ from beleg.yamlfile import MAX_DEPTH, YamlAliasError, YamlDepthError, load_yaml
 
 logger = logging.getLogger(__name__)
 
-# CommonMark ATX heading: up to three spaces of indent (four would be a code block), one
-# to six '#', then a space or the end of the line; an optional closing run of '#'.
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 # Lines that cannot be the text of a setext heading: a '---' under them is something else.
@@ -38,16 +35,138 @@ _FRONT_MATTER_END = ("---", "...")
 MAX_FRONT_MATTER_CHARS = 256 * 1024
 
 # Inline markup removed from heading titles so that heading paths read as plain text.
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_EMPHASIS = re.compile(r"(\*{1,3}|_{2,3})(\S(?:.*?\S)?)\1")
+# Links and emphasis are found by hand (below), not by the regular expressions that say
+# what they match: those backtrack, and one long heading line cost seconds to minutes.
 _CODE = re.compile(r"`+([^`]*)`+")
+# Emphasis delimiters in the order the old pattern (\*{1,3}|_{2,3}) tried them at a position.
+_EMPHASIS_DELIMITERS = ("***", "**", "*", "___", "__")
 
 
 def _clean_title(raw: str) -> str:
-    title = _LINK.sub(r"\1", raw)
+    title = _strip_links(raw)
     title = _CODE.sub(r"\1", title)
-    title = _EMPHASIS.sub(r"\2", title)
+    title = _strip_emphasis(title)
     return " ".join(title.split())
+
+
+def atx_heading(line: str) -> tuple[int, str] | None:
+    r"""(level, raw title) of a CommonMark ATX heading line (no newline in it), else ``None``.
+
+    Up to three spaces of indent (four would be a code block), one to six '#', then a space,
+    a tab or the end of the line; a closing run of '#' after a space or tab is dropped
+    (``# Title ##`` -> ``Title``, ``# Title#`` keeps its '#'). String operations, not the
+    regular expression ``(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`` this replaces (same results):
+    its lazy title before optional whitespace and ``$`` backtracked quadratically, and one
+    100 KB line (``# a``, spaces, ``x``) took 66 s.
+    """
+    body = line.lstrip(" ")
+    if len(line) - len(body) > 3 or not body.startswith("#"):
+        return None
+    rest = body.lstrip("#")
+    level = len(body) - len(rest)
+    if level > 6 or (rest and rest[0] not in " \t"):
+        return None  # seven '#', or '#5 bolt'
+    title = rest.strip(" \t")
+    unclosed = title.rstrip("#")
+    if unclosed and unclosed != title and unclosed[-1] in " \t":
+        title = unclosed.rstrip(" \t")
+    return level, title
+
+
+class _NextIndex:
+    """``text.find(needle, start)`` for non-decreasing ``start``, scanning each character once.
+
+    A search from every opening bracket of ``[[[[...`` to the same far-away ``]`` is what
+    made the link pattern quadratic; the answer stays valid until ``start`` passes it.
+    """
+
+    def __init__(self, text: str, needle: str) -> None:
+        self.text, self.needle, self.found = text, needle, -2  # -2: not searched yet
+
+    def __call__(self, start: int) -> int:
+        if self.found == -1 or self.found >= start:
+            return self.found
+        self.found = self.text.find(self.needle, start)
+        return self.found
+
+
+def _strip_links(text: str) -> str:
+    r"""``[label](target)`` and ``![alt](src)`` replaced by their label, in linear time.
+
+    The same as ``re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)``: the label runs to the
+    first ']' after the '[', and the target to the first ')' after the '('.
+    """
+    close_bracket, close_paren = _NextIndex(text, "]"), _NextIndex(text, ")")
+    parts: list[str] = []
+    done = pos = 0  # text[:done] is in parts; the next '[' is searched from pos
+    while (open_ := text.find("[", pos)) >= 0:
+        label_end = close_bracket(open_ + 1)
+        if label_end < 0:
+            break  # no ']' left: no link can follow
+        if not text.startswith("(", label_end + 1):
+            pos = open_ + 1
+            continue
+        target_end = close_paren(label_end + 2)
+        if target_end < 0:
+            break  # no ')' left
+        start = open_ - 1 if open_ > done and text[open_ - 1] == "!" else open_
+        parts += (text[done:start], text[open_ + 1 : label_end])
+        done = pos = target_end + 1
+    parts.append(text[done:])
+    return "".join(parts)
+
+
+def _strip_emphasis(text: str) -> str:
+    r"""``*a*``, ``**a**``, ``***a***``, ``__a__``, ``___a___`` replaced by their content, in linear time.
+
+    The same as ``re.sub(r"(\*{1,3}|_{2,3})(\S(?:.*?\S)?)\1", r"\2", text)`` on one line:
+    at each position the delimiters are tried in that pattern's order, and the content is
+    the shortest of two or more characters that ends in a non-space right before the same
+    delimiter, else a single character. The pattern searched to the end of the line from
+    every unclosed delimiter (``__a __a __a ...`` was quadratic); here each delimiter's next
+    closing position is remembered until the scan passes it.
+    """
+    closers = {d: _NextCloser(text, d) for d in _EMPHASIS_DELIMITERS}
+    parts: list[str] = []
+    done = pos = 0
+    length = len(text)
+    while pos < length:
+        char = text[pos]
+        if char not in "*_":
+            pos += 1
+            continue
+        for delim in _EMPHASIS_DELIMITERS:
+            start = pos + len(delim)
+            if not text.startswith(delim, pos) or start >= length or text[start].isspace():
+                continue
+            end = closers[delim](start + 2)
+            if end < 0 and text.startswith(delim, start + 1):
+                end = start + 1  # a single character: '*a*'
+            if end >= 0:
+                parts += (text[done:pos], text[start:end])
+                done = pos = end + len(delim)
+                break
+        else:
+            pos += 1
+    parts.append(text[done:])
+    return "".join(parts)
+
+
+class _NextCloser:
+    """The first ``i >= start`` where ``delimiter`` begins right after a non-space, for
+    non-decreasing ``start`` (the same remembering as :class:`_NextIndex`)."""
+
+    def __init__(self, text: str, delimiter: str) -> None:
+        self.text, self.delimiter, self.found = text, delimiter, -2
+
+    def __call__(self, start: int) -> int:
+        if self.found == -1 or self.found >= start:
+            return self.found
+        text, at = self.text, start
+        while (at := text.find(self.delimiter, at)) >= 0 and text[at - 1].isspace():
+            at += 1
+        self.found = at
+        return at
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -147,11 +266,11 @@ def find_headings(text: str) -> tuple[Heading, ...]:
         if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
             fence, prev, prev_blank = opened.group(1), None, False
             continue
-        atx = _ATX.match(line)
-        if atx:
-            title = _clean_title(atx.group(2) or "")
+        atx = atx_heading(line)
+        if atx is not None:
+            title = _clean_title(atx[1])
             if title:
-                headings.append(Heading(len(atx.group(1)), title, start))
+                headings.append(Heading(atx[0], title, start))
             prev, prev_blank = None, False
             continue
         setext = _SETEXT.match(line)

@@ -29,12 +29,17 @@ from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtre
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 # A setext underline or thematic break ends a paragraph; what follows starts a new block.
-_BLOCK_END = re.compile(r" {0,3}(?:=+|-+|(?:[-*_][ \t]*){3,})[ \t]*$")
+# No pattern here may let two runs of one character class meet (``[ \t]*[ \t]*$``, ``(x ?)*
+# ?x``): on a line that fails at its end, backtracking tries every split between them, and
+# one long line then costs quadratic time (or, inside a repetition, exponential: 22 '> '
+# took 0.4 s and every two more four times that).
+_BLOCK_END = re.compile(r" {0,3}(?:=+[ \t]*|-+[ \t]*|(?:[-*_][ \t]*){3,})$")
 # A link reference definition, also inside block quotes and list items. Its label is kept
-# on one line and its title must not span a blank line (checked after matching).
+# on one line, must not be blank, and its title must not span a blank line (both checked
+# after matching).
 _LINK_REFERENCE = re.compile(
-    r"(?:[ ]{0,3}(?:>|[-*+]|\d{1,9}[.)])[ ]?)*[ ]{0,3}\[(?:[^\[\]\\\n]|\\.)*[^\s\[\]](?:[^\[\]\\\n]|\\.)*\]:"
-    r"[ \t]*\n?[ \t]*(?:<[^<>\n]*>|[^\s<]\S*)"
+    r"[ ]{0,3}(?:(?:>|[-*+]|\d{1,9}[.)])[ ]{0,4})*\[(?P<label>(?:[^\[\]\\\n]|\\.)*)\]:"
+    r"[ \t]*(?:\n[ \t]*)?(?:<[^<>\n]*>|[^\s<]\S*)"
     r"""(?:(?:[ \t]+|[ \t]*\n[ \t]*)(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\((?:[^()\\]|\\.)*\)))?[ \t]*(?=\n|\Z)"""
 )
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
@@ -95,7 +100,7 @@ class _Scan:
                     pos, at_line_start = self._html(pos, self._html_block_end(pos, eol, html_start))
                     continue
                 ref = _LINK_REFERENCE.match(text, pos)
-                if ref is not None and not _BLANK_LINE.search(ref.group()):
+                if ref is not None and ref.group("label").strip() and not _BLANK_LINE.search(ref.group()):
                     self.hidden.append((pos, ref.end()))
                     pos = ref.end() + 1  # it ends at the end of a line
                     continue
