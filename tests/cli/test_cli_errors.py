@@ -206,6 +206,18 @@ def test_filter_on_a_non_scalar_value_is_no_traceback(index: Path, where: str, c
         assert _state(index)["documents"] == before["documents"]
 
 
+@pytest.mark.parametrize("encoding", ["rot13", "base64", "unicode_escape", "no-such-codec"])
+def test_an_encoding_that_is_not_one_is_one_line_before_anything_is_read(tmp_path: Path, encoding: str,
+                                                                         capsys) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("Text.\n", encoding="utf-8")
+    code = main(["ingest", str(tmp_path / "docs"), "--index", str(tmp_path / "kb"), "--no-progress",
+                 "--encoding", encoding])
+    out, err = capsys.readouterr()
+    assert code == 1 and "--encoding" in _one_error_line(err) and not out, (out, err)
+    assert not (tmp_path / "kb").exists()
+
+
 def test_control_characters_in_a_file_name_stay_on_one_line(tmp_path: Path, capsys) -> None:
     """A newline or an escape sequence in a file name is shown escaped in the human report."""
     (tmp_path / "docs").mkdir()

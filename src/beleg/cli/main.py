@@ -378,6 +378,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     if not math.isfinite(args.max_file_mb) or args.max_file_mb <= 0:
         raise ConfigError(f"--max-file-mb {args.max_file_mb} is not a positive size in MB; give a value such as 200")
+    if args.encoding:
+        from beleg.ingest.readers.base import text_codec
+
+        try:  # once, before the index is opened: not the same failure for every file
+            text_codec(args.encoding)
+        except BelegError as exc:
+            raise ConfigError(f"--encoding: {exc}") from None
     rules = load_rules(args.rules) if args.rules else []
     meta = parse_assignments(args.meta) if args.meta else None
     statuses = status_vocabulary(read_config_table("governance", args.config).get("status_synonyms"),
