@@ -135,6 +135,8 @@ def git_commit() -> str | None:
         if not head.startswith("ref:"):
             return head
         ref = head.split(":", 1)[1].strip()
+        if (git / "commondir").exists():  # a worktree's branches live in the main repository's folder
+            git = (git / (git / "commondir").read_text().strip()).resolve()
         ref_file = git / ref
         if ref_file.exists():
             return ref_file.read_text().strip()
