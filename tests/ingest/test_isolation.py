@@ -4,6 +4,7 @@ nothing already indexed changes."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -59,9 +60,13 @@ def test_a_lone_surrogate_in_metadata_fails_its_file_not_the_batch(kb, src: Path
     per-file check and break the batch's commit (a traceback, every file of the run lost)."""
     (src / "bad.md").write_text('---\nnote: "\\ud800"\n---\nSome body.\n', encoding="utf-8")
     (src / "nested.md").write_text('---\ntags: {"x\\udc80": [1]}\n---\nOther body.\n', encoding="utf-8")
+    (src / "key.md").write_text('---\n"x\\udc00": 1\n---\nKey body.\n', encoding="utf-8")
     (src / "second.md").write_text(doc("Second", "The broker drains queue Q-7002."), encoding="utf-8")
-    files = by_name(kb.ingest([str(src)], progress=False))
+    report = kb.ingest([str(src)], progress=False)
+    files = by_name(report)
     assert files["bad.md"].status == "failed" and "\\ud800" in files["bad.md"].reason
+    assert files["key.md"].status == "failed"
+    json.dumps(report.to_json(), ensure_ascii=False).encode("utf-8")  # every reason can be printed
     assert files["nested.md"].status == "failed" and "'tags'" in files["nested.md"].reason
     assert files["second.md"].status == "added" and files["first.md"].status == "added"
     assert [Path(h.source).name for h in kb.search("Q-7002", mode="bm25", k=5)] == ["second.md"]

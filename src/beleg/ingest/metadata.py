@@ -290,7 +290,8 @@ def _storable(key: str, value: Any) -> None:
     if isinstance(value, str):
         m = _SURROGATE.search(value)
         if m:
-            raise MetadataError(f"'{key}' holds {m.group(0).encode('unicode_escape').decode()}, which is not a "
+            shown = key.encode("utf-8", "backslashreplace").decode("utf-8")  # the key may be the culprit
+            raise MetadataError(f"'{shown}' holds {m.group(0).encode('unicode_escape').decode()}, which is not a "
                                 "character (a lone surrogate, or a byte that is not UTF-8); fix the value")
     elif isinstance(value, Mapping):
         for k, v in value.items():
