@@ -233,3 +233,27 @@ def test_a_symlinked_folder_is_reported_and_followed_only_when_asked(kb, tmp_pat
     followed = kb.ingest([str(corpus)], progress=False, follow_symlinks=True)
     assert [Path(f.source).name for f in followed.files if f.status == "added"] == ["o.txt"]
     assert not any(f.status == "failed" for f in followed.files)
+
+
+def test_sync_of_a_glob_never_reaches_another_corpus(kb, tmp_path: Path, monkeypatch) -> None:
+    """'*.md --sync' typed in one folder matched 'corpus/a.md' of another corpus (fnmatch's '*'
+    crosses '/', and the stored source was relative to the other folder): a corpus that was
+    away for a while lost every document."""
+    _write(tmp_path / "A" / "corpus" / "a.md", "# a\n\nApples.\n")
+    _write(tmp_path / "A" / "corpus" / "sub" / "b.md", "# b\n\nBerries.\n")
+    _write(tmp_path / "B" / "x.md", "# x\n\nBananas.\n")
+    monkeypatch.chdir(tmp_path / "A")
+    kb.ingest(["corpus"], progress=False)
+    (tmp_path / "A").rename(tmp_path / "A.offline")
+    monkeypatch.chdir(tmp_path / "B")
+    report = kb.ingest(["*.md"], progress=False, sync=True)
+    assert [(f.source, f.status) for f in report.files] == [("x.md", "added")]
+    assert len(kb.catalog.sources()) == 3
+    # '*' stays within its folder: 'corpus/*.md' does not take in corpus/sub/ either.
+    (tmp_path / "A.offline").rename(tmp_path / "A")
+    monkeypatch.chdir(tmp_path / "A")
+    (tmp_path / "A" / "corpus" / "sub" / "b.md").unlink()
+    report = kb.ingest(["corpus/*.md"], progress=False, sync=True)
+    assert not [f for f in report.files if f.status == "deleted"]
+    report = kb.ingest(["corpus/**/*.md"], progress=False, sync=True)
+    assert [Path(f.source).name for f in report.files if f.status == "deleted"] == ["b.md"]

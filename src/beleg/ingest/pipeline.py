@@ -20,10 +20,11 @@ file; ``corpus/a.md`` from two working directories are two).
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import hashlib
 import logging
 import os
+import re
 import stat
 import threading
 import time
@@ -124,16 +125,22 @@ class IngestReport:
 
 
 def in_scope(source: str, paths: Sequence[str]) -> bool:
-    """Whether a stored source lies under one of the ingest arguments (folder, file or glob)."""
+    """Whether a stored source lies under one of the ingest arguments (folder, file or glob).
+
+    ``source`` is a document's recorded location (absolute, resolved) or, for a row from before
+    locations were recorded, its source as typed. A glob is matched the way discovery expands
+    it: ``*`` and ``?`` stay within one folder, ``**`` spans folders. An absolute location is
+    matched only against the pattern with its folder resolved: ``*.md`` typed in one corpus
+    must not take in ``corpus/a.md`` of another (``fnmatch``'s ``*`` also matches ``/``)."""
     for arg in paths:
         arg = str(arg)
         if any(ch in arg for ch in "*?["):
-            if fnmatch.fnmatch(source, arg) or fnmatch.fnmatch(Path(source).as_posix(), arg):
-                return True
-            # A resolved location is matched against the pattern with its folder resolved too.
-            folder = glob_root(arg)
-            if os.path.isabs(source) and fnmatch.fnmatch(
-                    source, os.path.join(os.path.realpath(folder), os.path.relpath(arg, folder))):
+            if os.path.isabs(source):
+                folder = glob_root(arg)
+                pattern = os.path.join(os.path.realpath(folder), os.path.relpath(arg, folder))
+                if glob_match(source, pattern):
+                    return True
+            elif glob_match(source, arg):
                 return True
             continue
         # realpath, not Path.resolve: it never raises on a symlink loop.
@@ -141,6 +148,42 @@ def in_scope(source: str, paths: Sequence[str]) -> bool:
         if here == root or here.is_relative_to(root):
             return True
     return False
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    """Whether ``path`` is one that ``glob.glob(pattern, recursive=True)`` could yield."""
+    return _glob_regex(os.path.normpath(pattern)).fullmatch(os.path.normpath(path)) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    parts = Path(pattern).as_posix().split("/")
+    out = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:.*/)?")
+            continue
+        out.append(_component_regex(part) + ("" if last else "/"))
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _component_regex(part: str) -> str:
+    out, i = [], 0
+    while i < len(part):
+        c = part[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and (close := part.find("]", i + 2)) > 0:
+            body = part[i + 1:close]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = close
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
 
 
 def index_text(title: str, chunk: Chunk, context: str = "") -> str:
