@@ -257,3 +257,20 @@ def test_sync_of_a_glob_never_reaches_another_corpus(kb, tmp_path: Path, monkeyp
     assert not [f for f in report.files if f.status == "deleted"]
     report = kb.ingest(["corpus/**/*.md"], progress=False, sync=True)
     assert [Path(f.source).name for f in report.files if f.status == "deleted"] == ["b.md"]
+
+
+def test_a_text_cannot_replace_a_files_document(kb, tmp_path: Path) -> None:
+    """ingest_texts with a file's id replaced the file's text and left the file locked out."""
+    from beleg.ingest.pipeline import TextSource
+
+    _write(tmp_path / "sec" / "s.md", "# S\n\nCodeword ZEBRA.\n")
+    (doc_id,) = [f.doc_id for f in kb.ingest([str(tmp_path / "sec")], progress=False).files]
+    for item in (TextSource(source="note-x", text="Replaced text PINEAPPLE.", doc_id=doc_id),
+                 TextSource(source="note-y", text="Replaced text PINEAPPLE.", metadata={"id": doc_id})):
+        (result,) = kb.ingest_texts([item]).files
+        assert result.status == "failed" and "a text cannot replace a file's document" in result.reason
+    assert "ZEBRA" in kb.catalog.document(doc_id).text
+    assert kb.ingest([str(tmp_path / "sec")], progress=False).files[0].status == "unchanged"
+    # A text still updates its own document.
+    assert kb.ingest_texts([TextSource(source="note-z", text="One.", doc_id="note-z")]).files[0].status == "added"
+    assert kb.ingest_texts([TextSource(source="note-z", text="Two.", doc_id="note-z")]).files[0].status == "updated"

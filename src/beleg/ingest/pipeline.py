@@ -606,6 +606,11 @@ class Ingestor:
                 raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}, which cannot be found from "
                                   "here (the index did not record where it is); give this file its own 'id:', "
                                   f"or re-ingest {stored[2]} once from the folder it was ingested from")
+        if stored is not None and path is None and self._location(doc_id) is not None:
+            # A text (ingest_texts) has no location to prove it is the same file; it would
+            # replace the file's text and lock the file out of its own document.
+            raise IngestError(f"document id {doc_id!r} belongs to the file {stored[2]}; a text cannot replace "
+                              "a file's document: give the text its own id")
         if stored is not None or path is None:
             return doc_id, stored, None
         # Not stored under its id: maybe under the id an older Beleg gave it (absolute path),
