@@ -29,6 +29,10 @@ from beleg.errors import ConfigError
 #: Keys whose int/float-looking scalars stay the string the author wrote (also inside a
 #: list under the key, as in ``acl: [0042, 17]``). Keys are matched case-insensitively.
 TEXT_KEYS = frozenset({"version", "versions", "id", "title", "tenant", "product", "acl", "tags"})
+#: Keys that may appear only once in a mapping, however spelled (``tenant`` and ``TENANT``):
+#: YAML readers keep the last of two, so a second one would silently decide who may read a
+#: document, unseen by whoever reads the first.
+UNIQUE_KEYS = frozenset({"tenant", "acl"})
 #: Deepest nesting of lists/mappings accepted; real metadata stays under five levels.
 MAX_DEPTH = 32
 
@@ -65,6 +69,7 @@ class _StrictLoader(yaml.SafeLoader):
 
     def construct_document(self, node: Node) -> Any:
         _keep_written_labels(node)
+        _refuse_repeated_keys(node)
         return super().construct_document(node)
 
     def construct_object(self, node: Node, deep: bool = False) -> Any:
@@ -93,6 +98,24 @@ def _keep_written_labels(root: Node) -> None:
                     for item in items:
                         if isinstance(item, ScalarNode) and item.tag in _NUMBER_TAGS:
                             item.tag = _STR_TAG
+                stack.extend((key, value))
+        elif isinstance(node, SequenceNode):
+            stack.extend(node.value)
+
+
+def _refuse_repeated_keys(root: Node) -> None:
+    """A key of :data:`UNIQUE_KEYS` given twice in one mapping is an error at its second place."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, MappingNode):
+            seen: set[str] = set()
+            for key, value in node.value:
+                if isinstance(key, ScalarNode):
+                    name = key.value.strip().lower()
+                    if name in UNIQUE_KEYS and name in seen:
+                        raise ConstructorError(None, None, f"'{name}' is given twice; keep one", key.start_mark)
+                    seen.add(name)
                 stack.extend((key, value))
         elif isinstance(node, SequenceNode):
             stack.extend(node.value)

@@ -142,3 +142,16 @@ def test_scalar_ids_keep_their_written_form(kb, tmp_path: Path) -> None:
     kb.ingest([str(tmp_path / "n.md"), str(tmp_path / "s.md")], progress=False)
     stored = {doc_id: m["title"] for doc_id, _, m in kb.catalog.documents_meta()}
     assert stored == {"007": "2024 plan", " runbook-1": "Title"}  # as written: stored ids keep working
+
+
+@pytest.mark.parametrize("front", ["tenant: acme\nTENANT: beta", "acl: [ops]\nacl: [everyone]",
+                                   "tenant: acme\ntenant: acme"])
+def test_an_access_key_given_twice_fails_the_file(kb, tmp_path: Path, front: str) -> None:
+    """YAML keeps the last of two keys, so a second 'tenant' or 'acl' (in any case) would
+    silently decide who may read the document, unseen by whoever reads the first."""
+    (tmp_path / "d.md").write_text(doc(front, "The code word is quarrelsnap."), encoding="utf-8")
+    (tmp_path / "t.md").write_text(doc("tags: [a]\ntags: [b]", "Other keys keep YAML's rule."), encoding="utf-8")
+    got = outcome(kb.ingest([str(tmp_path)], progress=False))
+    assert got["d.md"][0] == "failed" and "given twice" in (got["d.md"][1] or ""), got
+    assert got["t.md"][0] == "added"
+    assert kb.search("quarrelsnap", mode="bm25", k=5, principal=Principal(tenant="beta", groups=("everyone",))) == []

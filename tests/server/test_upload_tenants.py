@@ -58,7 +58,10 @@ def test_a_tenant_key_cannot_write_into_another_tenant_by_spelling_the_key(serve
     before = kb.status()["documents"]
     body = f"---\n{front}\n---\n# Globex notice\n\nGlobex restart code is now evil-43 (snorkelpuff).\n"
     r = upload(url, "k-acme", ("spaced.md", body.encode()))
-    assert r.status_code == 403 and "globex" in r.json()["error"]["message"], r.text
+    if front.count("enant") == 2:  # two tenant keys: the front matter itself is refused, as on the CLI
+        assert r.status_code == 200 and "'tenant' is given twice" in r.json()["files"][0]["reason"], r.text
+    else:
+        assert r.status_code == 403 and "globex" in r.json()["error"]["message"], r.text
     assert kb.status()["documents"] == before
     assert not any("snorkelpuff" in h["text"] for h in search(url, "k-globex", "snorkelpuff restart code"))
 
