@@ -183,12 +183,12 @@ class Service:
     def ingest_files(self, paths: Sequence[Path], principal: Principal | None = None) -> dict[str, Any]:
         """Ingest files already on disk as ``principal``: documents get the uploader's tenant
         (it binds: a file may only repeat it), a file that names another tenant under any
-        spelling is refused (:class:`AccessDenied`), and re-ingests that would widen a
+        spelling or declares an ``id:`` is refused (:class:`AccessDenied`), and re-ingests that would widen a
         document's access are refused, as on the CLI."""
         principal = principal or Principal()
         rules = binding_rules(principal)
         for path in paths:
-            refuse_other_tenant(path, principal)
+            refuse_foreign_claims(path, principal)
         report = self.kb.ingest([str(p) for p in paths], rules=rules, progress=False)
         out: dict[str, Any] = report.to_json()
         return out
@@ -204,30 +204,35 @@ class AccessDenied(BelegError, PermissionError):
     """The principal may not do this (the server answers 403)."""
 
 
-def refuse_other_tenant(path: Path, principal: Principal) -> None:
-    """A tenant's key may add documents to its own tenant only: AccessDenied (403) for a file
-    that declares another one under any spelling ingest reads (``"tenant ": beta`` is a
-    tenant), before anything is stored. :func:`binding_rules` is what guarantees the tenant;
-    this check turns the plain case into a refusal that says why."""
+def refuse_foreign_claims(path: Path, principal: Principal) -> None:
+    """What a tenant's key may not upload, refused with AccessDenied (403) before anything is
+    stored: a file that declares another tenant under any spelling ingest reads (``"tenant ":
+    beta`` is a tenant; :func:`binding_rules` is what guarantees the tenant, this check says
+    why), and a file that declares an ``id:``. Ids are one namespace across tenants, so
+    whether a declared id was taken would tell the key that another tenant's document exists
+    (and a free one could be squatted); an upload is identified by its tenant and file name."""
     from beleg.ingest.metadata import declared_tenants
     from beleg.ingest.readers import reader_for
 
     if not principal.tenant:
-        return  # an operator's key: uploads keep the tenant their files name
+        return  # an operator's key: uploads keep the tenant and ids their files name
     try:
-        declared = declared_tenants(reader_for(path).read(path.read_bytes(), path, None).metadata)
+        declared = reader_for(path).read(path.read_bytes(), path, None).metadata
     except (OSError, BelegError):
         return  # unreadable: the file fails in the report with its reason
-    other = sorted(declared - {Principal.fold(principal.tenant)})
+    other = sorted(declared_tenants(declared) - {Principal.fold(principal.tenant)})
     if other:
         raise AccessDenied(f"{path.name} declares tenant {other[0]!r}, but this key belongs to tenant "
                            f"{principal.tenant!r}; upload it with a key of that tenant or remove the field")
+    if any(str(key).strip().lower() == "id" for key in declared):
+        raise AccessDenied(f"{path.name} declares an 'id:', which uploads through a tenant's key may not do "
+                           "(ids are shared by all tenants); remove it: the upload is known by its file name")
 
 
 def binding_rules(principal: Principal) -> list[Any]:
     """A tenant key's tenant binds what it ingests: it outranks the files' front matter, which
     may only repeat it (:class:`~beleg.ingest.metadata.MetadataRule`), so an upload can never
-    land in another tenant, whatever :func:`refuse_other_tenant` made of the file."""
+    land in another tenant, whatever :func:`refuse_foreign_claims` made of the file."""
     from beleg.ingest.metadata import MetadataRule
 
     if not principal.tenant:

@@ -139,14 +139,20 @@ def test_a_refused_reupload_leaves_the_file_before_it(server):
     assert r.json()["failed"] == 1 and not (uploads / "acme" / "new.md").exists()
 
 
-def test_a_failure_never_names_another_tenants_document(server):
-    url, kb, _ = server
+def test_a_declared_id_is_refused_alike_whether_or_not_another_tenant_has_it(server):
+    """Ids are shared by all tenants: answering a taken id differently from a free one told a
+    tenant's key that another tenant's document exists (and let it squat free ids)."""
+    url, kb, uploads = server
     globex_id = next(d for d, s, _ in kb.catalog.documents_meta() if s.endswith("globex/runbook.md"))
-    r = upload(url, "k-acme", ("take.md", f"---\nid: {globex_id}\n---\n# Take\n\nHijacked text.\n".encode()))
-    assert r.status_code == 200 and r.json()["failed"] == 1, r.text
-    assert "globex" not in r.text.lower() and globex_id not in r.text, r.text
-    assert "may not read" in r.json()["files"][0]["reason"]
-    assert "Hijacked" not in kb.catalog.document(globex_id).text
+    replies = []
+    for doc_id in (globex_id, "no-such-id-zz2"):
+        r = upload(url, "k-acme", ("take.md", f"---\nid: {doc_id}\n---\n# Take\n\nHijacked text.\n".encode()))
+        assert r.status_code == 403, r.text
+        assert "globex" not in r.text.lower() and globex_id not in r.text, r.text
+        replies.append(r.json())
+    assert replies[0] == replies[1]
+    assert "Hijacked" not in kb.catalog.document(globex_id).text and kb.catalog.document("no-such-id-zz2") is None
+    assert not (uploads / "acme" / "take.md").exists()
 
 
 def test_the_python_service_binds_the_tenant_as_the_server_does(tmp_path, embedder) -> None:

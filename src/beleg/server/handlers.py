@@ -24,7 +24,7 @@ from beleg.server import openapi
 from beleg.server.app import QUOTE_RANGE, ApiError, search_request
 from beleg.server.auth import Identity
 from beleg.server.conversations import UnknownConversation
-from beleg.service import Service, binding_rules, refuse_other_tenant
+from beleg.service import Service, binding_rules, refuse_foreign_claims
 from beleg.types import Principal
 
 if TYPE_CHECKING:
@@ -220,8 +220,8 @@ def _ingest_uploads(svc: Service, staged: list[Path], principal: Principal, uplo
     """Check, move into place and ingest staged uploads; a file the ingest does not accept
     leaves the one it would have replaced on disk (or nothing, when there was none)."""
     rules = binding_rules(principal)
-    for path in staged:  # before anything is stored: a file naming another tenant is refused
-        refuse_other_tenant(path, principal)
+    for path in staged:  # before anything is stored: a file naming another tenant or an id is refused
+        refuse_foreign_claims(path, principal)
     previous = staging / ".previous"
     previous.mkdir()
     moved: list[tuple[Path, Path | None]] = []
