@@ -117,9 +117,20 @@ def test_small_talk_gets_the_capability_text(question: str, kind: str, language:
     assert CAPABILITIES[language] in intent.answer and is_small_talk(question)
 
 
+@pytest.mark.parametrize("question,language", [
+    ("Bis morgen", "de"), ("Bis später!", "de"), ("Gute Nacht", "de"), ("Schönen Tag noch!", "de"),
+    ("Good night", "en"), ("See you later", "en"), ("Bye for now", "en"), ("Have a nice day!", "en"),
+    ("Auf Wiedersehen", "de"), ("Tschüss, bis dann", "de"),
+])
+def test_farewells_are_small_talk(question: str, language: str) -> None:
+    intent = no_retrieval_intent(question)
+    assert intent is not None and (intent.kind, intent.detail, intent.language) == ("small-talk", "goodbye", language)
+
+
 def test_questions_with_small_talk_in_them_are_not_small_talk() -> None:
     for question in ("hi, what does E-4012 mean?", "Thanks, and how long are webhooks retried?",
-                     "Can you help me with E-4012?"):
+                     "Can you help me with E-4012?", "Bis morgen wird die Wartung dauern?",
+                     "Good night mode?", "Was passiert bis morgen?"):
         assert no_retrieval_intent(question) is None, question
 
 

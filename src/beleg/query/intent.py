@@ -32,14 +32,20 @@ from beleg.query.arithmetic import Calculation, format_number, parse_calculation
 _GREETING = (r"hi|hello|hey|hallo|moin|servus|grüß gott|gruess gott|guten (?:morgen|tag|abend)|"
              r"good (?:morning|afternoon|evening)|ok(?:ay)?")
 _THANKS = r"danke(?: schön| sehr)?|vielen dank|dankeschön|thanks?(?: you)?(?: (?:so|very) much)?|thx|cheers"
-_BYE = r"bye|goodbye|tschüss|tschüs|ciao|bis bald"
+# Farewells, by fixed phrase only: their words ("morgen", "night", "later") may be a topic
+# elsewhere, so the whole question must be the phrase.
+_BYE = (r"(?:good)?bye(?: for now)?|bye[- ]bye|tschüss|tschüs|ciao|adieu|farewell|take care|"
+        r"bis (?:bald|morgen|später|spaeter|dann|nachher|gleich|zum nächsten mal)|auf wiedersehen|"
+        r"gute nacht|good ?night|nighty? night|see (?:you|ya)(?: (?:later|soon|tomorrow|around))?|"
+        r"(?:have a )?(?:nice|good|great) (?:day|evening|weekend)|"
+        r"(?:einen )?schönen (?:tag|abend|feierabend|sonntag|wochenende)(?: noch)?")
 _ABOUT = (r"(?:what|which things?) (?:can|could) you (?:do|help(?: me)? with)|who are you|what are you|"
           r"how can you help(?: me)?|help|hilfe|was kannst du(?: alles)?(?: tun| machen)?|wer bist du|"
           r"was bist du|wie kannst du (?:mir )?helfen")
 _ADDRESS = r"(?:[\s,!.]+(?:there|again|everyone|beleg|bot))?"
 _SMALL_TALK = re.compile(
     rf"^\W*(?:(?P<greeting>(?:{_GREETING}){_ADDRESS})|(?P<thanks>(?:{_THANKS}){_ADDRESS})|"
-    rf"(?P<goodbye>(?:{_BYE}){_ADDRESS})|(?P<about>{_ABOUT}))\W*$",
+    rf"(?P<goodbye>(?:{_BYE})(?:[\s,!.]+(?:{_BYE}))*{_ADDRESS})|(?P<about>{_ABOUT}))\W*$",
     re.IGNORECASE,
 )
 
