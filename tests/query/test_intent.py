@@ -152,6 +152,7 @@ GOLD = Path(__file__).resolve().parents[2] / "demo" / "gold.yaml"
     ("Danke, das hat geholfen!", "thanks", "de"),
     ("Super, danke!", "thanks", "de"),
     ("How's it going?", "greeting", "en"),
+    ("Wie geht's?", "greeting", "de"),
     ("Hallo, guten Tag!", "greeting", "de"),
     ("Wie spät ist es?", "time", "de"),
     ("Weißt du, wie spät es ist?", "time", "de"),
@@ -233,6 +234,8 @@ RED_TEAM_NOT_SMALL_TALK = [
     # the same shapes, unseen by the red team
     "Can you help me?", "Können Sie mir helfen?", "Kannst du mir mehr sagen?", "Bist du heute da?",
     "What time was it?", "Wie spät ist es dort?", "Who are you working for?", "Was machst du?",
+    "Um wie viel Uhr ist es?", "At what time is it?", "Danke, aber wieso?", "Thanks, but whom?",
+    "Wie geht es jetzt?", "Wie geht es weiter?",
 ]
 
 

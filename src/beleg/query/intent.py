@@ -127,9 +127,12 @@ _FORMAL = set("sie ihr ihre ihren ihrem ihrer ihres ihnen".split())
 # in a conversation they carry the earlier question's topic, so such a question is no small talk.
 _ANAPHORA = set("""it its this that these those they them their es das dies diese dieser dieses diesem diesen sie
     ihn ihm damit dafür dazu davon dabei darauf daran darüber dadurch darum darin""".split())
-_QUESTION_WORDS = set("what which who how where when why was wer wie wo wann warum welche welcher welches".split())
+_QUESTION_WORDS = set("""what which who whom whose how where when why was wer wen wem wessen wie wo woher wohin wann
+    warum wieso weshalb wozu wofür welche welcher welches welchen welchem""".split())
 _THANKS_WORDS = set("thanks thank thx cheers danke dank dankeschön".split())
 _GREETING_WORDS = set("hi hello hey hiya yo greetings hallo moin servus grüß guten".split())
+# "How's it going?", "Wie geht's?" and nothing more: "Wie geht es jetzt?" asks how to go on.
+_HOW_GOING = set("how s is it going so and wie geht gehts es und denn".split())
 # Time and date: the documents cannot say what time or day it is now ("Wie spät ist es?").
 # A clock question may rest on "it"/"es" ("What time is it?"), a date question needs a
 # word for now ("What day is it today?", "Welcher Tag ist heute?"): "Which year was it?"
@@ -140,7 +143,8 @@ _TIME_WORDS = _CLOCK_WORDS | _DATE_WORDS | {"zeit"}
 _NOW = set("today now currently current heute jetzt gerade aktuell wir".split())
 _CLOCK_NOW = _NOW | {"it", "es"}
 # Past tense or a place: "What time was it?", "Wie spät ist es dort?" ask about something else.
-_NOT_NOW = set("was were war waren wäre there dort da".split())
+# "Um wie viel Uhr ist es?", "At what time is it?" ask when something happens.
+_NOT_NOW = set("was were war waren wäre there dort da at on um an am in".split())
 _OPENING = re.compile(
     r"^\W*(?:(?:hello|hi|hey|hallo|moin|servus|grüß gott|good (?:morning|afternoon|evening|day)|"
     r"guten (?:morgen|tag|abend)|dear \w+|thanks?(?: you)?(?: (?:so|very) much)?|many thanks|"
@@ -248,8 +252,7 @@ def _empty_words_kind(question: str) -> str | None:
         return None
     if _GREETING_WORDS & seen and seen <= _EMPTY:
         return "greeting"  # "Hallo zusammen"
-    if {"how", "wie"} & seen and {"going", "geht", "gehts"} & seen and seen <= _EMPTY | {"going", "geht", "gehts",
-                                                                                         "it", "es"}:
+    if {"how", "wie"} & seen and {"going", "geht", "gehts"} & seen and seen <= _GREETING_WORDS | _HOW_GOING:
         return "greeting"  # "How's it going?", "Wie geht's?"; not "How is it going to work?"
     return None
 
