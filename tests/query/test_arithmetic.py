@@ -127,3 +127,59 @@ def test_number_words_written_apart() -> None:
 def test_one_minus_sign_in_the_expression_and_the_result(question: str, answer: str) -> None:
     text = _answer(question)
     assert text == answer and "−" not in text
+
+
+# ---------------------------------------------------------------------- red team, round 2
+@pytest.mark.parametrize("question", [
+    "What is 0x80070005?", "What is 0x10?", "Was ist 0x80004005?", "What is 0x0?", "What is 0x5 + 1?",
+    "Was ist 2 x 0x10?", "What is 0b1010?", "What is 0o755 + 1?",
+])
+def test_a_hex_binary_or_octal_literal_is_no_multiplication(question: str) -> None:
+    intent = no_retrieval_intent(question)
+    assert intent is None or intent.kind != "arithmetic", question
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("What is 0 x 5 + 1?", "0 × 5 + 1 = 1"),  # spaced, it is a multiplication
+    ("What is 4x4?", "4 × 4 = 16"),
+])
+def test_x_between_numbers_still_multiplies(question: str, answer: str) -> None:
+    assert _answer(question) == answer
+
+
+@pytest.mark.parametrize("words,value", [
+    ("tausend Millionen", 10**9),
+    ("one thousand million", 10**9),
+    ("one hundred thousand million", 10**11),
+    ("two thousand five hundred million", 2_500_000_000),
+    ("one million one thousand", 1_001_000),
+    ("three million two hundred thousand", 3_200_000),
+    ("one hundred twenty three thousand", 123_000),
+    ("hundert tausend", 100_000),
+    ("fifteen hundred", 1500),
+    ("thousand thousand", None),
+    ("million million", None),
+    ("five thousand three thousand", None),
+    ("two million three million", None),
+    ("thousand hundred", None),
+    ("five hundred hundred", None),
+])
+def test_a_larger_scale_multiplies_everything_before_it(words: str, value: int | None) -> None:
+    assert words_value(words.split()) == value
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("Was ist tausend Millionen plus eins?", "1000000000 + 1 = 1000000001"),
+    ("What is one thousand million plus 1?", "1000000000 + 1 = 1000000001"),
+    ("What is one hundred thousand million plus 0?", "100000000000 + 0 = 100000000000"),
+])
+def test_scale_words_in_a_calculation(question: str, answer: str) -> None:
+    assert _answer(question) == answer
+
+
+@pytest.mark.parametrize("question", [
+    "What is thousand thousand plus 1?", "What is five thousand three thousand plus 0?",
+    "What is million million plus 1?",
+])
+def test_a_run_of_number_words_that_is_no_number_is_no_arithmetic(question: str) -> None:
+    assert no_retrieval_intent(question) is None, question

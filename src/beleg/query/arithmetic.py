@@ -46,6 +46,9 @@ _LEAD = re.compile(
     re.IGNORECASE)
 _TRAIL = re.compile(r"(?:\s*(?:=|\?|!|\.|equals?|ergibt|bitte|please|aus|berechnen|ausrechnen))+\s*$", re.IGNORECASE)
 # Dates and phone-like runs are not sums: "2024-01-15", "15.01.2024", "01/15/2024".
+# "0x80070005", "0b1010", "0o755" are literals in another base, usually error codes: the "x"
+# right after a lone 0 is no multiplication ("0x80070005" read as 0 × 80070005 = 0).
+_RADIX_LITERAL = re.compile(r"(?<![\w.,])0[xXbBoO][0-9a-fA-F]")
 _DATE_LIKE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b")
 
 _WORD_OPS = (  # longest first; each phrase and the operator it means
@@ -114,7 +117,7 @@ def parse_calculation(question: str, language: str | None = None) -> Calculation
     """The calculation ``question`` asks for, or None when it is not purely arithmetic.
     ``language`` (``"en"``, ``"de"`` or None for unknown) decides what ``1.000`` and ``1,000`` are."""
     text = question.strip()
-    if not text or len(text) > MAX_CHARS or _DATE_LIKE.search(text):
+    if not text or len(text) > MAX_CHARS or _DATE_LIKE.search(text) or _RADIX_LITERAL.search(text):
         return None
     body = _TRAIL.sub("", _LEAD.sub("", text, count=1))
     tokens = _tokenize(body)
@@ -232,22 +235,35 @@ def _german_compound(word: str) -> int | None:
 
 def words_value(words: list[str]) -> int | None:
     """One number written in words apart: ``["one", "hundred", "five"]`` → 105,
-    ``["zwei", "tausend"]`` → 2000; None for a run that is no number ("five five")."""
-    total, current = 0, None
-    for word in words:
+    ``["zwei", "tausend"]`` → 2000, ``["tausend", "millionen"]`` → 10⁹; None for a run that is
+    no number ("five five", "thousand thousand", "five thousand three thousand").
+
+    A scale word (thousand, million) larger than everything read so far multiplies all of it
+    ("one hundred thousand million" is 10¹¹, British "thousand million" 10⁹); otherwise it
+    closes one group and must be smaller than the scale that closed the group before
+    ("three million two hundred thousand"). A scale that is neither (two "thousand" groups,
+    a bare "thousand" after a number) is no well-formed number: adding it up gave
+    "thousand thousand" = 2000 with confidence 1.0."""
+    total, current, last_scale = 0, None, None
+    for word in (w.lower() for w in words):
         value = word_number(word)
         if value is None:
             return None
         if word in _SCALES["en"] or word in _SCALES["de"]:
-            times = 1 if current is None else current
-            if value == 100:
-                if times >= 100:
-                    return None
-                current = times * 100
+            if value == 100:  # scales only the group since the last thousand/million
+                if current is None and total or current is not None and current >= 100:
+                    return None  # "thousand hundred", "five hundred hundred"
+                current = (1 if current is None else current) * 100
+                continue
+            if current is None and not total:
+                current = 1  # a leading "thousand"
+            if value > total + (current or 0):
+                total, current = (total + (current or 0)) * value, None  # multiplies all before it
+            elif current is None or (last_scale is not None and value >= last_scale):
+                return None  # "thousand thousand", "five thousand three thousand"
             else:
-                if times >= 1000:
-                    return None
-                total, current = total + times * value, None
+                total, current = total + current * value, None
+            last_scale = value
         elif current is None:
             current = value
         elif (current % 10 ** len(str(value)) == 0 if value >= 100 else
