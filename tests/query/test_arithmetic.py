@@ -7,7 +7,14 @@ from fractions import Fraction
 
 import pytest
 
-from beleg.query.arithmetic import AMBIGUOUS, ArithmeticProblem, parse_calculation, to_fraction, words_value
+from beleg.query.arithmetic import (
+    AMBIGUOUS,
+    PERCENT_TERM,
+    ArithmeticProblem,
+    parse_calculation,
+    to_fraction,
+    words_value,
+)
 from beleg.query.intent import no_retrieval_intent
 
 
@@ -183,3 +190,35 @@ def test_scale_words_in_a_calculation(question: str, answer: str) -> None:
 ])
 def test_a_run_of_number_words_that_is_no_number_is_no_arithmetic(question: str) -> None:
     assert no_retrieval_intent(question) is None, question
+
+
+@pytest.mark.parametrize("question", [
+    "What is 16:9?", "What is 15:30?", "Was ist 16:9?",  # a ratio, a time
+    "What is 2024/01/15?",  # a date
+    "What is 0800-123-456?",  # a phone number
+    "What is 2020–2024?",  # a range
+    "What is 10% 200?",  # a percentage of 200 with "of" left out, not 10 mod 200
+])
+def test_notations_that_are_not_sums_go_to_retrieval(question: str) -> None:
+    intent = no_retrieval_intent(question)
+    assert intent is None or intent.kind != "arithmetic", question
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("What is 12 : 4?", "12 ÷ 4 = 3"),  # with spaces, a colon divides
+    ("What is 2 – 7?", "2 - 7 = -5"),
+    ("What is 10%3?", "10 mod 3 = 1"),
+    ("What is 200 + 10% of 200?", "200 + 10% of 200 = 220"),
+])
+def test_the_spaced_or_explicit_forms_still_compute(question: str, answer: str) -> None:
+    assert _answer(question) == answer
+
+
+@pytest.mark.parametrize("question,language", [
+    ("What is 200 + 10%?", "en"), ("What is 100 - 10 percent?", "en"), ("Was ist 100 minus 10 Prozent?", "de"),
+])
+def test_a_percentage_added_to_a_number_is_refused_as_ambiguous(question: str, language: str) -> None:
+    intent = no_retrieval_intent(question)
+    assert intent is not None and intent.calculation is not None and intent.calculation.value is None
+    assert intent.calculation.problem == PERCENT_TERM and intent.language == language
+    assert ("mehrdeutig" if language == "de" else "ambiguous") in intent.answer

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from beleg.query.arithmetic import Calculation, format_number, parse_calculation, word_language
+from beleg.query.arithmetic import PERCENT_TERM, Calculation, format_number, parse_calculation, word_language
 
 _GREETING = (r"hi|hello|hey|hallo|moin|servus|grüß gott|gruess gott|guten (?:morgen|tag|abend)|"
              r"good (?:morning|afternoon|evening)|ok(?:ay)?")
@@ -184,6 +184,8 @@ _PROBLEMS_DE = {
     "division by zero has no value": "eine Division durch null hat keinen Wert",
     "only whole-number exponents are computed exactly": "nur ganzzahlige Exponenten werden exakt berechnet",
     "the result is too large to compute here": "das Ergebnis ist zu groß",
+    PERCENT_TERM: ("ein Prozentsatz, der zu einer Zahl addiert oder von ihr abgezogen wird, ist mehrdeutig (ein "
+                   "Anteil dieser Zahl oder ein Hundertstel?); fragen Sie nach dem Anteil selbst, etwa '10 % von 200', und addieren Sie"),
 }
 
 
