@@ -7,7 +7,14 @@ from fractions import Fraction
 
 import pytest
 
-from beleg.query.arithmetic import AMBIGUOUS, ArithmeticProblem, parse_calculation, to_fraction, words_value
+from beleg.query.arithmetic import (
+    AMBIGUOUS,
+    PERCENT_TERM,
+    ArithmeticProblem,
+    parse_calculation,
+    to_fraction,
+    words_value,
+)
 from beleg.query.intent import no_retrieval_intent
 
 
@@ -127,3 +134,91 @@ def test_number_words_written_apart() -> None:
 def test_one_minus_sign_in_the_expression_and_the_result(question: str, answer: str) -> None:
     text = _answer(question)
     assert text == answer and "−" not in text
+
+
+# ---------------------------------------------------------------------- red team, round 2
+@pytest.mark.parametrize("question", [
+    "What is 0x80070005?", "What is 0x10?", "Was ist 0x80004005?", "What is 0x0?", "What is 0x5 + 1?",
+    "Was ist 2 x 0x10?", "What is 0b1010?", "What is 0o755 + 1?",
+])
+def test_a_hex_binary_or_octal_literal_is_no_multiplication(question: str) -> None:
+    intent = no_retrieval_intent(question)
+    assert intent is None or intent.kind != "arithmetic", question
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("What is 0 x 5 + 1?", "0 × 5 + 1 = 1"),  # spaced, it is a multiplication
+    ("What is 4x4?", "4 × 4 = 16"),
+])
+def test_x_between_numbers_still_multiplies(question: str, answer: str) -> None:
+    assert _answer(question) == answer
+
+
+@pytest.mark.parametrize("words,value", [
+    ("tausend Millionen", 10**9),
+    ("one thousand million", 10**9),
+    ("one hundred thousand million", 10**11),
+    ("two thousand five hundred million", 2_500_000_000),
+    ("one million one thousand", 1_001_000),
+    ("three million two hundred thousand", 3_200_000),
+    ("one hundred twenty three thousand", 123_000),
+    ("hundert tausend", 100_000),
+    ("fifteen hundred", 1500),
+    ("thousand thousand", None),
+    ("million million", None),
+    ("five thousand three thousand", None),
+    ("two million three million", None),
+    ("thousand hundred", None),
+    ("five hundred hundred", None),
+])
+def test_a_larger_scale_multiplies_everything_before_it(words: str, value: int | None) -> None:
+    assert words_value(words.split()) == value
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("Was ist tausend Millionen plus eins?", "1000000000 + 1 = 1000000001"),
+    ("What is one thousand million plus 1?", "1000000000 + 1 = 1000000001"),
+    ("What is one hundred thousand million plus 0?", "100000000000 + 0 = 100000000000"),
+])
+def test_scale_words_in_a_calculation(question: str, answer: str) -> None:
+    assert _answer(question) == answer
+
+
+@pytest.mark.parametrize("question", [
+    "What is thousand thousand plus 1?", "What is five thousand three thousand plus 0?",
+    "What is million million plus 1?",
+])
+def test_a_run_of_number_words_that_is_no_number_is_no_arithmetic(question: str) -> None:
+    assert no_retrieval_intent(question) is None, question
+
+
+@pytest.mark.parametrize("question", [
+    "What is 16:9?", "What is 15:30?", "Was ist 16:9?",  # a ratio, a time
+    "What is 2024/01/15?",  # a date
+    "What is 0800-123-456?",  # a phone number
+    "What is 2020–2024?",  # a range
+    "What is 10% 200?",  # a percentage of 200 with "of" left out, not 10 mod 200
+])
+def test_notations_that_are_not_sums_go_to_retrieval(question: str) -> None:
+    intent = no_retrieval_intent(question)
+    assert intent is None or intent.kind != "arithmetic", question
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("What is 12 : 4?", "12 ÷ 4 = 3"),  # with spaces, a colon divides
+    ("What is 2 – 7?", "2 - 7 = -5"),
+    ("What is 10%3?", "10 mod 3 = 1"),
+    ("What is 200 + 10% of 200?", "200 + 10% of 200 = 220"),
+])
+def test_the_spaced_or_explicit_forms_still_compute(question: str, answer: str) -> None:
+    assert _answer(question) == answer
+
+
+@pytest.mark.parametrize("question,language", [
+    ("What is 200 + 10%?", "en"), ("What is 100 - 10 percent?", "en"), ("Was ist 100 minus 10 Prozent?", "de"),
+])
+def test_a_percentage_added_to_a_number_is_refused_as_ambiguous(question: str, language: str) -> None:
+    intent = no_retrieval_intent(question)
+    assert intent is not None and intent.calculation is not None and intent.calculation.value is None
+    assert intent.calculation.problem == PERCENT_TERM and intent.language == language
+    assert ("mehrdeutig" if language == "de" else "ambiguous") in intent.answer

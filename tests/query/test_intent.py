@@ -117,9 +117,20 @@ def test_small_talk_gets_the_capability_text(question: str, kind: str, language:
     assert CAPABILITIES[language] in intent.answer and is_small_talk(question)
 
 
+@pytest.mark.parametrize("question,language", [
+    ("Bis morgen", "de"), ("Bis später!", "de"), ("Gute Nacht", "de"), ("Schönen Tag noch!", "de"),
+    ("Good night", "en"), ("See you later", "en"), ("Bye for now", "en"), ("Have a nice day!", "en"),
+    ("Auf Wiedersehen", "de"), ("Tschüss, bis dann", "de"),
+])
+def test_farewells_are_small_talk(question: str, language: str) -> None:
+    intent = no_retrieval_intent(question)
+    assert intent is not None and (intent.kind, intent.detail, intent.language) == ("small-talk", "goodbye", language)
+
+
 def test_questions_with_small_talk_in_them_are_not_small_talk() -> None:
     for question in ("hi, what does E-4012 mean?", "Thanks, and how long are webhooks retried?",
-                     "Can you help me with E-4012?"):
+                     "Can you help me with E-4012?", "Bis morgen wird die Wartung dauern?",
+                     "Good night mode?", "Was passiert bis morgen?"):
         assert no_retrieval_intent(question) is None, question
 
 
@@ -129,32 +140,37 @@ GOLD = Path(__file__).resolve().parents[2] / "demo" / "gold.yaml"
 
 @pytest.mark.parametrize("question,kind,language", [
     ("Wie alt bist du?", "about", "de"),
-    ("Was machst du?", "about", "de"),
-    ("What should I ask you?", "about", "en"),
     ("Wie heißt du?", "about", "de"),
-    ("Can you help me?", "about", "en"),
     ("Who made you?", "about", "en"),
     ("What's your name?", "about", "en"),
     ("Wie ist dein Name?", "about", "de"),
     ("Wer hat dich gebaut?", "about", "de"),
     ("Hallo, wie geht es Ihnen?", "about", "de"),
     ("Wie geht's dir?", "about", "de"),
-    ("Could you help me please?", "about", "en"),
-    ("Können Sie mir helfen?", "about", "de"),
     ("Are you a robot?", "about", "en"),
-    ("Sprichst du Deutsch?", "about", "de"),
-    ("Ich hab eine Frage", "about", "de"),
-    ("I need help", "about", "en"),
     ("Thanks, that helped.", "thanks", "en"),
     ("Danke, das hat geholfen!", "thanks", "de"),
     ("Super, danke!", "thanks", "de"),
     ("How's it going?", "greeting", "en"),
+    ("Wie geht's?", "greeting", "de"),
     ("Hallo, guten Tag!", "greeting", "de"),
     ("Wie spät ist es?", "time", "de"),
     ("Weißt du, wie spät es ist?", "time", "de"),
     ("what time is it", "time", "en"),
     ("What day is it today?", "time", "en"),
     ("Welches Datum haben wir heute?", "time", "de"),
+    ("What's the date today?", "time", "en"),
+    ("Welcher Tag ist heute?", "time", "de"),
+    ("What time is it?", "time", "en"),
+    ("How old are you?", "about", "en"),
+    ("Are you a bot?", "about", "en"),
+    ("Bist du ein Mensch?", "about", "de"),
+    ("Are you human?", "about", "en"),
+    ("Sind Sie eine KI?", "about", "de"),
+    ("Who built you?", "about", "en"),
+    ("Bist du müde?", "about", "de"),
+    ("How are you?", "about", "en"),
+    ("Wer bist du denn?", "about", "de"),
 ])
 def test_a_question_of_empty_words_about_the_assistant_is_small_talk(question: str, kind: str,
                                                                      language: str) -> None:
@@ -195,6 +211,49 @@ def test_the_time_is_declined_not_guessed() -> None:
 ])
 def test_a_question_with_content_or_a_back_reference_goes_to_retrieval(question: str) -> None:
     assert no_retrieval_intent(question) is None, question
+
+
+# Found by a red team in realistic support questions (English and German): "you", "Sie",
+# "Ihre", "eure" are the company or the service, a first-person request for help or for a
+# contact is a support question, and a follow-up with "it"/"es" or a question word after
+# thanks needs the conversation. None of them is small talk, whatever their words.
+RED_TEAM_NOT_SMALL_TALK = [
+    "Who can help me?", "Wer kann mir helfen?", "Who can I ask?", "Wen kann ich fragen?",
+    "Where can I ask questions?", "How do I ask for help?", "Wen kann ich um Hilfe fragen?", "Who should I ask?",
+    "Hi, where can I ask?", "Hallo, wen kann ich fragen?",
+    "What do you need from me?", "Was brauchst du von mir?", "What does your company do?", "Was macht Ihre Firma?",
+    "Was macht eure Firma?", "Wo sind Sie?", "Where are you?", "When do you work?", "Wann arbeiten Sie?",
+    "Are you there today?", "When are you there today?", "Which languages do you speak?",
+    "Welche Sprachen sprechen Sie?", "Do you speak German?", "Sprechen Sie Englisch?",
+    "Can I ask questions in German?", "Kann ich auf Deutsch fragen?", "Do you have anything in English?",
+    "Which year was it?", "Welches Jahr war es?", "In which year was it?", "What day is it on?",
+    "An welchem Tag ist es?", "How is it going to work?", "Thanks, but why?", "Danke, aber warum?",
+    "Danke. Und wann?", "Thank you, and how?", "I need help", "Ich brauche Hilfe", "Ich habe eine Frage",
+    "I have a question", "Can you tell me more?", "How do you know?", "What do you think?", "Was meinen Sie?",
+    "Was denken Sie?", "What would you do?", "Was würdest du tun?",
+    # the same shapes, unseen by the red team
+    "Can you help me?", "Können Sie mir helfen?", "Kannst du mir mehr sagen?", "Bist du heute da?",
+    "What time was it?", "Wie spät ist es dort?", "Who are you working for?", "Was machst du?",
+    "Um wie viel Uhr ist es?", "At what time is it?", "Danke, aber wieso?", "Thanks, but whom?",
+    "Wie geht es jetzt?", "Wie geht es weiter?",
+]
+
+
+@pytest.mark.parametrize("question", RED_TEAM_NOT_SMALL_TALK)
+def test_support_questions_and_follow_ups_are_not_small_talk(question: str) -> None:
+    assert no_retrieval_intent(question) is None, question
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_no_realdocs_gold_question_is_answered_by_rule() -> None:
+    files = sorted((REPO / "benchmarks" / "realdocs").glob("*.gold.yaml")) + [GOLD]
+    if len(files) < 2:
+        pytest.skip("benchmarks/realdocs is not in this checkout")
+    questions = [q["question"] for f in files for q in yaml.safe_load(f.read_text(encoding="utf-8"))["questions"]]
+    assert len(questions) > 200
+    assert {q: i.detail for q in questions if (i := no_retrieval_intent(q)) is not None} == {}
 
 
 def test_no_demo_gold_question_is_answered_by_rule() -> None:

@@ -34,6 +34,10 @@ from fractions import Fraction
 MAX_CHARS = 200
 MAX_EXPONENT = 1000
 MAX_RESULT_BITS = 4000
+# "200 + 10%": 220 (10 % of 200, as a shop adds tax) or 200.1 (10 % as 0.1)? Refused by rule,
+# saying how to ask, rather than computed either way with confidence 1.0.
+PERCENT_TERM = ("a percentage added to or subtracted from a number is ambiguous (a share of that number, or "
+                "a hundredth?); ask for the share itself, for example '10% of 200', and add it")
 AMBIGUOUS = ("the question's language does not say whether a separator before three digits (1.000 or 1,000) "
              "marks thousands or decimals; write the number without it")
 
@@ -46,7 +50,15 @@ _LEAD = re.compile(
     re.IGNORECASE)
 _TRAIL = re.compile(r"(?:\s*(?:=|\?|!|\.|equals?|ergibt|bitte|please|aus|berechnen|ausrechnen))+\s*$", re.IGNORECASE)
 # Dates and phone-like runs are not sums: "2024-01-15", "15.01.2024", "01/15/2024".
-_DATE_LIKE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b")
+# "0x80070005", "0b1010", "0o755" are literals in another base, usually error codes: the "x"
+# right after a lone 0 is no multiplication ("0x80070005" read as 0 × 80070005 = 0).
+_RADIX_LITERAL = re.compile(r"(?<![\w.,])0[xXbBoO][0-9a-fA-F]")
+_DATE_LIKE = re.compile(r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b")
+# Notations that look like sums but are not: "16:9" or "15:30" (a ratio or a time: a colon
+# between digits without spaces; "12 : 4" stays a division), "0800-123-456" (a phone number:
+# more than one hyphen between digit groups without spaces), "2020–2024" (an en dash between
+# digits is a range).
+_NOT_A_SUM = re.compile(r"\d:\d|\d-\d+-\d|\d–\d")
 
 _WORD_OPS = (  # longest first; each phrase and the operator it means
     ("to the power of", "^"), ("modulo", "mod"), ("mod", "mod"), ("raised to", "^"), ("multiplied by", "*"), ("multipliziert mit", "*"),
@@ -114,7 +126,8 @@ def parse_calculation(question: str, language: str | None = None) -> Calculation
     """The calculation ``question`` asks for, or None when it is not purely arithmetic.
     ``language`` (``"en"``, ``"de"`` or None for unknown) decides what ``1.000`` and ``1,000`` are."""
     text = question.strip()
-    if not text or len(text) > MAX_CHARS or _DATE_LIKE.search(text):
+    if (not text or len(text) > MAX_CHARS or _DATE_LIKE.search(text) or _RADIX_LITERAL.search(text)
+            or _NOT_A_SUM.search(text)):
         return None
     body = _TRAIL.sub("", _LEAD.sub("", text, count=1))
     tokens = _tokenize(body)
@@ -190,7 +203,12 @@ def _tokenize(body: str) -> list[tuple[str, str]] | None:
         if raw == "x" and (not tokens or tokens[-1][0] != "num" and tokens[-1][1] != ")"):
             return None  # "x" multiplies only after a number or ")"
         if raw == "%" and re.match(r"\s*[\d(]", body[pos:]):
-            raw = "mod"  # "10 % 3": a percent sign between two numbers is the remainder
+            # "10 % 3", "10%3": a percent sign between two numbers is the remainder, but not
+            # when it sticks to the first and a space follows: "10% 200" reads as a
+            # percentage of 200 with the "of" left out, so it is no expression at all.
+            if body[m.start("sym") - 1:m.start("sym")].isdigit() and body[pos:pos + 1].isspace():
+                return None
+            raw = "mod"
         op = _SYMBOLS.get(raw) or dict(_WORD_OPS).get(raw, raw)
         if op == "of" and tokens[-1:] != [("op", "%")]:
             return None  # "of" multiplies only in "15% of 200"
@@ -232,22 +250,35 @@ def _german_compound(word: str) -> int | None:
 
 def words_value(words: list[str]) -> int | None:
     """One number written in words apart: ``["one", "hundred", "five"]`` → 105,
-    ``["zwei", "tausend"]`` → 2000; None for a run that is no number ("five five")."""
-    total, current = 0, None
-    for word in words:
+    ``["zwei", "tausend"]`` → 2000, ``["tausend", "millionen"]`` → 10⁹; None for a run that is
+    no number ("five five", "thousand thousand", "five thousand three thousand").
+
+    A scale word (thousand, million) larger than everything read so far multiplies all of it
+    ("one hundred thousand million" is 10¹¹, British "thousand million" 10⁹); otherwise it
+    closes one group and must be smaller than the scale that closed the group before
+    ("three million two hundred thousand"). A scale that is neither (two "thousand" groups,
+    a bare "thousand" after a number) is no well-formed number: adding it up gave
+    "thousand thousand" = 2000 with confidence 1.0."""
+    total, current, last_scale = 0, None, None
+    for word in (w.lower() for w in words):
         value = word_number(word)
         if value is None:
             return None
         if word in _SCALES["en"] or word in _SCALES["de"]:
-            times = 1 if current is None else current
-            if value == 100:
-                if times >= 100:
-                    return None
-                current = times * 100
+            if value == 100:  # scales only the group since the last thousand/million
+                if current is None and total or current is not None and current >= 100:
+                    return None  # "thousand hundred", "five hundred hundred"
+                current = (1 if current is None else current) * 100
+                continue
+            if current is None and not total:
+                current = 1  # a leading "thousand"
+            if value > total + (current or 0):
+                total, current = (total + (current or 0)) * value, None  # multiplies all before it
+            elif current is None or (last_scale is not None and value >= last_scale):
+                return None  # "thousand thousand", "five thousand three thousand"
             else:
-                if times >= 1000:
-                    return None
-                total, current = total + times * value, None
+                total, current = total + current * value, None
+            last_scale = value
         elif current is None:
             current = value
         elif (current % 10 ** len(str(value)) == 0 if value >= 100 else
@@ -330,6 +361,7 @@ class _Parser:
         self.tokens = tokens
         self.language = language
         self.ambiguous = False
+        self.percent_term = False  # "200 + 10%": see PERCENT_TERM
         self.pos = 0
 
     def shown(self) -> str:
@@ -370,13 +402,18 @@ class _Parser:
             raise _Syntax("trailing tokens")
         if self.ambiguous:  # only now: a malformed expression is no calculation at all
             raise ArithmeticProblem(AMBIGUOUS)
+        if self.percent_term:
+            raise ArithmeticProblem(PERCENT_TERM)
         return value
 
     def sum(self) -> Fraction:
         value = self.product()
         while self.peek() in ("+", "-"):
             op = self.take()[1]
+            start = self.pos
             rhs = self.product()
+            if [t[1] for t in self.tokens[start:self.pos]][1:] == ["%"]:
+                self.percent_term = True  # "200 + 10%", "100 - 10 percent"
             value = value + rhs if op == "+" else value - rhs
         return value
 
@@ -447,5 +484,5 @@ def _check_size(value: Fraction) -> None:
         raise ArithmeticProblem("the result is too large to compute here")
 
 
-__all__ = ["AMBIGUOUS", "ArithmeticProblem", "Calculation", "format_number", "parse_calculation", "to_fraction",
+__all__ = ["AMBIGUOUS", "PERCENT_TERM", "ArithmeticProblem", "Calculation", "format_number", "parse_calculation", "to_fraction",
            "word_language", "word_number", "words_value"]

@@ -7,9 +7,13 @@
   ("hi", "danke", "what can you do?", "wer bist du"), answered with a fixed short text in
   English or German that says what Beleg does: never with a quote from some document.
   Beyond the fixed phrases, a question counts as small talk when every word is one no
-  document could answer and it is addressed to the assistant ("Wie alt bist du?", "Who
-  made you?"), thanks ("Thanks, that helped"), greets, announces a question ("Ich hab eine
-  Frage") or asks for the time or date ("Wie spät ist es?", declined: the index cannot know).
+  document could answer and it asks about the assistant's own nature ("Wie alt bist du?",
+  "Who made you?", "Are you a bot?"), thanks without asking on ("Thanks, that helped"),
+  greets, or asks for the present time or date ("Wie spät ist es?", declined: the index
+  cannot know). "You" or "Sie" alone is not enough: it is as often the company or service
+  ("Wo sind Sie?", "Which languages do you speak?"), and requests for help ("Who can help
+  me?", "Can you help me?") and follow-ups ("Can you tell me more?", "Which year was it?")
+  go to retrieval.
 
 Everything else, including off-topic general-knowledge questions ("Who won the 2014
 World Cup?"), goes to retrieval, which finds sources or refuses. The rules are anchored to
@@ -23,19 +27,25 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from beleg.query.arithmetic import Calculation, format_number, parse_calculation, word_language
+from beleg.query.arithmetic import PERCENT_TERM, Calculation, format_number, parse_calculation, word_language
 
 _GREETING = (r"hi|hello|hey|hallo|moin|servus|grüß gott|gruess gott|guten (?:morgen|tag|abend)|"
              r"good (?:morning|afternoon|evening)|ok(?:ay)?")
 _THANKS = r"danke(?: schön| sehr)?|vielen dank|dankeschön|thanks?(?: you)?(?: (?:so|very) much)?|thx|cheers"
-_BYE = r"bye|goodbye|tschüss|tschüs|ciao|bis bald"
+# Farewells, by fixed phrase only: their words ("morgen", "night", "later") may be a topic
+# elsewhere, so the whole question must be the phrase.
+_BYE = (r"(?:good)?bye(?: for now)?|bye[- ]bye|tschüss|tschüs|ciao|adieu|farewell|take care|"
+        r"bis (?:bald|morgen|später|spaeter|dann|nachher|gleich|zum nächsten mal)|auf wiedersehen|"
+        r"gute nacht|good ?night|nighty? night|see (?:you|ya)(?: (?:later|soon|tomorrow|around))?|"
+        r"(?:have a )?(?:nice|good|great) (?:day|evening|weekend)|"
+        r"(?:einen )?schönen (?:tag|abend|feierabend|sonntag|wochenende)(?: noch)?")
 _ABOUT = (r"(?:what|which things?) (?:can|could) you (?:do|help(?: me)? with)|who are you|what are you|"
           r"how can you help(?: me)?|help|hilfe|was kannst du(?: alles)?(?: tun| machen)?|wer bist du|"
           r"was bist du|wie kannst du (?:mir )?helfen")
 _ADDRESS = r"(?:[\s,!.]+(?:there|again|everyone|beleg|bot))?"
 _SMALL_TALK = re.compile(
     rf"^\W*(?:(?P<greeting>(?:{_GREETING}){_ADDRESS})|(?P<thanks>(?:{_THANKS}){_ADDRESS})|"
-    rf"(?P<goodbye>(?:{_BYE}){_ADDRESS})|(?P<about>{_ABOUT}))\W*$",
+    rf"(?P<goodbye>(?:{_BYE})(?:[\s,!.]+(?:{_BYE}))*{_ADDRESS})|(?P<about>{_ABOUT}))\W*$",
     re.IGNORECASE,
 )
 
@@ -62,9 +72,34 @@ _FUNCTION = {
         dankeschön vielen hallo moin servus grüß gruß gott guten gute morgen abend zusammen leute liebe lieber
         ok okay beleg bot""".split()),
 }
-# What small talk asks the assistant about itself: its name, age, maker, nature, mood and
-# abilities. Not content only because the question is addressed to the assistant (a
-# second-person pronoun is required before these count as empty).
+# What a question asks about the assistant's own nature: its name, age, maker, being a
+# bot or a human, its mood. A second-person word alone does not make a question small
+# talk: "you", "your", "Sie" and "Ihr" are just as often the company or the service
+# behind the documents ("What does your company do?", "Wo sind Sie?", "When do you
+# work?", "Which languages do you speak?"), so outside the fixed phrases one of these
+# words must be there too. Words of asking, helping, doing, needing, speaking, working,
+# knowing, thinking, telling are deliberately not in it: with them a question is a support
+# question ("Who can help me?", "Können Sie mir helfen?") or a follow-up ("Can you tell me
+# more?", "How do you know?", "What do you think?"), and retrieval answers or refuses those.
+_NATURE = {
+    "en": set("""name named called old age made built created developed programmed trained invented bot robot
+        chatbot ai artificial intelligence human real alive machine feel feeling tired""".split()),
+    "de": set("""heißt heißen heisst heissen name namen alt alter gebaut gemacht entwickelt erstellt programmiert
+        trainiert erschaffen erfunden bot roboter chatbot ki künstliche intelligenz mensch echt maschine müde
+        fühlst fühlen""".split()),
+}
+# "How are you?", "Wie geht's dir?", "Wie geht es Ihnen?": asking after the assistant's mood.
+_HOW_ARE_YOU = re.compile(r"\b(?:how (?:are|r) (?:you|u)(?: doing)?|how have you been|"
+                          r"wie geht(?: s| es)? (?:dir|you|euch)(?: gut)?|geht (?:s|es) (?:dir|you) gut)\b")
+# Informal singular address ("du", "dich", "dir", "dein"): a user says "du" to the assistant,
+# hardly to a company, so with it a question of empty words is small talk ("Wer bist du
+# denn?") unless it asks the assistant to do, need or be somewhere ("Was brauchst du von
+# mir?", "Was würdest du tun?", "Bist du da?"): those words count as content here.
+_DU = set("du dich dir dein deine deinen deinem deiner deines".split())
+_DOING = set("""do does did doing done need needs tu tust tut tun mache machst macht machen brauche brauchst braucht
+    bräuchte here there hier da dort more mehr""".split())
+# Words of talk with or about the assistant, by language: they only help to tell which
+# language a question is in (the answer's language), they make nothing small talk.
 _PERSONA = {
     "en": set("""name named called call old age made make built build created create developed develop wrote
         written programmed trained invented behind company help helping assist ask asking question questions tell
@@ -92,16 +127,24 @@ _FORMAL = set("sie ihr ihre ihren ihrem ihrer ihres ihnen".split())
 # in a conversation they carry the earlier question's topic, so such a question is no small talk.
 _ANAPHORA = set("""it its this that these those they them their es das dies diese dieser dieses diesem diesen sie
     ihn ihm damit dafür dazu davon dabei darauf daran darüber dadurch darum darin""".split())
-_QUESTION_WORDS = set("what which who how where when why was wer wie wo wann warum welche welcher welches".split())
+_QUESTION_WORDS = set("""what which who whom whose how where when why was wer wen wem wessen wie wo woher wohin wann
+    warum wieso weshalb wozu wofür welche welcher welches welchen welchem""".split())
 _THANKS_WORDS = set("thanks thank thx cheers danke dank dankeschön".split())
 _GREETING_WORDS = set("hi hello hey hiya yo greetings hallo moin servus grüß guten".split())
-# "I have a question", "Ich brauche Hilfe": the asker announces a question without asking it.
-_ASKING = set("question questions ask help frage fragen hilfe helfen".split())
-_FIRST_PERSON = set("i me my ich mich mir".split())
-# Time and date: the documents cannot say what time it is now ("Wie spät ist es?").
-_TIME_WORDS = set("""time date day weekday month year clock uhr uhrzeit spät zeit datum tag wochentag monat jahr
-    wievielte wievielten""".split())
-_NOW = set("it es today now currently current heute jetzt gerade aktuell wir".split())
+# "How's it going?", "Wie geht's?" and nothing more: "Wie geht es jetzt?" asks how to go on.
+_HOW_GOING = set("how s is it going so and wie geht gehts es und denn".split())
+# Time and date: the documents cannot say what time or day it is now ("Wie spät ist es?").
+# A clock question may rest on "it"/"es" ("What time is it?"), a date question needs a
+# word for now ("What day is it today?", "Welcher Tag ist heute?"): "Which year was it?"
+# and "An welchem Tag ist es?" ask about something said before.
+_CLOCK_WORDS = set("time clock uhr uhrzeit spät".split())
+_DATE_WORDS = set("date day weekday month year datum tag wochentag monat jahr wievielte wievielten".split())
+_TIME_WORDS = _CLOCK_WORDS | _DATE_WORDS | {"zeit"}
+_NOW = set("today now currently current heute jetzt gerade aktuell wir".split())
+_CLOCK_NOW = _NOW | {"it", "es"}
+# Past tense or a place: "What time was it?", "Wie spät ist es dort?" ask about something else.
+# "Um wie viel Uhr ist es?", "At what time is it?" ask when something happens.
+_NOT_NOW = set("was were war waren wäre there dort da at on um an am in".split())
 _OPENING = re.compile(
     r"^\W*(?:(?:hello|hi|hey|hallo|moin|servus|grüß gott|good (?:morning|afternoon|evening|day)|"
     r"guten (?:morgen|tag|abend)|dear \w+|thanks?(?: you)?(?: (?:so|very) much)?|many thanks|"
@@ -113,8 +156,8 @@ _PLEASE = re.compile(r",?\s*\b(?:please|pls|kindly|bitte)\b,?", re.IGNORECASE)
 # Set phrases whose words would read as content on their own ("Tag" is also a day).
 _SET_PHRASES = re.compile(r"\b(?:guten\s+tag|good\s+day)\b", re.IGNORECASE)
 _EMPTY = _FUNCTION["en"] | _FUNCTION["de"]
-_ABOUT_SELF = _EMPTY | _PERSONA["en"] | _PERSONA["de"] | _ANAPHORA  # _points_back rejects the anaphora
-_LANGUAGE_WORDS = {lang: _FUNCTION[lang] | _PERSONA[lang] for lang in ("en", "de")}
+_NATURE_ALL = _NATURE["en"] | _NATURE["de"]
+_LANGUAGE_WORDS = {lang: _FUNCTION[lang] | _PERSONA[lang] | _NATURE[lang] for lang in ("en", "de")}
 _LANGUAGE_WORDS["de"] |= {w for w in _YOU if w.startswith(("d", "e"))} | _FORMAL | {"spät", "uhr", "uhrzeit", "datum",
                                                                                    "wochentag", "geholfen", "tschüss", "tschüs",
                                                                                    "bis", "bald"}
@@ -141,6 +184,8 @@ _PROBLEMS_DE = {
     "division by zero has no value": "eine Division durch null hat keinen Wert",
     "only whole-number exponents are computed exactly": "nur ganzzahlige Exponenten werden exakt berechnet",
     "the result is too large to compute here": "das Ergebnis ist zu groß",
+    PERCENT_TERM: ("ein Prozentsatz, der zu einer Zahl addiert oder von ihr abgezogen wird, ist mehrdeutig (ein "
+                   "Anteil dieser Zahl oder ein Hundertstel?); fragen Sie nach dem Anteil selbst, etwa '10 % von 200', und addieren Sie"),
 }
 
 
@@ -185,27 +230,32 @@ def _words(question: str) -> list[str]:
 
 def _empty_words_kind(question: str) -> str | None:
     """Small talk that the fixed phrases miss ("Wie alt bist du?", "Who made you?", "Thanks, that
-    helped", "Wie spät ist es?"): every word is one no document could answer. The words must
-    also say whom the question is about (the assistant, a second-person pronoun), or thank,
-    greet, announce a question, or ask for the time; a question with any other word, a number
-    or an identifier in it goes to retrieval."""
+    helped", "Wie spät ist es?"). Narrow on purpose: a question missed here goes to retrieval,
+    which finds sources or refuses, while a support question caught here is answered with
+    nothing. Every word must be one no document could answer, and the question must ask
+    about the assistant's own nature (see ``_NATURE``), thank without asking on, greet, or ask
+    for the present time; any other word, a number or an identifier sends it to retrieval."""
     words = _words(question)
     if not words or len(words) > 12:
         return None
     seen = set(words)
-    if _NOW & seen and _TIME_WORDS & seen and seen <= _ABOUT_SELF | _TIME_WORDS | _NOW | _YOU:
+    if _TIME_WORDS & seen and not _NOT_NOW & seen and seen <= _EMPTY | _TIME_WORDS | _CLOCK_NOW | _YOU | {"weißt"} and (
+            _NOW & seen or _CLOCK_WORDS & seen and _CLOCK_NOW & seen):
         return "time"
-    if _THANKS_WORDS & seen and seen <= _EMPTY | _FEEDBACK | _ANAPHORA | _YOU and not (
-            _QUESTION_WORDS & seen and _points_back(words)):  # "thanks, and what about it?" asks on
-        return "thanks"
-    if not seen <= _ABOUT_SELF | _YOU or _points_back(words):
+    if _THANKS_WORDS & seen and seen <= _EMPTY | _FEEDBACK | _ANAPHORA | _YOU and not _QUESTION_WORDS & seen:
+        return "thanks"  # "Thanks, but why?", "Danke. Und wann?" ask on: retrieval, with the conversation
+    if _points_back(words):
         return None
-    if _YOU & seen:
-        return "about"
-    if _GREETING_WORDS & seen or {"how", "wie"} & seen and {"going", "geht", "gehts"} & seen:
-        return "greeting"  # "Hallo zusammen", "How's it going?", "Wie geht's?"
-    if _FIRST_PERSON & seen and _ASKING & seen:
-        return "about"
+    if _YOU & seen and seen <= _EMPTY | _NATURE_ALL | _YOU | {"geht", "gehts", "gut", "es", "doing"}:
+        if _NATURE_ALL & seen or _HOW_ARE_YOU.search(" ".join(words)):
+            return "about"
+        if _DU & seen and seen <= _EMPTY - _DOING | _DU:
+            return "about"  # "Wer bist du denn?"; not "Was brauchst du von mir?"
+        return None
+    if _GREETING_WORDS & seen and seen <= _EMPTY:
+        return "greeting"  # "Hallo zusammen"
+    if {"how", "wie"} & seen and {"going", "geht", "gehts"} & seen and seen <= _GREETING_WORDS | _HOW_GOING:
+        return "greeting"  # "How's it going?", "Wie geht's?"; not "How is it going to work?"
     return None
 
 
