@@ -25,6 +25,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from beleg.errors import IngestError
+
 # An unclosed comment runs to the end of the style sheet, as in CSS.
 _CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
 _IMPORTANT = re.compile(r"!\s*important\s*$")
@@ -45,6 +47,12 @@ _SCREEN_MEDIA = {"", "all", "screen", "only screen", "only all"}
 
 Declarations = tuple[tuple[str, str, bool], ...]  # (property, value, important)
 
+#: Element x rule checks one page may cost. Each element only checks the rules indexed
+#: under its tag, ids and classes, and rules with the same selector are merged, so real
+#: pages stay far below this; a page of thousands of compound rules sharing one class
+#: applied to thousands of elements does not, and is refused rather than read for minutes.
+MAX_RULE_CHECKS = 5_000_000
+
 
 def strip_css_comments(css: str) -> str:
     return _CSS_COMMENT.sub(" ", css)
@@ -64,14 +72,16 @@ def parse_declarations(style: str) -> Declarations:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Rule:
     tag: str | None
     classes: frozenset[str]
     ids: frozenset[str]
     specificity: tuple[int, int, int]
-    order: int
-    declarations: Declarations
+    # Per property, the winning declaration among all rules with this exact selector:
+    # (important, source order, value). Same selector means same specificity, so only
+    # !important and then source order decide between them, as in the cascade.
+    declarations: dict[str, tuple[bool, int, str]]
 
 
 class StyleSheet:
@@ -79,7 +89,9 @@ class StyleSheet:
 
     def __init__(self, sources: Iterable[str] = ()) -> None:
         self._by_key: dict[str, list[_Rule]] = {}
+        self._by_selector: dict[tuple[str | None, frozenset[str], frozenset[str]], _Rule] = {}
         self._count = 0
+        self._checks = 0
         for source in sources:
             self._parse(strip_css_comments(source))
 
@@ -119,20 +131,38 @@ class StyleSheet:
             parts = _SELECTOR_PART.findall(match.group(2))
             classes = frozenset(name for kind, name in parts if kind == ".")
             ids = frozenset(name for kind, name in parts if kind == "#")
-            rule = _Rule(tag, classes, ids, (len(ids), len(classes), int(tag is not None)), self._count, declarations)
+            order = self._count
             self._count += 1
-            # Indexed under one part the element must have, so lookups stay cheap on big pages.
-            key = f"#{min(ids)}" if ids else f".{min(classes)}" if classes else tag or "*"
-            self._by_key.setdefault(key, []).append(rule)
+            # Rules with one selector are merged: 'span{opacity:1}' a thousand times is one
+            # rule, so repeating a rule cannot multiply the work per element.
+            rule = self._by_selector.get((tag, classes, ids))
+            if rule is None:
+                rule = _Rule(tag, classes, ids, (len(ids), len(classes), int(tag is not None)), {})
+                self._by_selector[(tag, classes, ids)] = rule
+                # Indexed under one part the element must have, so an element only checks
+                # rules that could match it.
+                key = f"#{min(ids)}" if ids else f".{min(classes)}" if classes else tag or "*"
+                self._by_key.setdefault(key, []).append(rule)
+            for prop, value, important in declarations:
+                held = rule.declarations.get(prop)
+                if held is None or (important, order) >= held[:2]:
+                    rule.declarations[prop] = (important, order, value)
 
     def matching(self, tag: str, classes: frozenset[str], element_id: str) -> list[_Rule]:
         keys = [tag, "*", *(f".{c}" for c in classes)]
         if element_id:
             keys.append(f"#{element_id}")
+        candidates = [rule for key in keys for rule in self._by_key.get(key, ())]
+        self._checks += len(candidates)
+        if self._checks > MAX_RULE_CHECKS:
+            # Failing closed: without the style sheet we cannot tell which text is hidden.
+            raise IngestError(
+                f"the page's <style> rules are too costly to apply (over {MAX_RULE_CHECKS:,} "
+                "element x rule checks); hidden text could not be determined"
+            )
         return [
             rule
-            for key in keys
-            for rule in self._by_key.get(key, ())
+            for rule in candidates
             if (rule.tag is None or rule.tag == tag) and rule.classes <= classes
             and all(i == element_id for i in rule.ids)
         ]
@@ -159,7 +189,8 @@ def computed_style(tag: str, get: Callable[[str], str | None], sheet: StyleSheet
     if sheet:
         classes = frozenset((get("class") or "").split())
         for rule in sheet.matching(tag.lower(), classes, (get("id") or "").strip()):
-            offer(rule.declarations, False, rule.specificity, rule.order)
+            for prop, (important, order, value) in rule.declarations.items():
+                offer(((prop, value, important),), False, rule.specificity, order)
     offer(parse_declarations(get("style") or ""), True, (0, 0, 0), 0)
     return {prop: value for prop, (_, value) in best.items()}
 

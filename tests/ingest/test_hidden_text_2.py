@@ -1,0 +1,69 @@
+"""Hidden text, continued: red-team findings (round 2), each failing before its fix.
+
+Companion to ``test_hidden_text.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from beleg.errors import IngestError
+from beleg.ingest.readers.html import HtmlReader
+from beleg.ingest.readers.markdown_hidden import blank_hidden
+from tests.ingest.test_hidden_text import html_text
+
+# --- style sheets: near-linear matching ----------------------------------------------
+
+
+def _pathological(n: int) -> list[tuple[str, str]]:
+    """(css, body) pairs of ~300 KB that cost N x N checks when every rule is tried."""
+    return [
+        ("span{opacity:1}" * n, " ".join("<span>w</span>" for _ in range(n))),
+        ("".join(f".c{i}{{opacity:1}}" for i in range(n)), " ".join(f'<span class="c{i}">w</span>' for i in range(n))),
+        (
+            "".join(f".c{i}{{opacity:1}}" for i in range(n)),
+            " ".join(f'<span class="c{i % 50} x">w</span>' for i in range(n)),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_many_style_rules_and_elements_read_fast(case: int) -> None:
+    css, body = _pathological(10_000)[case]
+    md = f"<style>{css}</style>\n\n{body}\n"
+    page = f"<html><body><style>{css}</style><p>{body}</p></body></html>"
+    assert len(md) > 250_000
+    start = time.perf_counter()
+    assert "w" in blank_hidden(md)
+    assert "w" in HtmlReader().read(page.encode(), Path("a.html")).text
+    assert time.perf_counter() - start < 2  # before: N^2 rule checks, 27 s at 240 KB
+
+
+def test_compound_rules_sharing_a_class_fail_the_file_not_the_cpu() -> None:
+    # Every '.a.bI' rule is indexed under '.a', so each '.a' element must check them all: the
+    # budget refuses the page (we cannot tell what is hidden) instead of running for minutes.
+    n = 4000
+    css = "".join(f".a.b{i}{{opacity:1}}" for i in range(n))
+    body = " ".join('<span class="a">w</span>' for _ in range(n))
+    start = time.perf_counter()
+    with pytest.raises(IngestError, match="too costly"):
+        blank_hidden(f"<style>{css}</style>\n\n{body}\n")
+    with pytest.raises(IngestError, match="too costly"):
+        HtmlReader().read(f"<html><body><style>{css}</style><p>{body}</p></body></html>".encode(), Path("a.html"))
+    assert time.perf_counter() - start < 10
+
+
+@pytest.mark.parametrize("css", [
+    ".h{display:none} .h{display:block}",  # later wins
+    ".h{display:none!important} .h{display:block}",  # important wins over later
+    ".h{display:none} span{display:block} .h{color:red}",  # merged rule keeps its own order
+])  # fmt: skip
+def test_merged_identical_selectors_keep_the_cascade(css: str) -> None:
+    hidden = "!important" in css or css.endswith("red}")
+    text = html_text('<p><span class="h">SECRET</span></p>', f"<style>{css}</style>")
+    assert ("SECRET" not in text) is hidden
+    md = blank_hidden(f'<style>{css}</style>\n\nA <span class="h">SECRET</span>\n')
+    assert ("SECRET" not in md) is hidden
