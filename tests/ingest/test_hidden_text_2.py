@@ -67,3 +67,43 @@ def test_merged_identical_selectors_keep_the_cascade(css: str) -> None:
     assert ("SECRET" not in text) is hidden
     md = blank_hidden(f'<style>{css}</style>\n\nA <span class="h">SECRET</span>\n')
     assert ("SECRET" not in md) is hidden
+
+
+# --- Markdown: a hidden element's end tag --------------------------------------------
+
+
+@pytest.mark.parametrize("inner", [
+    "<!-- </span> -->",  # a comment
+    "`</span>`",  # a code span: Markdown shows it as text
+    "``a</span>``",
+    "\\</span>",  # an escaped '<'
+    "<![CDATA[ </span> ]]>",
+    "<? </span> ?>",
+    "<!X </span> >",
+    "<!-- </span>",  # an unclosed comment: the rest is hidden
+])  # fmt: skip
+def test_markdown_hidden_element_does_not_end_at_a_masked_end_tag(inner: str) -> None:
+    # Before: the first '</span>' in the raw text ended the element and SECRET was kept.
+    for source in (f"x <span hidden>{inner} SECRET</span> after\n", f"<div hidden>\n{inner} SECRET</div>\n\nafter\n"):
+        out = blank_hidden(source)
+        assert "SECRET" not in out
+        assert len(out) == len(source)
+
+
+def test_markdown_hidden_element_still_ends_at_its_end_tag() -> None:
+    out = blank_hidden("a <span hidden>x `y` <!-- c --> z</span> shown `code` and `</span>`\n")
+    assert out.split("shown")[0].strip() == "a"  # the element is hidden up to its own end tag
+    assert "shown `code` and `</span>`" in out
+
+
+@pytest.mark.parametrize("source", [
+    "<span hidden>" + "\\<" * 100_000 + "</span>x",
+    "<span hidden>" + "`a" * 100_000 + "</span>x",
+    "<span hidden>" + "".join("`" * i + "a" for i in range(1, 1400)) + "</span>x",
+    "<span hidden>" + "<!-- -->" * 50_000 + "</span>x",
+    "<span hidden>`</span>x\n" * 50_000,
+])  # fmt: skip
+def test_markdown_hidden_element_end_search_is_linear(source: str) -> None:
+    start = time.perf_counter()
+    blank_hidden(source)
+    assert time.perf_counter() - start < 2

@@ -84,6 +84,7 @@ class _Scan:
         # many unclosed '<!--' or '<span hidden>' cost one scan of the rest, not one each.
         self._no_comment_end = False
         self._unclosed: set[str] = set()
+        self._runs: dict[int, list[int]] = {}
 
     def run(self) -> tuple[list[tuple[int, int]], list[str]]:
         text, pos, at_line_start = self.text, 0, True
@@ -213,7 +214,7 @@ class _Scan:
             style = computed_style(name, attrs.get, self.sheet)
             if not hides_subtree(attrs.get, style) and not zero_font(style, False):
                 return tag.end()  # its content is scanned like any text
-        close = len(text) if name in self._unclosed else _element_end(text, tag.end(), name)
+        close = len(text) if name in self._unclosed else _element_end(text, tag.end(), name, self._runs)
         if close == len(text):
             self._unclosed.add(name)
         if name == "style":
@@ -278,13 +279,63 @@ def _attributes(source: str) -> dict[str, str]:
     return attrs
 
 
-def _element_end(text: str, pos: int, name: str) -> int:
-    """The position after the end tag that closes an element opened before ``pos``, else the end."""
-    tags = re.compile(rf"<(/?){re.escape(name)}(?=[\s/>])[^>]*>", re.IGNORECASE)
-    depth = 1
-    for match in tags.finditer(text, pos):
-        depth += -1 if match.group(1) else 1
-        if depth == 0:
-            return match.end()
-    return len(text)
+# What may stand between a hidden element's start and end tags and hide an end tag from a
+# browser: a comment, a bogus comment ('<![CDATA[', '<?', '<!X'), a code span (Markdown
+# turns '</span>' there into '&lt;/span&gt;') and an escaped '<'.
+_ELEMENT_INNER = re.compile(r"<!--|<!\[CDATA\[|<[?!]|`+|\\<")
+_RAW_TEXT = {"script", "style"}  # end at the first end tag, whatever stands before it
 
+
+def _element_end(text: str, pos: int, name: str, runs: dict[int, list[int]] | None = None) -> int:
+    """The position after the end tag that closes an element opened before ``pos``, else the end.
+
+    A wrong guess here leaks text if the end is put too early and only loses text if it is
+    put too late, so anything that might make a '</name>' not an end tag skips it: comments,
+    bogus comments and code spans are stepped over whole, and '\\</name>' is not an end tag.
+    In an HTML block these are not special to Markdown, so this can hide more than a browser.
+    """
+    tags = re.compile(rf"<(/?){re.escape(name)}(?=[\s/>])[^>]*>", re.IGNORECASE)
+    if name in _RAW_TEXT:
+        end = re.compile(rf"</{re.escape(name)}(?=[\s/>])[^>]*>", re.IGNORECASE).search(text, pos)
+        return len(text) if end is None else end.end()
+    depth = 1
+    # Backtick runs by length, found once per text (the caller keeps them across elements).
+    runs = {} if runs is None else runs
+    tag: re.Match[str] | None = None
+    while True:
+        if tag is None or tag.start() < pos:  # kept while still ahead: each search scans new text
+            tag = tags.search(text, pos)
+        if tag is None:
+            return len(text)
+        # '+ 1' takes in the backslash of an escaped '\\</name>'.
+        inner = _ELEMENT_INNER.search(text, pos, tag.start() + 1)
+        if inner is None:
+            depth += -1 if tag.group(1) else 1
+            if depth == 0:
+                return tag.end()
+            pos = tag.end()
+            continue
+        pos = _after_inner(text, inner, runs)
+        if pos < 0:
+            return len(text)  # unclosed: it hides the rest, as in a browser or worse
+
+
+def _after_inner(text: str, inner: re.Match[str], runs: dict[int, list[int]]) -> int:
+    """Where the construct ``inner`` found inside a hidden element ends; -1 if never."""
+    token, start = inner.group(), inner.start()
+    if token == "<!--":
+        return _comment_end(text, start)
+    if token.startswith("<![CDATA["):
+        close = text.find("]]>", inner.end())
+        return close + 3 if close >= 0 else -1
+    if token in ("<?", "<!"):
+        close = text.find("?>" if token == "<?" else ">", inner.end())
+        return close + len(token) if close >= 0 else -1
+    if token == "\\<":
+        return inner.end()
+    if not runs:
+        runs.update(_backtick_runs(text, 0, len(text)))
+    same = runs.get(len(token), [])
+    after = bisect.bisect_right(same, start)
+    # A run closed by a later run of the same length is a code span; else literal backticks.
+    return same[after] + len(token) if after < len(same) else inner.end()
