@@ -107,3 +107,60 @@ def test_markdown_hidden_element_end_search_is_linear(source: str) -> None:
     start = time.perf_counter()
     blank_hidden(source)
     assert time.perf_counter() - start < 2
+
+
+# --- other ways HTML hides text -------------------------------------------------------
+
+_UA_HIDDEN_BODIES = [
+    "<dialog>SECRET</dialog>",
+    "<datalist><option>SECRET</option></datalist>",
+    "<noembed>SECRET</noembed>",
+    "<noframes>SECRET</noframes>",
+    "<title>SECRET</title>",
+    "<ruby>x<rp>SECRET</rp><rt>y</rt></ruby>",
+    "<DIALOG class=a>SECRET</DIALOG>",
+]
+
+
+@pytest.mark.parametrize("body", _UA_HIDDEN_BODIES)
+def test_elements_the_browser_hides_are_dropped(body: str) -> None:
+    # Before: kept; the UA style sheet gives them display:none (a dialog until it is open).
+    assert "SECRET" not in html_text(f"<p>a {body} b</p>")
+    out = blank_hidden(f"a {body} b\n\n{body}\n")
+    assert "SECRET" not in out and out.startswith("a ")
+
+
+def test_open_dialog_and_visible_ruby_text_are_kept() -> None:
+    assert "SHOWN" in html_text("<dialog open><p>SHOWN</p></dialog>")
+    assert "SHOWN" in blank_hidden("a <dialog open>SHOWN</dialog>\n")
+    assert "SHOWN" in html_text("<p><ruby>SHOWN<rt>y</rt></ruby></p>")
+
+
+@pytest.mark.parametrize("hidden", [
+    "<![CDATA[ SECRET ]]>", "<?php SECRET ?>", "<!X SECRET>", "<!DOCTYPE SECRET>",
+])  # fmt: skip
+def test_markdown_bogus_comments_are_blanked(hidden: str) -> None:
+    for source in (f"Visible {hidden} after\n", f"{hidden}\n\nafter\n", hidden.replace(" ", "\n\n") + "\n\nafter\n"):
+        out = blank_hidden(source)
+        assert "SECRET" not in out and "after" in out and len(out) == len(source)
+
+
+def test_markdown_unclosed_bogus_comments_inside_text_stay_and_are_linear() -> None:
+    assert blank_hidden("a <? b\n") == "a <? b\n"  # CommonMark shows it as text
+    source = "x <![CDATA[ y <? z\n" * 50_000
+    start = time.perf_counter()
+    assert blank_hidden(source) == source
+    assert time.perf_counter() - start < 2
+
+
+def test_html_hidden_element_before_control_characters_is_dropped_without_error() -> None:
+    # Before: drop_tree moved the tail holding '\x01' onto the paragraph, lxml raised ValueError
+    # (after clearing the paragraph's text) and the file failed with a traceback.
+    page = b"<html><head><title>T</title>\x01</head><body><p>lead <b hidden>SECRET</b>y\x01z <title>S</title>\x02</p></body></html>"
+    text = HtmlReader().read(page, Path("a.html")).text
+    assert "lead" in text and "y\x01z" in text and "SECRET" not in text and "S\n" not in text
+    # The text before it holds the control character (the tail would be joined onto it).
+    text = (
+        HtmlReader().read(b"<html><body><p>\x01lead <title>SECRET</title> end</p></body></html>", Path("a.html")).text
+    )
+    assert "lead" in text and "end" in text and "SECRET" not in text

@@ -45,6 +45,10 @@ _JUDGED = frozenset({"display", "visibility", "opacity", "content-visibility", "
 # @media queries a screen always matches; conditional ones (print, widths) are not applied.
 _SCREEN_MEDIA = {"", "all", "screen", "only screen", "only all"}
 
+# Elements the HTML standard's UA style sheet gives 'display: none' (in the body); a
+# <dialog> is hidden until it is 'open'.
+_UA_HIDDEN = frozenset({"datalist", "noembed", "noframes", "title", "rp"})
+
 Declarations = tuple[tuple[str, str, bool], ...]  # (property, value, important)
 
 #: Element x rule checks one page may cost. Each element only checks the rules indexed
@@ -195,8 +199,13 @@ def computed_style(tag: str, get: Callable[[str], str | None], sheet: StyleSheet
     return {prop: value for prop, (_, value) in best.items()}
 
 
-def hides_subtree(get: Callable[[str], str | None], style: dict[str, str]) -> bool:
+def hides_subtree(get: Callable[[str], str | None], style: dict[str, str], tag: str = "") -> bool:
     """Is the element, with everything inside it, invisible?"""
+    tag = tag.lower()
+    # The browser's own style sheet hides these ('display: none'); a page can show them again
+    # only with its own CSS, which is rare enough that hiding them errs on the safe side.
+    if tag in _UA_HIDDEN or (tag == "dialog" and get("open") is None):
+        return True
     hidden = get("hidden")
     # hidden="until-found" content is revealed by find-in-page (collapsed sections): keep it.
     if hidden is not None and hidden.strip().lower() != "until-found":

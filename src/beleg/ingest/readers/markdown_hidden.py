@@ -53,6 +53,8 @@ _OPEN_TAG = re.compile(
 )
 _ATTRIBUTE = re.compile(r"([A-Za-z_:][\w.:-]*)(?:\s*=\s*(?:([^\s\"'=<>`]+)|'([^']*)'|\"([^\"]*)\"))?")
 _OTHER_TAG = re.compile(r"</[A-Za-z][A-Za-z0-9-]*\s*>|<[A-Za-z][A-Za-z0-9.+-]{1,31}:[^\s<>]*>")  # close tag, autolink
+_BOGUS_COMMENT = re.compile(r"<!\[CDATA\[|<\?|<![A-Za-z]")
+_BOGUS_END = {"<![": "]]>", "<?": "?>", "<!": ">"}
 _BACKTICKS = re.compile(r"`+")
 _ESCAPABLE = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _NEVER_SHOWN = {"script", "style", "template"}
@@ -85,6 +87,7 @@ class _Scan:
         self._no_comment_end = False
         self._unclosed: set[str] = set()
         self._runs: dict[int, list[int]] = {}
+        self._absent: set[str] = set()  # end markers of bogus comments not found after some point
 
     def run(self) -> tuple[list[tuple[int, int]], list[str]]:
         text, pos, at_line_start = self.text, 0, True
@@ -202,6 +205,21 @@ class _Scan:
                 close = len(text)  # an unclosed comment block hides the rest of the page
             self.hidden.append((pos, close))
             return close
+        bogus = _BOGUS_COMMENT.match(text, pos)
+        if bogus is not None:
+            # CDATA, processing instructions and declarations are raw HTML to CommonMark and
+            # (bogus) comments to a browser: never shown.
+            marker = _BOGUS_END[bogus.group()[:3] if bogus.group().startswith("<![") else bogus.group()[:2]]
+            close = -1 if marker in self._absent else text.find(marker, bogus.end())
+            if close < 0:
+                self._absent.add(marker)  # absent after here, so after any later start too
+                if not in_html:
+                    return pos  # CommonMark shows an unclosed one inside text
+                close = len(text)  # an unclosed HTML block runs to the end of the page
+            else:
+                close += len(marker)
+            self.hidden.append((pos, close))
+            return close
         tag = _OPEN_TAG.match(text, pos)
         if tag is None:
             other = _OTHER_TAG.match(text, pos)
@@ -212,7 +230,7 @@ class _Scan:
         attrs = _attributes(tag.group(2))
         if name not in _NEVER_SHOWN:
             style = computed_style(name, attrs.get, self.sheet)
-            if not hides_subtree(attrs.get, style) and not zero_font(style, False):
+            if not hides_subtree(attrs.get, style, name) and not zero_font(style, False):
                 return tag.end()  # its content is scanned like any text
         close = len(text) if name in self._unclosed else _element_end(text, tag.end(), name, self._runs)
         if close == len(text):
