@@ -164,3 +164,34 @@ def test_html_hidden_element_before_control_characters_is_dropped_without_error(
         HtmlReader().read(b"<html><body><p>\x01lead <title>SECRET</title> end</p></body></html>", Path("a.html")).text
     )
     assert "lead" in text and "end" in text and "SECRET" not in text
+
+
+# --- CSS: escapes and '<!--' in style sheets ------------------------------------------
+
+
+@pytest.mark.parametrize(("sheet", "style"), [
+    ("<!-- .h{display:none} -->", ""),  # legacy comment-wrapped CSS
+    ("<!--\n.h{display:none}\n-->", ""),
+    (".h{displ\\61y:none}", ""),
+    (".h{display:n\\6f ne}", ""),
+    (".h{display:n\\6F\tne}", ""),
+    (".h{display:\\6e\\6f\\6e\\65}", ""),
+    ("", "display:n\\6f ne"),
+    ("", "d\\69splay:none"),
+    ("", "d\\isplay:none"),
+    ("", "opacity:\\30"),
+    ("", "display:block !\\69mportant; display:none !important"),
+    (".h{display:none!\\69mportant}", "display:block"),
+])  # fmt: skip
+def test_css_escapes_and_cdo_cdc_are_read_as_a_browser_does(sheet: str, style: str) -> None:
+    # Before: kept; CSS ignores '<!--'/'-->' and resolves escapes before reading a declaration.
+    head = f"<style>{sheet}</style>" if sheet else ""
+    assert "SECRET" not in html_text(f'<p>a <span class="h" style="{style}">SECRET</span></p>', head)
+    md = blank_hidden(f'{head}\n\nText <span class="h" style="{style}">SECRET</span>\n')
+    assert "SECRET" not in md and "Text" in md
+
+
+@pytest.mark.parametrize("style", ["display:n\\6f rmal", "display:\\62lock", "font-family:a\\3b display\\3a none"])
+def test_css_escapes_that_do_not_hide(style: str) -> None:
+    assert "SHOWN" in html_text(f'<p>a <span style="{style}">SHOWN</span></p>')
+    assert "SHOWN" in blank_hidden(f'Text <span style="{style}">SHOWN</span>\n')

@@ -29,6 +29,11 @@ from beleg.errors import IngestError
 
 # An unclosed comment runs to the end of the style sheet, as in CSS.
 _CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
+# '<!--' and '-->' are ignored by CSS: the legacy way to hide a style sheet from old browsers.
+_CDO_CDC = re.compile(r"<!--|-->")
+# A CSS escape: '\\' and 1-6 hex digits (with one optional whitespace after), or '\\' and any
+# other character but a newline. 'displ\\61y:n\\6f ne' is 'display:none' to a browser.
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|([^\n\r\f0-9a-fA-F]))")
 _IMPORTANT = re.compile(r"!\s*important\s*$")
 # Compound selectors without combinators: an optional tag (or '*') and .class/#id parts.
 _SIMPLE_SELECTOR = re.compile(r"^(?:([a-z][a-z0-9-]*)|\*)?((?:[.#][\w-]+)*)$", re.IGNORECASE)
@@ -67,6 +72,8 @@ def parse_declarations(style: str) -> Declarations:
     out: list[tuple[str, str, bool]] = []
     for declaration in strip_css_comments(style).split(";"):
         prop, colon, value = declaration.partition(":")
+        if "\\" in declaration:  # decoded after splitting: "\\3b " (a ";") splits nothing
+            prop, value = _CSS_ESCAPE.sub(_unescape, prop), _CSS_ESCAPE.sub(_unescape, value)
         prop = prop.strip().lower()
         if not colon or prop not in _JUDGED:
             continue
@@ -74,6 +81,14 @@ def parse_declarations(style: str) -> Declarations:
         important = bool(_IMPORTANT.search(value))
         out.append((prop, _IMPORTANT.sub("", value).strip(), important))
     return tuple(out)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    if match.group(2) is not None:
+        return match.group(2)
+    code = int(match.group(1), 16)
+    # As CSS Syntax says: zero, surrogates and values past Unicode become U+FFFD.
+    return "\ufffd" if code == 0 or 0xD800 <= code <= 0xDFFF or code > 0x10FFFF else chr(code)
 
 
 @dataclass(slots=True)
@@ -97,7 +112,7 @@ class StyleSheet:
         self._count = 0
         self._checks = 0
         for source in sources:
-            self._parse(strip_css_comments(source))
+            self._parse(strip_css_comments(_CDO_CDC.sub(" ", source)))
 
     def __bool__(self) -> bool:
         return self._count > 0
