@@ -195,3 +195,62 @@ def test_css_escapes_and_cdo_cdc_are_read_as_a_browser_does(sheet: str, style: s
 def test_css_escapes_that_do_not_hide(style: str) -> None:
     assert "SHOWN" in html_text(f'<p>a <span style="{style}">SHOWN</span></p>')
     assert "SHOWN" in blank_hidden(f'Text <span style="{style}">SHOWN</span>\n')
+
+
+# --- PDF: only an image makes invisible text a scan's text layer -----------------------
+
+_HIDDEN_PDF_TEXT = b"BT /F1 12 Tf 3 Tr 72 600 Td (SECRET retention is 2 days.) Tj ET"
+_SHOWN_PDF_TEXT = b"BT /F1 12 Tf 72 700 Td (Backups are kept for 35 days.) Tj ET"
+
+
+def _pdf_with_form(page: bytes, form: bytes) -> bytes:
+    """One page with /F1, an image /Im1 and a form /Fm0 (which can draw /Im1 and /F1 too)."""
+    resources = b"/Resources << /Font << /F1 5 0 R >> /XObject << /Im1 6 0 R /Fm0 7 0 R >> >>"
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R " + resources + b" >>",
+        b"<< /Length %d >>\nstream\n" % len(page) + page + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray "
+        b"/BitsPerComponent 8 /Length 1 >>\nstream\n\x80\nendstream",
+        b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] " + resources + b" /Length %d >>\nstream\n" % len(form)
+        + form + b"\nendstream",
+    ]  # fmt: skip
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for number, obj in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + obj + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    return out
+
+
+def _pdf_read(page: bytes, form: bytes = b"") -> str:
+    from beleg.ingest.readers.pdf import PdfReader
+
+    return PdfReader().read(_pdf_with_form(page, form), Path("a.pdf")).text
+
+
+def test_pdf_form_with_visible_text_does_not_make_invisible_text_a_scan_layer() -> None:
+    # Before: any 'Do' counted as drawing an image, so the invisible sentence was indexed.
+    text = _pdf_read(b"q /Fm0 Do Q\n" + _HIDDEN_PDF_TEXT, _SHOWN_PDF_TEXT)
+    assert "35 days" in text and "SECRET" not in text
+
+
+def test_pdf_empty_form_does_not_make_invisible_text_a_scan_layer() -> None:
+    with pytest.raises(IngestError, match="no text layer"):
+        _pdf_read(b"q /Fm0 Do Q\n" + _HIDDEN_PDF_TEXT + b"\nq /Fm0 Do Q /Fm0 Do Q")
+
+
+@pytest.mark.parametrize(("page", "form"), [
+    (b"q 612 0 0 792 0 0 cm /Im1 Do Q\n", b""),  # an image XObject
+    (b"q /Fm0 Do Q\n", b"q 612 0 0 792 0 0 cm /Im1 Do Q"),  # a form that draws one
+    (b"q /Fm0 Do Q\n", b"q /Fm0 Do Q /Im1 Do"),  # ... also after drawing itself
+    (b"q BI /W 1 /H 1 /CS /G /BPC 8 ID \x80 EI Q\n", b""),  # an inline image
+])  # fmt: skip
+def test_pdf_scanned_page_text_layer_is_kept(page: bytes, form: bytes) -> None:
+    assert "SECRET retention" in _pdf_read(page + _HIDDEN_PDF_TEXT, form)
