@@ -5,12 +5,16 @@ Companion to ``test_hidden_text.py``.
 
 from __future__ import annotations
 
+import io
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from beleg.errors import IngestError
+from beleg.ingest.readers.docx import DocxReader
 from beleg.ingest.readers.html import HtmlReader
 from beleg.ingest.readers.markdown_hidden import blank_hidden
 from tests.ingest.test_hidden_text import html_text
@@ -254,3 +258,41 @@ def test_pdf_empty_form_does_not_make_invisible_text_a_scan_layer() -> None:
 ])  # fmt: skip
 def test_pdf_scanned_page_text_layer_is_kept(page: bytes, form: bytes) -> None:
     assert "SECRET retention" in _pdf_read(page + _HIDDEN_PDF_TEXT, form)
+
+
+# --- DOCX: the document defaults --------------------------------------------------------
+
+
+def _docx_with_hidden_defaults(build: Callable[[Any], None]) -> str:
+    import docx
+    from docx.oxml.ns import qn
+    from lxml import etree
+
+    document = docx.Document()
+    rpr = document.styles.element.find(qn("w:docDefaults")).find(qn("w:rPrDefault")).find(qn("w:rPr"))
+    etree.SubElement(rpr, qn("w:vanish"))  # every run hidden unless something nearer says shown
+    build(document)
+    out = io.BytesIO()
+    document.save(out)
+    return DocxReader().read(out.getvalue(), Path("a.docx")).text
+
+
+def _shown(element: Any) -> None:
+    from docx.oxml.ns import qn
+    from lxml import etree
+
+    etree.SubElement(element.get_or_add_rPr(), qn("w:vanish")).set(qn("w:val"), "0")
+
+
+def test_docx_hidden_by_document_defaults() -> None:
+    # Before: docDefaults were not read and SECRET was indexed; Word shows only the first run.
+    def build(document: Any) -> None:
+        _shown(document.add_paragraph().add_run("Run set shown.")._r)
+        document.add_paragraph("SECRET by default.")
+        style = document.styles.add_style("Shown", 1)  # a paragraph style that shows its text
+        _shown(style.element)
+        document.add_paragraph("Style set shown.", style="Shown")
+        document.add_table(rows=1, cols=1).cell(0, 0).text = "SECRET in a table."
+
+    text = _docx_with_hidden_defaults(build)
+    assert "Run set shown." in text and "Style set shown." in text and "SECRET" not in text
