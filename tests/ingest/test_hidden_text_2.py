@@ -296,3 +296,54 @@ def test_docx_hidden_by_document_defaults() -> None:
 
     text = _docx_with_hidden_defaults(build)
     assert "Run set shown." in text and "Style set shown." in text and "SECRET" not in text
+
+
+# --- Markdown: visible text that was lost ------------------------------------------------
+
+_NOTE = '<div class="note">Backups are kept for 35 days.</div>\n'
+
+
+@pytest.mark.parametrize("example", [
+    "> ```html\n> <style>.note{display:none}</style>\n> ```\n\n",  # a fence in a block quote
+    "> > ~~~\n> > <style>.note{display:none}</style>\n> > ~~~\n\n",
+    "Add `<style>\n.note{display:none}</style>` to the page.\n\n",  # a code span across lines
+    '<style media="print">.note{display:none}</style>\n\n',  # not on a screen
+    '<style media="print, speech">.note{display:none}</style>\n\n',
+])  # fmt: skip
+def test_markdown_style_examples_and_print_styles_do_not_hide_the_page(example: str) -> None:
+    # Before: the <style> was applied to the whole page and the note was blanked.
+    out = blank_hidden(example + _NOTE)
+    assert "Backups are kept for 35 days." in out
+
+
+def test_markdown_fence_in_a_block_quote_is_code() -> None:
+    source = "> ```html\n> <!-- shown as code -->\n> ```\n\nafter <!-- SECRET -->\n"
+    out = blank_hidden(source)
+    assert "shown as code" in out and "SECRET" not in out
+
+
+def test_markdown_fence_in_a_block_quote_ends_with_the_quote() -> None:
+    # No lazy continuation for code: the line without '>' is outside the quote and its code.
+    for source in ("> ```\n> code\n<!-- SECRET -->\n", "> > ```\n> code\n> <!-- SECRET -->\n"):
+        assert "SECRET" not in blank_hidden(source)
+
+
+def test_markdown_screen_styles_still_apply() -> None:
+    for media in ("screen", "all", " Screen "):
+        assert "Backups" not in blank_hidden(f'<style media="{media}">.note{{display:none}}</style>\n\n{_NOTE}')
+
+
+@pytest.mark.parametrize("footnote", [
+    "[^1]: https://datatracker.ietf.org/doc/html/rfc9110",
+    '[^2]: Siehe "Betriebshandbuch"',
+    "- [^note]: https://example.com",
+])  # fmt: skip
+def test_markdown_footnote_definitions_are_kept(footnote: str) -> None:
+    # Before: blanked as link reference definitions; GFM renders them at the page's foot.
+    source = f"Text.[^1]\n\n{footnote}\n"
+    assert blank_hidden(source) == source
+
+
+def test_markdown_link_reference_definitions_are_still_blanked() -> None:
+    out = blank_hidden('Text.\n\n[a]: https://x "SECRET"\n[//]: # (SECRET)\n')
+    assert "SECRET" not in out and "Text." in out

@@ -187,6 +187,11 @@ class StyleSheet:
         ]
 
 
+def media_applies(media: str | None) -> bool:
+    """Does a ``<style media=...>`` apply on a screen? Only ``all`` and ``screen`` are taken."""
+    return " ".join((media or "all").lower().split()) in _SCREEN_MEDIA
+
+
 def _at_rule_applies(prelude: str) -> bool:
     name, _, condition = prelude[1:].partition(" ")
     name = name.lower()

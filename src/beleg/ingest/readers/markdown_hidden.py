@@ -24,8 +24,10 @@ import bisect
 import html
 import re
 
-from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtree, zero_font
+from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtree, media_applies, zero_font
 
+# Block quote markers before a fence ('> ```'); deeper quotes inside count too.
+_QUOTE_PREFIX = re.compile(r"(?: {0,3}>[ ]?)*")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 # A setext underline or thematic break ends a paragraph; what follows starts a new block.
@@ -87,7 +89,8 @@ class _Scan:
         self._no_comment_end = False
         self._unclosed: set[str] = set()
         self._runs: dict[int, list[int]] = {}
-        self._absent: set[str] = set()  # end markers of bogus comments not found after some point
+        self._absent: set[str] = set()
+        self._code_until = 0  # the end of the last code span across lines scanned inside  # end markers of bogus comments not found after some point
 
     def run(self) -> tuple[list[tuple[int, int]], list[str]]:
         text, pos, at_line_start = self.text, 0, True
@@ -95,16 +98,25 @@ class _Scan:
             eol = _line_end(text, pos)
             if at_line_start:
                 line = text[pos:eol]
-                fence = _fence(line)
+                quote = _QUOTE_PREFIX.match(line)
+                fence = _fence(line[quote.end() :])  # type: ignore[union-attr]
                 if fence is not None:
-                    pos = _after_fence(text, eol, fence)  # code: shown as written
+                    # Code, shown as written; in a block quote it ends with the quote.
+                    pos = _after_fence(text, eol, fence, quote.group().count(">"))  # type: ignore[union-attr]
                     continue
                 html_start = _HTML_BLOCK.match(line)
                 if html_start is not None:
                     pos, at_line_start = self._html(pos, self._html_block_end(pos, eol, html_start))
                     continue
                 ref = _LINK_REFERENCE.match(text, pos)
-                if ref is not None and ref.group("label").strip() and not _BLANK_LINE.search(ref.group()):
+                label = ref.group("label") if ref is not None else ""
+                # '[^1]: ...' is a GFM footnote, which GitHub, GitLab and mkdocs show: kept.
+                if (
+                    ref is not None
+                    and label.strip()
+                    and not label.startswith("^")
+                    and not _BLANK_LINE.search(ref.group())
+                ):
                     self.hidden.append((pos, ref.end()))
                     pos = ref.end() + 1  # it ends at the end of a line
                     continue
@@ -154,7 +166,8 @@ class _Scan:
             start = eol + 1
             nxt = _line_end(text, start)
             line = text[start:nxt]
-            if not line.strip() or _fence(line) is not None or _ATX.match(line) or _HTML_BLOCK.match(line):
+            fence = _fence(line[_QUOTE_PREFIX.match(line).end() :])  # type: ignore[union-attr]
+            if not line.strip() or fence is not None or _ATX.match(line) or _HTML_BLOCK.match(line):
                 return eol
             if _BLOCK_END.match(line):
                 return nxt
@@ -183,6 +196,9 @@ class _Scan:
                 else:
                     if close >= 0:
                         literal.add(close)
+                        # Code across lines is blanked inside (see the module docstring), but
+                        # a <style> shown in it must not apply to the whole page.
+                        self._code_until = max(self._code_until, close)
                     pos += run
             elif char == "<":
                 jumped = self._markup(pos)
@@ -235,7 +251,7 @@ class _Scan:
         close = len(text) if name in self._unclosed else _element_end(text, tag.end(), name, self._runs)
         if close == len(text):
             self._unclosed.add(name)
-        if name == "style":
+        if name == "style" and pos >= self._code_until and media_applies(attrs.get("media")):
             self.styles.append(text[tag.end() : close])
         # Unclosed, the element runs to the end: a browser nests everything after it inside.
         self.hidden.append((pos, close))
@@ -260,12 +276,21 @@ def _fence(line: str) -> str | None:
     return opened.group(1)
 
 
-def _after_fence(text: str, eol: int, fence: str) -> int:
-    """The line start after the fence opened on the line ending at ``eol`` closes (or the end)."""
+def _after_fence(text: str, eol: int, fence: str, quotes: int = 0) -> int:
+    """The line start after the fence opened on the line ending at ``eol`` closes (or the end).
+
+    A fence opened inside ``quotes`` levels of block quote also ends at the first line with
+    fewer '>' markers: the quote ends there and so does its code block (no lazy lines)."""
     while eol < len(text):
         start = eol + 1
         eol = _line_end(text, start)
-        stripped = text[start:eol].strip()
+        line = text[start:eol]
+        if quotes:
+            quote = _QUOTE_PREFIX.match(line)
+            if quote.group().count(">") < quotes:  # type: ignore[union-attr]
+                return start
+            line = line[quote.end() :]  # type: ignore[union-attr]
+        stripped = line.strip()
         if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
             return eol + 1
     return len(text)
