@@ -347,3 +347,11 @@ def test_markdown_footnote_definitions_are_kept(footnote: str) -> None:
 def test_markdown_link_reference_definitions_are_still_blanked() -> None:
     out = blank_hidden('Text.\n\n[a]: https://x "SECRET"\n[//]: # (SECRET)\n')
     assert "SECRET" not in out and "Text." in out
+
+
+@pytest.mark.parametrize("rule", [".\\68{display:none}", ".\\68 {display:none}", "#\\69 d{display:none}"])
+def test_css_escapes_in_selectors(rule: str) -> None:
+    # Before: a selector with an escape was not a simple selector and the rule was ignored.
+    assert "SECRET" not in html_text('<p>a <span class="h" id="id">SECRET</span></p>', f"<style>{rule}</style>")
+    md = blank_hidden(f'<style>{rule}</style>\n\nText <span class="h" id="id">SECRET</span>\n')
+    assert "SECRET" not in md

@@ -143,6 +143,10 @@ class StyleSheet:
         if not declarations:
             return
         for selector in prelude.split(","):
+            if "\\" in selector:
+                # '.\68' is '.h' to a browser. An escaped '.' or '#' is read as a new part
+                # ('.a\.b' as '.a.b', not one class 'a.b'): a rare class name, left as a limit.
+                selector = _CSS_ESCAPE.sub(_unescape, selector)
             match = _SIMPLE_SELECTOR.match(selector.strip())
             if match is None or not selector.strip():
                 continue  # a complex selector: not judged (see the module docstring)
