@@ -3,10 +3,13 @@
 Only what the document itself says is judged: the ``hidden`` and ``aria-hidden``
 attributes, the inline ``style`` and the page's own ``<style>`` elements. Text is left
 out when its element is ``display: none``, ``visibility: hidden``/``collapse``,
-``opacity: 0``, ``content-visibility: hidden`` or has a font size of zero.
+``opacity: 0``, ``content-visibility: hidden`` or has a font size of zero, and the
+elements the browser's own style sheet hides (``<datalist>``, ``<noembed>``,
+``<noframes>``, ``<title>``, ``<rp>`` and a ``<dialog>`` that is not ``open``).
 
 CSS comments are whitespace to a browser (``display:/**/none`` hides), so they are
-removed before any value is read. Style sheets are read with *simple* selectors only:
+removed before any value is read, and CSS escapes (``n\\6f ne``) are resolved, as are
+``<!--``/``-->`` around a style sheet. Style sheets are read with *simple* selectors only:
 a tag, ``.class``, ``#id``, ``*`` and compounds of them (``span.sr``), in comma lists.
 Selectors with combinators, attributes or pseudo-classes (``div > .x``, ``[data-x]``,
 ``:not()``) are ignored: matching them needs a selector engine, and ignoring a rule can

@@ -1,9 +1,10 @@
 """Blank the text of a Markdown file that a reader of the rendered page would not see.
 
 Markdown passes HTML through, so a file can carry text no rendered page shows: HTML
-comments, elements hidden the ways the HTML reader recognises
-(:mod:`beleg.ingest.readers.hidden`), ``<script>``/``<style>``/``<template>``, and link
-reference definitions, which ``[//]: # (a comment)`` abuses as a comment.
+comments and what a browser reads as one (``<![CDATA[``, ``<?...?>``, ``<!X...>``),
+elements hidden the ways the HTML reader recognises (:mod:`beleg.ingest.readers.hidden`),
+``<script>``/``<style>``/``<template>``, and link reference definitions, which
+``[//]: # (a comment)`` abuses as a comment (GFM footnotes, ``[^1]: ...``, are shown).
 
 The text is blanked in place, never cut: every hidden character becomes a space and
 newlines stay, so document offsets, file offsets and line numbers of the visible text
