@@ -101,8 +101,8 @@ def _hidden_flag(rpr: Any) -> bool | None:
 class _HiddenText:
     """Which runs Word does not show: ``w:vanish`` (Hidden font), ``w:webHidden`` (hidden in
     web layout) and ``w:specVanish``, set on the run, its character style or its paragraph's
-    style (each through its ``basedOn`` chain). The nearest one that says wins, so a run set
-    back to shown inside a hidden style is shown."""
+    style (each through its ``basedOn`` chain), else the document defaults (``w:docDefaults``).
+    The nearest one that says wins, so a run set back to shown inside a hidden style is shown."""
 
     def __init__(self, document: Any) -> None:
         from docx.oxml.ns import qn
@@ -110,6 +110,10 @@ class _HiddenText:
         own: dict[str, bool | None] = {}
         based_on: dict[str, str] = {}
         self.default_paragraph_style: str | None = None
+        # The last fallback of Word's cascade: hiding every run there and showing some again
+        # on the run hides the rest of the document from a reader.
+        defaults = document.styles.element.find(f"{qn('w:docDefaults')}/{qn('w:rPrDefault')}/{qn('w:rPr')}")
+        self.document_default = _hidden_flag(defaults)
         for style in document.styles.element.findall(qn("w:style")):
             style_id = style.get(qn("w:styleId"), "")
             own[style_id] = _hidden_flag(style.find(qn("w:rPr")))
@@ -140,7 +144,9 @@ class _HiddenText:
             hidden = _hidden_flag(rpr)
             if hidden is None and rpr is not None and (char_style := rpr.find(qn("w:rStyle"))) is not None:
                 hidden = self.styles.get(char_style.get(qn("w:val"), ""))
-            if not (inherited if hidden is None else hidden):
+            if hidden is None:
+                hidden = self.document_default if inherited is None else inherited
+            if not hidden:
                 parts.append(run.text)
         return "".join(parts)
 

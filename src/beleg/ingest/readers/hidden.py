@@ -3,10 +3,13 @@
 Only what the document itself says is judged: the ``hidden`` and ``aria-hidden``
 attributes, the inline ``style`` and the page's own ``<style>`` elements. Text is left
 out when its element is ``display: none``, ``visibility: hidden``/``collapse``,
-``opacity: 0``, ``content-visibility: hidden`` or has a font size of zero.
+``opacity: 0``, ``content-visibility: hidden`` or has a font size of zero, and the
+elements the browser's own style sheet hides (``<datalist>``, ``<noembed>``,
+``<noframes>``, ``<title>``, ``<rp>`` and a ``<dialog>`` that is not ``open``).
 
 CSS comments are whitespace to a browser (``display:/**/none`` hides), so they are
-removed before any value is read. Style sheets are read with *simple* selectors only:
+removed before any value is read, and CSS escapes (``n\\6f ne``) are resolved, as are
+``<!--``/``-->`` around a style sheet. Style sheets are read with *simple* selectors only:
 a tag, ``.class``, ``#id``, ``*`` and compounds of them (``span.sr``), in comma lists.
 Selectors with combinators, attributes or pseudo-classes (``div > .x``, ``[data-x]``,
 ``:not()``) are ignored: matching them needs a selector engine, and ignoring a rule can
@@ -25,8 +28,15 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from beleg.errors import IngestError
+
 # An unclosed comment runs to the end of the style sheet, as in CSS.
 _CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
+# '<!--' and '-->' are ignored by CSS: the legacy way to hide a style sheet from old browsers.
+_CDO_CDC = re.compile(r"<!--|-->")
+# A CSS escape: '\\' and 1-6 hex digits (with one optional whitespace after), or '\\' and any
+# other character but a newline. 'displ\\61y:n\\6f ne' is 'display:none' to a browser.
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|([^\n\r\f0-9a-fA-F]))")
 _IMPORTANT = re.compile(r"!\s*important\s*$")
 # Compound selectors without combinators: an optional tag (or '*') and .class/#id parts.
 _SIMPLE_SELECTOR = re.compile(r"^(?:([a-z][a-z0-9-]*)|\*)?((?:[.#][\w-]+)*)$", re.IGNORECASE)
@@ -43,7 +53,17 @@ _JUDGED = frozenset({"display", "visibility", "opacity", "content-visibility", "
 # @media queries a screen always matches; conditional ones (print, widths) are not applied.
 _SCREEN_MEDIA = {"", "all", "screen", "only screen", "only all"}
 
+# Elements the HTML standard's UA style sheet gives 'display: none' (in the body); a
+# <dialog> is hidden until it is 'open'.
+_UA_HIDDEN = frozenset({"datalist", "noembed", "noframes", "title", "rp"})
+
 Declarations = tuple[tuple[str, str, bool], ...]  # (property, value, important)
+
+#: Element x rule checks one page may cost. Each element only checks the rules indexed
+#: under its tag, ids and classes, and rules with the same selector are merged, so real
+#: pages stay far below this; a page of thousands of compound rules sharing one class
+#: applied to thousands of elements does not, and is refused rather than read for minutes.
+MAX_RULE_CHECKS = 5_000_000
 
 
 def strip_css_comments(css: str) -> str:
@@ -55,6 +75,8 @@ def parse_declarations(style: str) -> Declarations:
     out: list[tuple[str, str, bool]] = []
     for declaration in strip_css_comments(style).split(";"):
         prop, colon, value = declaration.partition(":")
+        if "\\" in declaration:  # decoded after splitting: "\\3b " (a ";") splits nothing
+            prop, value = _CSS_ESCAPE.sub(_unescape, prop), _CSS_ESCAPE.sub(_unescape, value)
         prop = prop.strip().lower()
         if not colon or prop not in _JUDGED:
             continue
@@ -64,14 +86,24 @@ def parse_declarations(style: str) -> Declarations:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
+def _unescape(match: re.Match[str]) -> str:
+    if match.group(2) is not None:
+        return match.group(2)
+    code = int(match.group(1), 16)
+    # As CSS Syntax says: zero, surrogates and values past Unicode become U+FFFD.
+    return "\ufffd" if code == 0 or 0xD800 <= code <= 0xDFFF or code > 0x10FFFF else chr(code)
+
+
+@dataclass(slots=True)
 class _Rule:
     tag: str | None
     classes: frozenset[str]
     ids: frozenset[str]
     specificity: tuple[int, int, int]
-    order: int
-    declarations: Declarations
+    # Per property, the winning declaration among all rules with this exact selector:
+    # (important, source order, value). Same selector means same specificity, so only
+    # !important and then source order decide between them, as in the cascade.
+    declarations: dict[str, tuple[bool, int, str]]
 
 
 class StyleSheet:
@@ -79,9 +111,11 @@ class StyleSheet:
 
     def __init__(self, sources: Iterable[str] = ()) -> None:
         self._by_key: dict[str, list[_Rule]] = {}
+        self._by_selector: dict[tuple[str | None, frozenset[str], frozenset[str]], _Rule] = {}
         self._count = 0
+        self._checks = 0
         for source in sources:
-            self._parse(strip_css_comments(source))
+            self._parse(strip_css_comments(_CDO_CDC.sub(" ", source)))
 
     def __bool__(self) -> bool:
         return self._count > 0
@@ -112,6 +146,10 @@ class StyleSheet:
         if not declarations:
             return
         for selector in prelude.split(","):
+            if "\\" in selector:
+                # '.\68' is '.h' to a browser. An escaped '.' or '#' is read as a new part
+                # ('.a\.b' as '.a.b', not one class 'a.b'): a rare class name, left as a limit.
+                selector = _CSS_ESCAPE.sub(_unescape, selector)
             match = _SIMPLE_SELECTOR.match(selector.strip())
             if match is None or not selector.strip():
                 continue  # a complex selector: not judged (see the module docstring)
@@ -119,23 +157,46 @@ class StyleSheet:
             parts = _SELECTOR_PART.findall(match.group(2))
             classes = frozenset(name for kind, name in parts if kind == ".")
             ids = frozenset(name for kind, name in parts if kind == "#")
-            rule = _Rule(tag, classes, ids, (len(ids), len(classes), int(tag is not None)), self._count, declarations)
+            order = self._count
             self._count += 1
-            # Indexed under one part the element must have, so lookups stay cheap on big pages.
-            key = f"#{min(ids)}" if ids else f".{min(classes)}" if classes else tag or "*"
-            self._by_key.setdefault(key, []).append(rule)
+            # Rules with one selector are merged: 'span{opacity:1}' a thousand times is one
+            # rule, so repeating a rule cannot multiply the work per element.
+            rule = self._by_selector.get((tag, classes, ids))
+            if rule is None:
+                rule = _Rule(tag, classes, ids, (len(ids), len(classes), int(tag is not None)), {})
+                self._by_selector[(tag, classes, ids)] = rule
+                # Indexed under one part the element must have, so an element only checks
+                # rules that could match it.
+                key = f"#{min(ids)}" if ids else f".{min(classes)}" if classes else tag or "*"
+                self._by_key.setdefault(key, []).append(rule)
+            for prop, value, important in declarations:
+                held = rule.declarations.get(prop)
+                if held is None or (important, order) >= held[:2]:
+                    rule.declarations[prop] = (important, order, value)
 
     def matching(self, tag: str, classes: frozenset[str], element_id: str) -> list[_Rule]:
         keys = [tag, "*", *(f".{c}" for c in classes)]
         if element_id:
             keys.append(f"#{element_id}")
+        candidates = [rule for key in keys for rule in self._by_key.get(key, ())]
+        self._checks += len(candidates)
+        if self._checks > MAX_RULE_CHECKS:
+            # Failing closed: without the style sheet we cannot tell which text is hidden.
+            raise IngestError(
+                f"the page's <style> rules are too costly to apply (over {MAX_RULE_CHECKS:,} "
+                "element x rule checks); hidden text could not be determined"
+            )
         return [
             rule
-            for key in keys
-            for rule in self._by_key.get(key, ())
+            for rule in candidates
             if (rule.tag is None or rule.tag == tag) and rule.classes <= classes
             and all(i == element_id for i in rule.ids)
         ]
+
+
+def media_applies(media: str | None) -> bool:
+    """Does a ``<style media=...>`` apply on a screen? Only ``all`` and ``screen`` are taken."""
+    return " ".join((media or "all").lower().split()) in _SCREEN_MEDIA
 
 
 def _at_rule_applies(prelude: str) -> bool:
@@ -159,13 +220,19 @@ def computed_style(tag: str, get: Callable[[str], str | None], sheet: StyleSheet
     if sheet:
         classes = frozenset((get("class") or "").split())
         for rule in sheet.matching(tag.lower(), classes, (get("id") or "").strip()):
-            offer(rule.declarations, False, rule.specificity, rule.order)
+            for prop, (important, order, value) in rule.declarations.items():
+                offer(((prop, value, important),), False, rule.specificity, order)
     offer(parse_declarations(get("style") or ""), True, (0, 0, 0), 0)
     return {prop: value for prop, (_, value) in best.items()}
 
 
-def hides_subtree(get: Callable[[str], str | None], style: dict[str, str]) -> bool:
+def hides_subtree(get: Callable[[str], str | None], style: dict[str, str], tag: str = "") -> bool:
     """Is the element, with everything inside it, invisible?"""
+    tag = tag.lower()
+    # The browser's own style sheet hides these ('display: none'); a page can show them again
+    # only with its own CSS, which is rare enough that hiding them errs on the safe side.
+    if tag in _UA_HIDDEN or (tag == "dialog" and get("open") is None):
+        return True
     hidden = get("hidden")
     # hidden="until-found" content is revealed by find-in-page (collapsed sections): keep it.
     if hidden is not None and hidden.strip().lower() != "until-found":

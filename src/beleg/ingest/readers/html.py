@@ -60,6 +60,8 @@ _BLOCKS = {
 }  # fmt: skip
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 _XML_DECLARATION = re.compile(r"\A\s*<\?xml[^>]*\?>")
+# What lxml refuses in text set through its API (XML 1.0 forbids it), though its parser lets it in.
+_UNSETTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _BREAK = "\ue000"  # stands for <br> until whitespace is collapsed
 #: Huge mode lifts libxml2's size limits, so Beleg sets its own: the pipeline's default
 #: --max-file-mb is 50, and a page that large is already far beyond any real one.
@@ -143,11 +145,13 @@ def _drop_invisible(doc: Any, sheet: StyleSheet) -> None:
     while stack:
         el, parent_zero = stack.pop()
         if not isinstance(el.tag, str):
-            el.drop_tree()
+            _drop(el)
             continue
+        if el.tag == "head":
+            continue  # not content (its <title> and <style> are read before this)
         style = computed_style(el.tag, el.get, sheet)
-        if hides_subtree(el.get, style):
-            el.drop_tree()  # its subtree goes with it, so it is not visited
+        if hides_subtree(el.get, style, el.tag):
+            _drop(el)  # its subtree goes with it, so it is not visited
             continue
         zero = zero_font(style, parent_zero)
         if zero:
@@ -155,6 +159,23 @@ def _drop_invisible(doc: Any, sheet: StyleSheet) -> None:
             for child in el:
                 child.tail = None  # a child's tail is this element's text
         stack.extend((child, zero) for child in el)
+
+
+def _drop(el: Any) -> None:
+    """Remove ``el`` and its subtree, keeping its tail text in place."""
+    previous, parent = el.getprevious(), el.getparent()
+    joined = previous.tail if previous is not None else parent.text if parent is not None else ""
+    if not el.tail or not _UNSETTABLE.search((joined or "") + el.tail):
+        el.drop_tree()
+        return
+    # drop_tree joins the tail onto the previous node's text, and lxml refuses to set text
+    # holding control characters (which its parser let in), failing half-way with that
+    # text already cleared: empty the element where it stands instead, texts untouched.
+    if isinstance(el.tag, str):
+        el.clear(keep_tail=True)
+        el.tag = "span"
+    else:
+        el.text = ""  # a comment or processing instruction: never shown anyway
 
 
 def _style_sheet(doc: Any) -> StyleSheet:

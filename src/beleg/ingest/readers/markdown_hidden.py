@@ -1,9 +1,10 @@
 """Blank the text of a Markdown file that a reader of the rendered page would not see.
 
 Markdown passes HTML through, so a file can carry text no rendered page shows: HTML
-comments, elements hidden the ways the HTML reader recognises
-(:mod:`beleg.ingest.readers.hidden`), ``<script>``/``<style>``/``<template>``, and link
-reference definitions, which ``[//]: # (a comment)`` abuses as a comment.
+comments and what a browser reads as one (``<![CDATA[``, ``<?...?>``, ``<!X...>``),
+elements hidden the ways the HTML reader recognises (:mod:`beleg.ingest.readers.hidden`),
+``<script>``/``<style>``/``<template>``, and link reference definitions, which
+``[//]: # (a comment)`` abuses as a comment (GFM footnotes, ``[^1]: ...``, are shown).
 
 The text is blanked in place, never cut: every hidden character becomes a space and
 newlines stay, so document offsets, file offsets and line numbers of the visible text
@@ -24,8 +25,10 @@ import bisect
 import html
 import re
 
-from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtree, zero_font
+from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtree, media_applies, zero_font
 
+# Block quote markers before a fence ('> ```'); deeper quotes inside count too.
+_QUOTE_PREFIX = re.compile(r"(?: {0,3}>[ ]?)*")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 # A setext underline or thematic break ends a paragraph; what follows starts a new block.
@@ -53,6 +56,8 @@ _OPEN_TAG = re.compile(
 )
 _ATTRIBUTE = re.compile(r"([A-Za-z_:][\w.:-]*)(?:\s*=\s*(?:([^\s\"'=<>`]+)|'([^']*)'|\"([^\"]*)\"))?")
 _OTHER_TAG = re.compile(r"</[A-Za-z][A-Za-z0-9-]*\s*>|<[A-Za-z][A-Za-z0-9.+-]{1,31}:[^\s<>]*>")  # close tag, autolink
+_BOGUS_COMMENT = re.compile(r"<!\[CDATA\[|<\?|<![A-Za-z]")
+_BOGUS_END = {"<![": "]]>", "<?": "?>", "<!": ">"}
 _BACKTICKS = re.compile(r"`+")
 _ESCAPABLE = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _NEVER_SHOWN = {"script", "style", "template"}
@@ -84,6 +89,9 @@ class _Scan:
         # many unclosed '<!--' or '<span hidden>' cost one scan of the rest, not one each.
         self._no_comment_end = False
         self._unclosed: set[str] = set()
+        self._runs: dict[int, list[int]] = {}
+        self._absent: set[str] = set()
+        self._code_until = 0  # the end of the last code span across lines scanned inside  # end markers of bogus comments not found after some point
 
     def run(self) -> tuple[list[tuple[int, int]], list[str]]:
         text, pos, at_line_start = self.text, 0, True
@@ -91,16 +99,25 @@ class _Scan:
             eol = _line_end(text, pos)
             if at_line_start:
                 line = text[pos:eol]
-                fence = _fence(line)
+                quote = _QUOTE_PREFIX.match(line)
+                fence = _fence(line[quote.end() :])  # type: ignore[union-attr]
                 if fence is not None:
-                    pos = _after_fence(text, eol, fence)  # code: shown as written
+                    # Code, shown as written; in a block quote it ends with the quote.
+                    pos = _after_fence(text, eol, fence, quote.group().count(">"))  # type: ignore[union-attr]
                     continue
                 html_start = _HTML_BLOCK.match(line)
                 if html_start is not None:
                     pos, at_line_start = self._html(pos, self._html_block_end(pos, eol, html_start))
                     continue
                 ref = _LINK_REFERENCE.match(text, pos)
-                if ref is not None and ref.group("label").strip() and not _BLANK_LINE.search(ref.group()):
+                label = ref.group("label") if ref is not None else ""
+                # '[^1]: ...' is a GFM footnote, which GitHub, GitLab and mkdocs show: kept.
+                if (
+                    ref is not None
+                    and label.strip()
+                    and not label.startswith("^")
+                    and not _BLANK_LINE.search(ref.group())
+                ):
                     self.hidden.append((pos, ref.end()))
                     pos = ref.end() + 1  # it ends at the end of a line
                     continue
@@ -150,7 +167,8 @@ class _Scan:
             start = eol + 1
             nxt = _line_end(text, start)
             line = text[start:nxt]
-            if not line.strip() or _fence(line) is not None or _ATX.match(line) or _HTML_BLOCK.match(line):
+            fence = _fence(line[_QUOTE_PREFIX.match(line).end() :])  # type: ignore[union-attr]
+            if not line.strip() or fence is not None or _ATX.match(line) or _HTML_BLOCK.match(line):
                 return eol
             if _BLOCK_END.match(line):
                 return nxt
@@ -179,6 +197,9 @@ class _Scan:
                 else:
                     if close >= 0:
                         literal.add(close)
+                        # Code across lines is blanked inside (see the module docstring), but
+                        # a <style> shown in it must not apply to the whole page.
+                        self._code_until = max(self._code_until, close)
                     pos += run
             elif char == "<":
                 jumped = self._markup(pos)
@@ -201,6 +222,21 @@ class _Scan:
                 close = len(text)  # an unclosed comment block hides the rest of the page
             self.hidden.append((pos, close))
             return close
+        bogus = _BOGUS_COMMENT.match(text, pos)
+        if bogus is not None:
+            # CDATA, processing instructions and declarations are raw HTML to CommonMark and
+            # (bogus) comments to a browser: never shown.
+            marker = _BOGUS_END[bogus.group()[:3] if bogus.group().startswith("<![") else bogus.group()[:2]]
+            close = -1 if marker in self._absent else text.find(marker, bogus.end())
+            if close < 0:
+                self._absent.add(marker)  # absent after here, so after any later start too
+                if not in_html:
+                    return pos  # CommonMark shows an unclosed one inside text
+                close = len(text)  # an unclosed HTML block runs to the end of the page
+            else:
+                close += len(marker)
+            self.hidden.append((pos, close))
+            return close
         tag = _OPEN_TAG.match(text, pos)
         if tag is None:
             other = _OTHER_TAG.match(text, pos)
@@ -211,12 +247,12 @@ class _Scan:
         attrs = _attributes(tag.group(2))
         if name not in _NEVER_SHOWN:
             style = computed_style(name, attrs.get, self.sheet)
-            if not hides_subtree(attrs.get, style) and not zero_font(style, False):
+            if not hides_subtree(attrs.get, style, name) and not zero_font(style, False):
                 return tag.end()  # its content is scanned like any text
-        close = len(text) if name in self._unclosed else _element_end(text, tag.end(), name)
+        close = len(text) if name in self._unclosed else _element_end(text, tag.end(), name, self._runs)
         if close == len(text):
             self._unclosed.add(name)
-        if name == "style":
+        if name == "style" and pos >= self._code_until and media_applies(attrs.get("media")):
             self.styles.append(text[tag.end() : close])
         # Unclosed, the element runs to the end: a browser nests everything after it inside.
         self.hidden.append((pos, close))
@@ -241,12 +277,21 @@ def _fence(line: str) -> str | None:
     return opened.group(1)
 
 
-def _after_fence(text: str, eol: int, fence: str) -> int:
-    """The line start after the fence opened on the line ending at ``eol`` closes (or the end)."""
+def _after_fence(text: str, eol: int, fence: str, quotes: int = 0) -> int:
+    """The line start after the fence opened on the line ending at ``eol`` closes (or the end).
+
+    A fence opened inside ``quotes`` levels of block quote also ends at the first line with
+    fewer '>' markers: the quote ends there and so does its code block (no lazy lines)."""
     while eol < len(text):
         start = eol + 1
         eol = _line_end(text, start)
-        stripped = text[start:eol].strip()
+        line = text[start:eol]
+        if quotes:
+            quote = _QUOTE_PREFIX.match(line)
+            if quote.group().count(">") < quotes:  # type: ignore[union-attr]
+                return start
+            line = line[quote.end() :]  # type: ignore[union-attr]
+        stripped = line.strip()
         if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
             return eol + 1
     return len(text)
@@ -278,13 +323,63 @@ def _attributes(source: str) -> dict[str, str]:
     return attrs
 
 
-def _element_end(text: str, pos: int, name: str) -> int:
-    """The position after the end tag that closes an element opened before ``pos``, else the end."""
-    tags = re.compile(rf"<(/?){re.escape(name)}(?=[\s/>])[^>]*>", re.IGNORECASE)
-    depth = 1
-    for match in tags.finditer(text, pos):
-        depth += -1 if match.group(1) else 1
-        if depth == 0:
-            return match.end()
-    return len(text)
+# What may stand between a hidden element's start and end tags and hide an end tag from a
+# browser: a comment, a bogus comment ('<![CDATA[', '<?', '<!X'), a code span (Markdown
+# turns '</span>' there into '&lt;/span&gt;') and an escaped '<'.
+_ELEMENT_INNER = re.compile(r"<!--|<!\[CDATA\[|<[?!]|`+|\\<")
+_RAW_TEXT = {"script", "style"}  # end at the first end tag, whatever stands before it
 
+
+def _element_end(text: str, pos: int, name: str, runs: dict[int, list[int]] | None = None) -> int:
+    """The position after the end tag that closes an element opened before ``pos``, else the end.
+
+    A wrong guess here leaks text if the end is put too early and only loses text if it is
+    put too late, so anything that might make a '</name>' not an end tag skips it: comments,
+    bogus comments and code spans are stepped over whole, and '\\</name>' is not an end tag.
+    In an HTML block these are not special to Markdown, so this can hide more than a browser.
+    """
+    tags = re.compile(rf"<(/?){re.escape(name)}(?=[\s/>])[^>]*>", re.IGNORECASE)
+    if name in _RAW_TEXT:
+        end = re.compile(rf"</{re.escape(name)}(?=[\s/>])[^>]*>", re.IGNORECASE).search(text, pos)
+        return len(text) if end is None else end.end()
+    depth = 1
+    # Backtick runs by length, found once per text (the caller keeps them across elements).
+    runs = {} if runs is None else runs
+    tag: re.Match[str] | None = None
+    while True:
+        if tag is None or tag.start() < pos:  # kept while still ahead: each search scans new text
+            tag = tags.search(text, pos)
+        if tag is None:
+            return len(text)
+        # '+ 1' takes in the backslash of an escaped '\\</name>'.
+        inner = _ELEMENT_INNER.search(text, pos, tag.start() + 1)
+        if inner is None:
+            depth += -1 if tag.group(1) else 1
+            if depth == 0:
+                return tag.end()
+            pos = tag.end()
+            continue
+        pos = _after_inner(text, inner, runs)
+        if pos < 0:
+            return len(text)  # unclosed: it hides the rest, as in a browser or worse
+
+
+def _after_inner(text: str, inner: re.Match[str], runs: dict[int, list[int]]) -> int:
+    """Where the construct ``inner`` found inside a hidden element ends; -1 if never."""
+    token, start = inner.group(), inner.start()
+    if token == "<!--":
+        return _comment_end(text, start)
+    if token.startswith("<![CDATA["):
+        close = text.find("]]>", inner.end())
+        return close + 3 if close >= 0 else -1
+    if token in ("<?", "<!"):
+        close = text.find("?>" if token == "<?" else ">", inner.end())
+        return close + len(token) if close >= 0 else -1
+    if token == "\\<":
+        return inner.end()
+    if not runs:
+        runs.update(_backtick_runs(text, 0, len(text)))
+    same = runs.get(len(token), [])
+    after = bisect.bisect_right(same, start)
+    # A run closed by a later run of the same length is a code span; else literal backticks.
+    return same[after] + len(token) if after < len(same) else inner.end()

@@ -95,6 +95,7 @@ def drop_invisible_text(page: Any, reader: Any) -> bool:
     mode, saved = 0, []  # the text render mode is part of the graphics state that q/Q save
     kept: list[tuple[list[Any], bytes]] = []
     dropped = visible = image = False
+    seen: dict[int, tuple[bool, bool]] = {}  # per XObject: a form drawn many times is read once
     for operands, operator in ContentStream(contents, reader).operations:
         if operator == b"q":
             saved.append(mode)
@@ -115,8 +116,14 @@ def drop_invisible_text(page: Any, reader: Any) -> bool:
             continue
         elif operator in _SHOW_TEXT:
             visible = True
-        elif operator in (b"Do", b"INLINE IMAGE"):
-            image = True  # a form XObject counts too: telling it from an image costs a lookup
+        elif operator == b"INLINE IMAGE":
+            image = True
+        elif operator == b"Do" and operands:
+            # Only an image counts: an (empty) form XObject drawn on a page of invisible text
+            # made it look like a scan. A form is looked into, a few levels deep, for an image
+            # (counts) and for text (shown, so the page is not a scan's text layer).
+            drawn_image, drawn_text = _xobject_draws(page.get("/Resources"), operands[0], reader, 0, seen)
+            image, visible = image or drawn_image, visible or drawn_text
         kept.append((operands, operator))
     if not dropped or (image and not visible):
         return False
@@ -125,6 +132,43 @@ def drop_invisible_text(page: Any, reader: Any) -> bool:
     # Set on the reader's in-memory page (replace_contents() is for pages of a writer).
     page[NameObject("/Contents")] = stream
     return True
+
+
+_MAX_FORM_DEPTH = 3  # forms nested deeper are not looked into (they count as neither)
+
+
+def _xobject_draws(
+    resources: Any, name: Any, reader: Any, depth: int, seen: dict[int, tuple[bool, bool]]
+) -> tuple[bool, bool]:
+    """(draws an image, shows text) for the XObject ``name`` of ``resources``."""
+    from pypdf.generic import ContentStream
+
+    try:
+        xobject = resources.get_object()["/XObject"].get_object()[name].get_object()
+        subtype = xobject.get("/Subtype")
+    except Exception:  # noqa: BLE001 - a missing or broken resource draws nothing we can tell
+        return False, False
+    if subtype == "/Image":
+        return True, False
+    if subtype != "/Form" or depth >= _MAX_FORM_DEPTH:
+        return False, False
+    if id(xobject) in seen:  # pypdf hands out one object per indirect reference
+        return seen[id(xobject)]
+    seen[id(xobject)] = (False, False)  # a form that draws itself adds nothing
+    image = text = False
+    try:
+        for operands, operator in ContentStream(xobject, reader).operations:
+            if operator == b"INLINE IMAGE":
+                image = True
+            elif operator in _SHOW_TEXT:
+                text = True  # the render mode is not followed into forms: counted as shown
+            elif operator == b"Do" and operands:
+                inner = _xobject_draws(xobject.get("/Resources", resources), operands[0], reader, depth + 1, seen)
+                image, text = image or inner[0], text or inner[1]
+    except Exception:  # noqa: BLE001 - an unreadable form draws nothing we can tell
+        pass
+    seen[id(xobject)] = (image, text)
+    return image, text
 
 
 def _metadata(reader: Any) -> dict[str, Any]:
