@@ -392,7 +392,7 @@ class Ingestor:
                 raise NoContent("empty text")
             parsed = ParsedDocument(text, (), dict(item.metadata), item.title)
             fallback_id = item.doc_id or hashlib.sha256(item.source.encode()).hexdigest()[:16]
-            self._add(parsed, item.source, text.encode(), fallback_id, result)
+            self._add(parsed, item.source, text.encode(), fallback_id, result, text=True)
 
         return self._drive(list(items), [i.source for i in items], handle, "doc")
 
@@ -496,12 +496,13 @@ class Ingestor:
         self._add(parsed, source, data, doc_id, result, path=path)
 
     def _add(self, parsed: ParsedDocument, source: str, data: bytes, fallback_id: str, result: FileResult,
-             content_hash: str | None = None, *, path: Path | None = None) -> None:
+             content_hash: str | None = None, *, path: Path | None = None, text: bool = False) -> None:
         """Decide added/updated/unchanged for one parsed document and queue its chunks.
 
         ``path`` is the file read (None for texts and stored documents): it lets a file keep
         the document it had under an older id or another ingest root, and stops it taking
-        another file's document."""
+        another file's document. ``text`` marks a caller's text (``ingest_texts``), which may
+        not replace a file's document; a stored document being re-chunked (reindex) may."""
         self._stage = "metadata"
         meta = resolve(source, parsed.metadata, parsed.text, parsed.title, self.rules, self.statuses)
         meta = with_file_position(meta, parsed.file_position)  # reserved keys come from the reader only
@@ -510,7 +511,7 @@ class Ingestor:
         doc_id = printable(str(declared_id)) if declared else fallback_id
         location = os.path.realpath(path) if path is not None else None
         result.doc_id = doc_id  # a refusal below is about this id (the server hides ids the uploader may not read)
-        doc_id, stored, replaces = self._stored(doc_id, source, path, declared)
+        doc_id, stored, replaces = self._stored(doc_id, source, path, declared, text)
         result.doc_id = doc_id
         self._claimed[doc_id] = source
         if stored is not None:
@@ -578,7 +579,7 @@ class Ingestor:
                                                                                        doc.title)}
 
     def _stored(self, doc_id: str, source: str, path: Path | None,
-                declared: bool = False) -> tuple[str, Any, str | None]:
+                declared: bool = False, text: bool = False) -> tuple[str, Any, str | None]:
         """The id the document gets, the stored state it replaces, and the older id it is
         stored under and leaves (if any).
 
@@ -606,7 +607,7 @@ class Ingestor:
                 raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}, which cannot be found from "
                                   "here (the index did not record where it is); give this file its own 'id:', "
                                   f"or re-ingest {stored[2]} once from the folder it was ingested from")
-        if stored is not None and path is None and self._location(doc_id) is not None:
+        if stored is not None and text and self._location(doc_id) is not None:
             # A text (ingest_texts) has no location to prove it is the same file; it would
             # replace the file's text and lock the file out of its own document.
             raise IngestError(f"document id {doc_id!r} belongs to the file {stored[2]}; a text cannot replace "
