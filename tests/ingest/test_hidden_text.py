@@ -329,6 +329,11 @@ def pdf_bytes(content: bytes, with_image: bool = False) -> bytes:
         b"<< /Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray "
         b"/BitsPerComponent 8 /Length 1 >>\nstream\n\x80\nendstream",
     ]
+    return pdf_file(objs)
+
+
+def pdf_file(objs: list[bytes]) -> bytes:
+    """A PDF of these objects (numbered from 1; the first is the catalog), with its xref table."""
     out = b"%PDF-1.4\n"
     offsets = []
     for number, obj in enumerate(objs, 1):

@@ -17,7 +17,7 @@ from beleg.errors import IngestError
 from beleg.ingest.readers.docx import DocxReader
 from beleg.ingest.readers.html import HtmlReader
 from beleg.ingest.readers.markdown_hidden import blank_hidden
-from tests.ingest.test_hidden_text import html_text
+from tests.ingest.test_hidden_text import html_text, pdf_file
 
 # --- style sheets: near-linear matching ----------------------------------------------
 
@@ -221,16 +221,7 @@ def _pdf_with_form(page: bytes, form: bytes) -> bytes:
         b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] " + resources + b" /Length %d >>\nstream\n" % len(form)
         + form + b"\nendstream",
     ]  # fmt: skip
-    out = b"%PDF-1.4\n"
-    offsets = []
-    for number, obj in enumerate(objs, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + obj + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    return out
+    return pdf_file(objs)
 
 
 def _pdf_read(page: bytes, form: bytes = b"") -> str:
