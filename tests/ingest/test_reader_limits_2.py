@@ -315,3 +315,13 @@ def test_docx_entity_without_a_dtd_is_refused_and_predefined_ones_are_read() -> 
         lambda xml: xml.replace(b"PLACEHOLDER", b"Smith &amp; Co &lt;b&gt; &quot;x&apos; &#228;&#xFC; end", 1)
     )
     assert DocxReader().read(escaped, Path("ok.docx")).text == "Smith & Co <b> \"x' äü end"
+
+
+@pytest.mark.parametrize("label", ["iso-8859-1", "latin1", "us-ascii", "ISO-8859-1"])
+def test_a_latin1_or_ascii_label_is_read_as_windows_1252_as_browsers_do(label: str) -> None:
+    page = (f'<html><head><meta charset="{label}"></head><body><p>Price: \x80 5, '
+            '\x93quoted\x94.</p></body></html>').encode("latin-1")
+    from beleg.ingest.readers.html import HtmlReader
+
+    text = HtmlReader().read(page, Path("p.html")).text
+    assert "€ 5" in text and "“quoted”" in text, text

@@ -88,6 +88,13 @@ _HTML_LABELS = {
     "windows-31j": "cp932", "x-sjis": "shift_jis", "windows-949": "cp949",
     **{f"x-cp125{n}": f"cp125{n}" for n in range(9)},
 }  # fmt: skip
+# Labels the standard decodes with a wider encoding than their name says: a page declaring
+# iso-8859-1 or us-ascii is read as windows-1252 by every browser ("€", curly quotes), one
+# declaring shift_jis or gb2312 by its Microsoft superset.
+_WHATWG_DECODER = {
+    "iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254", "iso8859-11": "cp874",
+    "tis-620": "cp874", "gb2312": "gbk", "euc_kr": "cp949", "shift_jis": "cp932", "big5": "big5hkscs",
+}  # fmt: skip
 # The HTML standard: a <meta> found by an ASCII scan cannot truly declare UTF-16.
 _ASCII_INCOMPATIBLE = ("utf-16",)
 
@@ -124,7 +131,7 @@ def _declared_charset(data: bytes, encoding: str | None) -> str | None:
     if name is not None and name.startswith(_ASCII_INCOMPATIBLE):
         return "utf-8"
     if name in _HTML_CODECS:
-        return name
+        return _WHATWG_DECODER.get(name, name)
     if encoding is not None:
         return None  # the caller said what to use
     if name is None:
