@@ -72,6 +72,15 @@ _CONFUSABLES = str.maketrans({
     "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
     # Armenian
     "օ": "o", "ս": "u", "հ": "h", "ո": "n", "զ": "q", "ց": "g", "Օ": "O", "Ս": "S",
+    # Coptic
+    "ⲁ": "a", "ⲉ": "e", "ⲓ": "i", "ⲟ": "o", "ⲣ": "p", "ⲥ": "c", "Ⲁ": "A", "Ⲉ": "E", "Ⲓ": "I",
+    "Ⲏ": "H", "Ⲕ": "K", "Ⲙ": "M", "Ⲛ": "N", "Ⲟ": "O", "Ⲣ": "P", "Ⲥ": "C", "Ⲧ": "T", "Ⲭ": "X",
+    # Lisu (Fraser) capitals
+    "ꓮ": "A", "ꓐ": "B", "ꓚ": "C", "ꓓ": "D", "ꓰ": "E", "ꓝ": "F", "ꓖ": "G", "ꓧ": "H", "ꓲ": "I",
+    "ꓙ": "J", "ꓗ": "K", "ꓡ": "L", "ꓟ": "M", "ꓠ": "N", "ꓳ": "O", "ꓑ": "P", "ꓣ": "R", "ꓢ": "S",
+    "ꓔ": "T", "ꓴ": "U", "ꓦ": "V", "ꓪ": "W", "ꓫ": "X", "ꓬ": "Y", "ꓜ": "Z",
+    # Single Latin-like letters of other blocks
+    "ɾ": "r", "ɩ": "i", "ꭵ": "i", "\U00010339": "i",
     # Cherokee capitals drawn like Latin ones
     "Ꭺ": "A", "Ᏼ": "B", "Ꮯ": "C", "Ꭰ": "D", "Ꭼ": "E", "Ꮐ": "G", "Ꮋ": "H", "Ꮖ": "I", "Ꭻ": "J",
     "Ꮶ": "K", "Ꮮ": "L", "Ꮇ": "M", "Ꮲ": "P", "Ꮪ": "S", "Ꭲ": "T", "Ꮩ": "V", "Ꮃ": "W", "Ꮓ": "Z",
@@ -80,8 +89,12 @@ _CONFUSABLES = str.maketrans({
 # needs them. German's own letters stay, since patterns spell them ("für", "Schlüssel").
 _KEPT_LETTERS = frozenset("äöüÄÖÜ")
 # Invisible characters that are not category Cf: combining grapheme joiner, variation
-# selectors, Mongolian vowel separator, Hangul fillers.
-_INVISIBLE = {0x034F, 0x180E, 0x115F, 0x1160, 0x3164, 0xFFA0, *range(0xFE00, 0xFE10)}
+# selectors, Mongolian vowel separator.
+_INVISIBLE = {0x034F, 0x180E, *range(0xFE00, 0xFE10)}
+# Hangul fillers are blank but take up room: a reader sees a gap, so they are spaces
+# ("Ignore\u3164all\u3164previous" reads as three words).
+_BLANKS = {0x115F, 0x1160, 0x3164, 0xFFA0}
+_PARENTHESISED = re.compile(r"\(([A-Za-z])\)")
 
 
 @lru_cache(maxsize=4096)
@@ -92,9 +105,18 @@ def _clean_char(ch: str) -> str:
         # Unicode tag characters: invisible on screen but read by models as ASCII
         # ("ASCII smuggling"), so decode them instead of dropping them.
         return chr(code - 0xE0000)
-    if code in _INVISIBLE or unicodedata.category(ch) == "Cf":
-        return ""  # zero-width space/joiners, word joiner, BOM, soft hyphen, bidi marks
+    if code in _INVISIBLE or unicodedata.category(ch) in ("Cf", "Me"):
+        return ""  # zero-width space/joiners, word joiner, BOM, soft hyphen, bidi marks, enclosing circles
+    if code in _BLANKS:
+        return " "
+    if 0x1F1E6 <= code <= 0x1F1FF:  # regional indicator letters (two of them draw a flag)
+        return chr(code - 0x1F1E6 + ord("A"))
+    if 0x1F130 <= code <= 0x1F189 and (code - 0x1F130) % 32 < 26:  # squared, negative circled/squared
+        return chr((code - 0x1F130) % 32 + ord("A"))
     out = unicodedata.normalize("NFKC", ch).translate(_CONFUSABLES)
+    paren = _PARENTHESISED.fullmatch(out)  # "⒜" is "(a)" after NFKC
+    if paren:
+        return paren.group(1)
     return _fold_accent(out) if len(out) == 1 else out
 
 

@@ -6,4 +6,4 @@ it here lets that check run without importing (and compiling) the phrase familie
 :mod:`beleg.ingest.injection` change, so stored flags are recomputed.
 """
 
-DETECTOR_VERSION = "10.1"  # 10.1: accents folded, more look-alike letters, an umlaut-free reading
+DETECTOR_VERSION = "10.2"  # 10.1: accents folded, look-alikes, an umlaut-free reading; 10.2: more look-alikes, blank fillers
