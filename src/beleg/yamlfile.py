@@ -16,6 +16,7 @@ Every YAML in Beleg goes through :func:`load_yaml`, a ``SafeLoader`` with three 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,39 +87,40 @@ class _StrictLoader(yaml.SafeLoader):
             raise ConstructorError(None, None, problem, node.start_mark) from None
 
 
-def _keep_written_labels(root: Node) -> None:
-    """Retag int/float scalars under :data:`TEXT_KEYS` as strings (their source text)."""
-    stack = [root]  # aliases are refused, so this is a tree of depth <= MAX_DEPTH
-    while stack:
-        node = stack.pop()
-        if isinstance(node, MappingNode):
-            for key, value in node.value:
-                if isinstance(key, ScalarNode) and key.value.strip().lower() in TEXT_KEYS:
-                    items = value.value if isinstance(value, SequenceNode) else [value]
-                    for item in items:
-                        if isinstance(item, ScalarNode) and item.tag in _NUMBER_TAGS:
-                            item.tag = _STR_TAG
-                stack.extend((key, value))
-        elif isinstance(node, SequenceNode):
-            stack.extend(node.value)
-
-
-def _refuse_repeated_keys(root: Node) -> None:
-    """A key of :data:`UNIQUE_KEYS` given twice in one mapping is an error at its second place."""
+def _mappings(root: Node) -> Iterator[MappingNode]:
+    """Every mapping node of the tree (aliases are refused, so it is a tree of depth <= MAX_DEPTH)."""
     stack = [root]
     while stack:
         node = stack.pop()
         if isinstance(node, MappingNode):
-            seen: set[str] = set()
+            yield node
             for key, value in node.value:
-                if isinstance(key, ScalarNode):
-                    name = key.value.strip().lower()
-                    if name in UNIQUE_KEYS and name in seen:
-                        raise ConstructorError(None, None, f"'{name}' is given twice; keep one", key.start_mark)
-                    seen.add(name)
                 stack.extend((key, value))
         elif isinstance(node, SequenceNode):
             stack.extend(node.value)
+
+
+def _keep_written_labels(root: Node) -> None:
+    """Retag int/float scalars under :data:`TEXT_KEYS` as strings (their source text)."""
+    for node in _mappings(root):
+        for key, value in node.value:
+            if isinstance(key, ScalarNode) and key.value.strip().lower() in TEXT_KEYS:
+                items = value.value if isinstance(value, SequenceNode) else [value]
+                for item in items:
+                    if isinstance(item, ScalarNode) and item.tag in _NUMBER_TAGS:
+                        item.tag = _STR_TAG
+
+
+def _refuse_repeated_keys(root: Node) -> None:
+    """A key of :data:`UNIQUE_KEYS` given twice in one mapping is an error at its second place."""
+    for node in _mappings(root):
+        seen: set[str] = set()
+        for key, _ in node.value:
+            if isinstance(key, ScalarNode):
+                name = key.value.strip().lower()
+                if name in UNIQUE_KEYS and name in seen:
+                    raise ConstructorError(None, None, f"'{name}' is given twice; keep one", key.start_mark)
+                seen.add(name)
 
 
 def load_yaml(text: str) -> Any:
