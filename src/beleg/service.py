@@ -211,7 +211,7 @@ def refuse_foreign_claims(path: Path, principal: Principal) -> None:
     why), and a file that declares an ``id:``. Ids are one namespace across tenants, so
     whether a declared id was taken would tell the key that another tenant's document exists
     (and a free one could be squatted); an upload is identified by its tenant and file name."""
-    from beleg.ingest.metadata import declared_tenants
+    from beleg.ingest.metadata import declared_tenants, key_name
     from beleg.ingest.readers import reader_for
 
     if not principal.tenant:
@@ -224,7 +224,7 @@ def refuse_foreign_claims(path: Path, principal: Principal) -> None:
     if other:
         raise AccessDenied(f"{path.name} declares tenant {other[0]!r}, but this key belongs to tenant "
                            f"{principal.tenant!r}; upload it with a key of that tenant or remove the field")
-    if any(str(key).strip().lower() == "id" for key in declared):
+    if any(key_name(key) == "id" for key in declared):
         raise AccessDenied(f"{path.name} declares an 'id:', which uploads through a tenant's key may not do "
                            "(ids are shared by all tenants); remove it: the upload is known by its file name")
 

@@ -23,7 +23,6 @@ import fnmatch
 import functools
 import logging
 import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,7 +67,7 @@ def fold_word(value: str) -> str:
     NFKC first, so ``abgelöst`` typed decomposed (macOS) or ``ｄeprecated`` in fullwidth
     letters is the word in the synonym table, not an unknown status that outranks historical.
     """
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", value).casefold()).strip()
+    return Principal.fold(value)  # the same form as tenant and ACL names
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +242,7 @@ def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for raw_key, value in meta.items():
-        key = _key(raw_key)
+        key = key_name(raw_key)
         _storable(key, raw_key)
         _storable(key, value)
         if key in ACCESS_KEYS and key in out:
@@ -302,7 +301,7 @@ def _storable(key: str, value: Any) -> None:
             _storable(key, v)
 
 
-def _key(raw_key: Any) -> str:
+def key_name(raw_key: Any) -> str:
     """A metadata key as ingest reads it: ``"Tenant "`` is ``tenant``."""
     return str(raw_key).strip().lower()
 
@@ -317,7 +316,7 @@ def declared_tenants(meta: Mapping[str, Any]) -> set[str]:
     """
     out = set()
     for raw_key, value in meta.items():
-        if _key(raw_key) == "tenant":
+        if key_name(raw_key) == "tenant":
             try:
                 out.add(normalize({"tenant": value})["tenant"])
             except MetadataError:
