@@ -28,7 +28,7 @@ from beleg.ingest.readers.base import (
     normalize_newlines,
     require_content,
 )
-from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtree, zero_font
+from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtree, media_applies, zero_font
 from beleg.types import Heading, ParsedDocument
 
 logger = logging.getLogger(__name__)
@@ -187,12 +187,7 @@ def _drop(el: Any) -> None:
 
 def _style_sheet(doc: Any) -> StyleSheet:
     """The page's own ``<style>`` rules that apply on a screen (``media`` all or screen)."""
-    sources = [
-        el.text or ""
-        for el in doc.iter("style")
-        if " ".join((el.get("media") or "all").lower().split()) in ("all", "screen", "only screen")
-    ]
-    return StyleSheet(sources)
+    return StyleSheet([el.text or "" for el in doc.iter("style") if media_applies(el.get("media"))])
 
 
 def _words(value: str) -> set[str]:
