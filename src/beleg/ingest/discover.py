@@ -15,8 +15,10 @@ file named directly, the folder it is in. ``beleg ingest /data/corpus`` gives
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +66,42 @@ def glob_root(pattern: str) -> str:
             break
         parts.append(part)
     return os.path.join(*parts) if parts else "."
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    """Whether ``path`` is one that ``glob.glob(pattern, recursive=True)`` could yield."""
+    return _glob_regex(os.path.normpath(pattern)).fullmatch(os.path.normpath(path)) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    parts = Path(pattern).as_posix().split("/")
+    out = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:.*/)?")
+            continue
+        out.append(_component_regex(part) + ("" if last else "/"))
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _component_regex(part: str) -> str:
+    out, i = [], 0
+    while i < len(part):
+        c = part[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and (close := part.find("]", i + 2)) > 0:
+            body = part[i + 1:close]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = close
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
 
 
 def _folder_link_skip(path: str) -> Candidate:

@@ -20,11 +20,9 @@ file; ``corpus/a.md`` from two working directories are two).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
-import re
 import stat
 import threading
 import time
@@ -41,7 +39,7 @@ from beleg.index.analyzer import analyze
 from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.claims import IngestClaims, await_vectors
-from beleg.ingest.discover import Candidate, discover, glob_root, printable
+from beleg.ingest.discover import Candidate, discover, glob_match, glob_root, printable
 from beleg.ingest.injection import chunk_flags
 from beleg.ingest.metadata import MetadataRule, resolve, widening
 from beleg.ingest.readers import reader_for, supported_suffixes
@@ -148,42 +146,6 @@ def in_scope(source: str, paths: Sequence[str]) -> bool:
         if here == root or here.is_relative_to(root):
             return True
     return False
-
-
-def glob_match(path: str, pattern: str) -> bool:
-    """Whether ``path`` is one that ``glob.glob(pattern, recursive=True)`` could yield."""
-    return _glob_regex(os.path.normpath(pattern)).fullmatch(os.path.normpath(path)) is not None
-
-
-@functools.lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    parts = Path(pattern).as_posix().split("/")
-    out = []
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if part == "**":
-            out.append(".*" if last else "(?:.*/)?")
-            continue
-        out.append(_component_regex(part) + ("" if last else "/"))
-    return re.compile("".join(out), re.DOTALL)
-
-
-def _component_regex(part: str) -> str:
-    out, i = [], 0
-    while i < len(part):
-        c = part[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[" and (close := part.find("]", i + 2)) > 0:
-            body = part[i + 1:close]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
-            i = close
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
 
 
 def index_text(title: str, chunk: Chunk, context: str = "") -> str:
