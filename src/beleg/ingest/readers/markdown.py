@@ -73,21 +73,26 @@ def atx_heading(line: str) -> tuple[int, str] | None:
     return level, title
 
 
-class _NextIndex:
-    """``text.find(needle, start)`` for non-decreasing ``start``, scanning each character once.
+class _NextMatch:
+    """``text.find(needle, start)`` for non-decreasing ``start``, scanning each character once;
+    with ``after_non_space``, only a ``needle`` right after a non-space counts (a closing
+    emphasis delimiter).
 
     A search from every opening bracket of ``[[[[...`` to the same far-away ``]`` is what
     made the link pattern quadratic; the answer stays valid until ``start`` passes it.
     """
 
-    def __init__(self, text: str, needle: str) -> None:
-        self.text, self.needle, self.found = text, needle, -2  # -2: not searched yet
+    def __init__(self, text: str, needle: str, after_non_space: bool = False) -> None:
+        self.text, self.needle, self.after_non_space, self.found = text, needle, after_non_space, -2  # -2: not yet
 
     def __call__(self, start: int) -> int:
         if self.found == -1 or self.found >= start:
             return self.found
-        self.found = self.text.find(self.needle, start)
-        return self.found
+        at = self.text.find(self.needle, start)
+        while self.after_non_space and at >= 0 and self.text[at - 1].isspace():
+            at = self.text.find(self.needle, at + 1)
+        self.found = at
+        return at
 
 
 def _strip_links(text: str) -> str:
@@ -96,7 +101,7 @@ def _strip_links(text: str) -> str:
     The same as ``re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)``: the label runs to the
     first ']' after the '[', and the target to the first ')' after the '('.
     """
-    close_bracket, close_paren = _NextIndex(text, "]"), _NextIndex(text, ")")
+    close_bracket, close_paren = _NextMatch(text, "]"), _NextMatch(text, ")")
     parts: list[str] = []
     done = pos = 0  # text[:done] is in parts; the next '[' is searched from pos
     while (open_ := text.find("[", pos)) >= 0:
@@ -126,7 +131,7 @@ def _strip_emphasis(text: str) -> str:
     every unclosed delimiter (``__a __a __a ...`` was quadratic); here each delimiter's next
     closing position is remembered until the scan passes it.
     """
-    closers = {d: _NextCloser(text, d) for d in _EMPHASIS_DELIMITERS}
+    closers = {d: _NextMatch(text, d, after_non_space=True) for d in _EMPHASIS_DELIMITERS}
     parts: list[str] = []
     done = pos = 0
     length = len(text)
@@ -150,23 +155,6 @@ def _strip_emphasis(text: str) -> str:
             pos += 1
     parts.append(text[done:])
     return "".join(parts)
-
-
-class _NextCloser:
-    """The first ``i >= start`` where ``delimiter`` begins right after a non-space, for
-    non-decreasing ``start`` (the same remembering as :class:`_NextIndex`)."""
-
-    def __init__(self, text: str, delimiter: str) -> None:
-        self.text, self.delimiter, self.found = text, delimiter, -2
-
-    def __call__(self, start: int) -> int:
-        if self.found == -1 or self.found >= start:
-            return self.found
-        text, at = self.text, start
-        while (at := text.find(self.delimiter, at)) >= 0 and text[at - 1].isspace():
-            at += 1
-        self.found = at
-        return at
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
