@@ -112,6 +112,22 @@ def test_a_cross_lingual_question_is_refused_for_a_missing_identifier(english_kb
     assert a.refused and "X-Quill-Timestamp" in a.trace["decision"]
 
 
+@pytest.mark.parametrize("question", ["What's the weather like?", "Wie wird das Wetter morgen?",
+                                      "What is the capital of France?", "Wer ist der Bundeskanzler?"])
+def test_a_question_using_no_word_of_the_sources_is_not_covered(demo_kb, question: str) -> None:
+    # "What's the weather like?" was answered with the German FAQ's first sentence, marked
+    # supported: across languages only the dense similarity was checked, and it is never 0.
+    a = demo_kb.ask(question, options=AnswerOptions(min_confidence=0.0))
+    assert a.refused and not a.withheld and a.citations == ()
+    assert a.trace["decision"].startswith("no source uses the word"), a.trace["decision"]
+
+
+def test_no_shared_word_is_no_reason_across_languages(english_kb) -> None:
+    # Over English-only sources a German question shares no word; the dense scores decide.
+    a = english_kb.ask("Wie lange wiederholt man fehlgeschlagene Zustellungen?", options=AnswerOptions(min_confidence=0.0))
+    assert "no source uses" not in str(a.trace.get("decision"))
+
+
 def test_an_evidence_gap_is_refused_before_any_model_call(demo_kb) -> None:
     from beleg.testing import ScriptedLLM
 
@@ -140,3 +156,13 @@ def test_a_withheld_answer_says_which_check_failed(demo_kb) -> None:
     rejected = demo_kb.ask(RETRY, options=AnswerOptions(verifier=ScriptedLLM(responder=lambda m: "NONE")))
     assert rejected.refused and "the verifier found no answer in the passage" in rejected.trace["decision"]
     assert rejected.trace["llm"]["calls"] == 1
+
+
+@pytest.mark.parametrize("spelled", ["Ferrolink 3", "Ferrolink 3.0.0", "version 3"])
+def test_a_version_written_another_way_is_the_stored_version(demo_kb, spelled: str) -> None:
+    # "Ferrolink 3" is the 3.0 contract's version, not an anchor no source mentions.
+    a = demo_kb.ask(f"What is the retry window in {spelled}?", options=AnswerOptions(min_confidence=0.0))
+    assert not a.refused, a.trace["decision"]
+    assert a.trace["target"]["version"] == "3.0" and "72 hours" in a.answer
+    assert demo_kb.ask("What is the retry window in Ferrolink 2.4.0?").answer == \
+        demo_kb.ask("What is the retry window in Ferrolink 2.4?").answer

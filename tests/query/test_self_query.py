@@ -12,7 +12,7 @@ from beleg.answer.evidence import find_target
 from beleg.index.filters import Cmp, matches, parse
 from beleg.query.dates import date_ranges
 from beleg.query.self_query import Inferred, apply_constraints, filter_keys, infer_constraints
-from beleg.query.versions import asked_versions, version_mentions
+from beleg.query.versions import asked_versions, resolve_version, spellings, version_mentions
 from beleg.types import Hit
 
 VISIBLE = {
@@ -226,6 +226,27 @@ def test_version_mentions_is_the_one_rule() -> None:
     assert version_mentions("uptime of 99.95 percent") == []
     asked = asked_versions("x in 4.0 and in 3.0", [], {"3.0"}, [])
     assert asked.known == ("3.0",) and asked.unknown == ("4.0",)
+
+
+def test_versions_written_another_way_mean_the_stored_one() -> None:
+    # "Ferrolink 3", "Version 2.4.0" and "release v3" are the stored 3.0 and 2.4: a user
+    # writes a version as the release notes do, not as the front matter does.
+    assert version_mentions("How long in Ferrolink 3?", ["ferrolink"]) == ["3"]
+    assert version_mentions("Was galt in Version 2.4.0?") == ["2.4.0"]
+    assert version_mentions("since 1.10.2") == ["1.10.2"]
+    # A whole number is a version only after a product name or "version"/"release".
+    for text in ("Retry in 5 minutes", "Call /api/v3 now", "Error E-4012 in 3 queues", "Ferrolink 3 MB"):
+        assert version_mentions(text, ["ferrolink"]) == [], text
+    assert resolve_version("3", ["1.8", "2.4", "3.0"]) == ["3.0"]
+    assert resolve_version("2.4.0", ["1.8", "2.4", "3.0"]) == ["2.4"]
+    assert resolve_version("3", ["3.1", "3.2", "2.4"]) == ["3.2", "3.1"]  # every 3.x, newest first
+    assert resolve_version("3.0.1", ["3.0"]) == [] and resolve_version("5", ["3.0"]) == []
+    assert spellings("3.0") == ["3", "3.0.0"] and spellings("2.4") == ["2.4.0"]
+    got = infer("How long does Ferrolink 3 retry failed webhook deliveries?")
+    assert applied(got)["version"] == ("=", "3.0", "boost")
+    assert next(c for c in got.constraints if c.key == "version").words == "Ferrolink 3"
+    assert applied(infer("What was the retry window in version 2.4.0?"))["version"] == ("=", "2.4", "boost")
+    assert infer("What was the retry window in version 5?").unknown_versions == ("5",)
 
 
 # ---------------------------------------------------------------------- applying: filters and the boost

@@ -27,6 +27,7 @@ from beleg.answer.support import (
     quote_verifier_check,
     rule_support,
     unmentioned,
+    unused_words,
     with_verifier,
 )
 from beleg.answer.types import REFUSAL, WITHHELD, Answer, Citation, Conflict, Source
@@ -228,6 +229,11 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     }
     if llm is None and groups:
         result = _extractive_parts(kb, question, sources, groups, scorer, target, opts, trace)
+    elif not target.unknown and eligible and (unused := unused_words(
+            question, scorer.terms, {str(v) for v in kb.metadata_values("language", principal)})):
+        # No source the asker may read uses any word of the question: it is about something else.
+        result = _refused_before_answer(question, sources, llm, trace,
+                                        f"no source uses the word{'s' if len(unused) > 1 else ''} {', '.join(unused)}")
     elif not target.unknown and (missing := unmentioned(question, eligible, coverage is not None)):
         # Before any sentence is chosen: no choice of sentence can close this gap.
         result = _refused_before_answer(question, sources, llm, trace,

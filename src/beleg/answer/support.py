@@ -53,9 +53,10 @@ from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import is_howto_question, is_question, names_in, question_form
 from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values, when_markers
-from beleg.index.analyzer import SUPPORTED_LANGUAGES, analyze, detect_language
+from beleg.index.analyzer import SUPPORTED_LANGUAGES, analyze, analyze_query, detect_language
 from beleg.markup import unwrap_blocks
 from beleg.query.intent import without_pleasantries
+from beleg.query.versions import spellings
 from beleg.retrieve.coverage import TermCoverage
 from beleg.sentences import split_sentences
 
@@ -407,7 +408,9 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        # abbreviations join the asker's clauses ("which container, i.e. whose logs")
                        "i.e. e.g. z.B. d.h. u.a. bzw. usw. etc. ca. vs. sog. "
                        # politeness is how the asker asks, wherever it stands ("…, please?")
-                       "please pls kindly bitte thanks thank danke dankeschön")
+                       "please pls kindly bitte thanks thank danke dankeschön "
+                       # "what is X like", "I'd like to": how an asker asks, never the topic
+                       "like")
 
 @cache
 def _question_form_terms() -> frozenset[str]:
@@ -444,10 +447,18 @@ def quote_context(source: Source, start: int, end: int) -> tuple[str, str]:
     a = start - hit.start
     before = [sp for sp in split_sentences(hit.text) if sp.end <= a and not source.quarantine.overlaps(sp.start, sp.end)]
     previous = before[-1].text if before else ""
-    about = [f"version {source.version}" if source.version else "", str(hit.metadata.get("product") or "")]
+    about = [about_version(source), str(hit.metadata.get("product") or "")]
     # Instruction-like headings and fields are withheld (quarantine.py): they support nothing.
     own = "\n".join([*map(shown_value, about), previous, quoted_text(source, start, end)])
     return own, heading_context(source)
+
+
+def about_version(source: Source, product: str = "") -> str:
+    """The version a source is about, in every spelling a question may use ("Ferrolink 3" and
+    "3.0.0" for a stored 3.0, "2.4.0" for 2.4), one line each, after ``product``; or the product alone."""
+    if not source.version:
+        return product
+    return "\n".join(f"{product} version {v}".strip() for v in (source.version, *spellings(source.version)))
 
 
 def heading_context(source: Source) -> str:
@@ -632,8 +643,7 @@ def unmentioned(question: str, sources: Sequence[Source], same_language: bool) -
         return []
     # Withheld (instruction-like) sentences mention nothing: they are never evidence.
     parts = ["\n".join((s.quarantine.redact(s.hit.text), heading_context(s),
-                        f"{s.hit.metadata.get('product') or ''} version {s.version}" if s.version
-                        else str(s.hit.metadata.get("product") or "")))
+                        about_version(s, str(s.hit.metadata.get("product") or ""))))
              for s in sources]
     missing = [a.text for a in missing_anchors(anchors, "\n".join(parts))]
     # A numbered name ("js-controller 5") must be named with its number in one source: the
@@ -646,6 +656,30 @@ def unmentioned(question: str, sources: Sequence[Source], same_language: bool) -
         if not any(pair_found(name, number, part.casefold()) for part in parts):
             missing.append(f"{name} {number}")
     return missing
+
+
+def unused_words(question: str, terms: TermCoverage, languages: set[str]) -> list[str]:
+    """The question's content words, as asked, when **none** of them occurs in any chunk the
+    asker may read ("What's the weather like?", "Wer ist der Bundeskanzler?" over a product's
+    documentation); else []. Nothing found by meaning alone can answer such a question: an
+    embedder always returns a nearest passage, and across languages that passage passed the
+    dense focus check ("weather" answered by the German FAQ's first sentence, supported).
+
+    Only when the asker's sources include the question's language (``languages``): words
+    cannot match across languages, so a German question over English-only documents is left
+    to the dense scores. One shared content word is enough to go on."""
+    lang = detect_language(question, default="?")
+    if lang == "?" or lang not in languages:
+        return []
+    skip = _question_form_terms()
+    text = without_placeholders(without_pleasantries(question))
+    content = [t for t in analyze_query(text) if t not in skip]
+    if not content or any(terms.known(t) for t in content):
+        return []
+    stems = set(content)
+    words = [w for w in re.findall(r"[^\W_][\w.-]*[^\W_]|[^\W_]", text)
+             if (own := analyze(w, lang)) and set(own) <= stems]
+    return list(dict.fromkeys(words)) or content
 
 
 # --------------------------------------------------------------------------- extractive

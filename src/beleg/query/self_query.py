@@ -261,10 +261,10 @@ def infer_constraints(question: str, values: Callable[[str], set[str]], *, today
     constraints: list[Constraint] = []
     products = sorted(visible("product"))
     constraints += _products(question, products)
-    asked = asked_versions(question, context, visible("version"), products) if _has_decimal(question, context) \
+    asked = asked_versions(question, context, visible("version"), products) if _has_digit(question, context) \
         else None
     if asked is not None and asked.known:
-        spans = version_spans(asked.text, products)
+        spans = version_spans(asked.text, products, visible("version"))
         words = ", ".join(spans.get(v, v) for v in asked.known)
         constraints.append(_one_or_in("version", asked.known, words, BOOST))
     constraints += _status(question, lambda: visible("status"), versioned=bool(asked and asked.known))
@@ -273,8 +273,8 @@ def infer_constraints(question: str, values: Callable[[str], set[str]], *, today
     return Inferred(tuple(constraints), asked.unknown if asked else (), asked.origin if asked else "none")
 
 
-def _has_decimal(question: str, context: Sequence[str]) -> bool:
-    return any(re.search(r"\d\.\d", text) for text in (question, *context))
+def _has_digit(question: str, context: Sequence[str]) -> bool:
+    return any(re.search(r"\d", text) for text in (question, *context))
 
 
 def _one_or_in(key: str, found: Sequence[str], words: str, how: str) -> Constraint:

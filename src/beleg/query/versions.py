@@ -11,37 +11,88 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-_VERSION = re.compile(r"(?<![\w.,])v?(\d{1,2}\.\d{1,2})(?![\d.,]*\d)(?!\s*(?:%|percent|prozent|[kmg]i?b\b|€|eur))",
-                      re.IGNORECASE)
+_UNITS = r"(?!\s*(?:%|percent|prozent|[kmg]i?b\b|€|eur))"
+_VERSION = re.compile(r"(?<![\w.,/-])v?(\d{1,3}(?:\.\d{1,3}){1,2})(?![\d.,]*\d)" + _UNITS, re.IGNORECASE)
+# A whole number is a version only right after a product name or "version"/"release"
+# ("Ferrolink 3", "Version 2", "release v3"): "in 5 minutes" and "/api/v3" are not versions.
+_WHOLE = re.compile(r"(?<![\w.,/-])v?(\d{1,3})(?![\w.,]*\d|\w)" + _UNITS, re.IGNORECASE)
 # Words after which a bare decimal is a version ("in 2.4", "seit 3.0", "since 2.4", "version 1.8").
 _CUE = re.compile(r"(?:^|\b(?:version|versions|versionen|release|releases|in|ab|seit|since|für|fuer|bei|from|to|"
                   r"unter|mit|with|of|von|and|und|vs|auf|on))\W*$", re.IGNORECASE)
+_WHOLE_CUE = re.compile(r"\b(?:version|versions|versionen|release|releases|ver)\W*$", re.IGNORECASE)
 
 
 def version_mentions(text: str, products: Iterable[str] = ()) -> list[str]:
     """Version numbers the text asks about: ``"What was the limit in Ferrolink 2.4?"`` → ``["2.4"]``.
 
     A bare decimal is a version only after a cue (a product name, "version", "in", "ab",
-    ...), so "99.95" or "1.5 MB" are not taken for versions.
+    ...), so "99.95" or "1.5 MB" are not taken for versions; a whole number only right after
+    a product name or "version"/"release" ("Ferrolink 3"). Mentions are returned as written
+    ("3", "2.4.0"); :func:`resolve_version` finds the stored spelling they mean.
     """
     names = [re.escape(p) for p in products if p]
     product_cue = re.compile(rf"\b(?:{'|'.join(names)})\W*$", re.IGNORECASE) if names else None
-    out: list[str] = []
+    found: list[tuple[int, str]] = []
     for m in _VERSION.finditer(text):
         before = text[max(0, m.start() - 30): m.start()]
         if _CUE.search(before) or (product_cue is not None and product_cue.search(before)):
-            out.append(m.group(1))
-    return list(dict.fromkeys(out))
+            found.append((m.start(), m.group(1)))
+    for m in _WHOLE.finditer(text):
+        before = text[max(0, m.start() - 30): m.start()]
+        if _WHOLE_CUE.search(before) or (product_cue is not None and product_cue.search(before)):
+            found.append((m.start(), m.group(1)))
+    return list(dict.fromkeys(v for _, v in sorted(found)))
 
 
-def version_spans(text: str, products: Iterable[str] = ()) -> dict[str, str]:
-    """Each mentioned version with the words that named it (``{"3.0": "Ferrolink 3.0"}``), for traces."""
-    found = version_mentions(text, products)
+def _parts(version: str) -> tuple[int, ...] | None:
+    if not re.fullmatch(r"v?\d+(?:\.\d+)*", version, re.IGNORECASE):
+        return None
+    parts = [int(p) for p in version.lstrip("vV").split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()  # "3.0" and "3.0.0" are "3"; "2.4.0" is "2.4"
+    return tuple(parts)
+
+
+def resolve_version(mentioned: str, known_versions: Iterable[str]) -> list[str]:
+    """The stored versions a mention means: itself; else a spelling of the same number
+    ("2.4.0" for a stored "2.4", "3" for "3.0"); else, for a whole number, every version of
+    that major (newest first: "Ferrolink 3" over stored 3.0 and 3.1 means both)."""
+    known = list(known_versions)
+    if mentioned in known:
+        return [mentioned]
+    asked = _parts(mentioned)
+    if asked is None:
+        return []
+    same = [v for v in known if _parts(v) == asked]
+    if same or "." in mentioned:
+        return same
+    major = [(p, v) for v in known if (p := _parts(v)) is not None and p[0] == asked[0]]
+    return [v for _, v in sorted(major, reverse=True)]
+
+
+def version_spans(text: str, products: Iterable[str] = (), known_versions: Iterable[str] | None = None
+                  ) -> dict[str, str]:
+    """Each mentioned version with the words that named it (``{"3.0": "Ferrolink 3.0"}``), for
+    traces; with ``known_versions``, keyed by the stored version each mention means
+    (``{"3.0": "Ferrolink 3"}``)."""
+    known = list(known_versions) if known_versions is not None else None
     spans: dict[str, str] = {}
-    for version in found:
+    for version in version_mentions(text, products):
         m = re.search(rf"(\b\w+\W{{0,3}})?v?{re.escape(version)}(?![\d.])", text, re.IGNORECASE)
-        spans[version] = m.group(0).strip() if m else version
+        words = m.group(0).strip() if m else version
+        for key in (resolve_version(version, known) if known is not None else [version]):
+            spans.setdefault(key, words)
     return spans
+
+
+def spellings(version: str) -> list[str]:
+    """Other ways to write a stored version: "3.0" is also "3" and "3.0.0"; "2.4" also "2.4.0"."""
+    parts = _parts(version)
+    if parts is None:
+        return []
+    base = ".".join(map(str, parts))
+    return [v for v in dict.fromkeys((base, base + ".0" * (2 - base.count(".")), base + ".0" * (1 - base.count("."))))
+            if v != version and v]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,15 +122,16 @@ def asked_versions(question: str, context: Sequence[str], known_versions: set[st
     products = list(products)
     mentioned = version_mentions(question, products)
     if known_versions:
-        known = tuple(v for v in mentioned if v in known_versions)
-        unknown = tuple(v for v in mentioned if v not in known_versions)
+        known = tuple(dict.fromkeys(k for v in mentioned for k in resolve_version(v, known_versions)))
+        unknown = tuple(v for v in mentioned if not resolve_version(v, known_versions))
         if known or unknown:
             return AskedVersions(known, unknown, "question", question)
     for turn in reversed(context):
-        found = tuple(v for v in version_mentions(turn, products) if v in known_versions)
+        found = tuple(dict.fromkeys(k for v in version_mentions(turn, products)
+                                    for k in resolve_version(v, known_versions)))
         if found:
             return AskedVersions(found, (), "conversation", turn)
     return AskedVersions((), (), "none")
 
 
-__all__ = ["AskedVersions", "asked_versions", "version_mentions", "version_spans"]
+__all__ = ["AskedVersions", "asked_versions", "resolve_version", "spellings", "version_mentions", "version_spans"]
