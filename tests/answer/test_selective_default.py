@@ -166,3 +166,39 @@ def test_a_version_written_another_way_is_the_stored_version(demo_kb, spelled: s
     assert a.trace["target"]["version"] == "3.0" and "72 hours" in a.answer
     assert demo_kb.ask("What is the retry window in Ferrolink 2.4.0?").answer == \
         demo_kb.ask("What is the retry window in Ferrolink 2.4?").answer
+
+
+@pytest.fixture(scope="module")
+def mostly_english_kb(tmp_path_factory: pytest.TempPathFactory, embedder):
+    # English documentation with a couple of German pages on something else: the German side
+    # is too small for a missing German word to mean anything.
+    folder = tmp_path_factory.mktemp("mostly-english")
+    (folder / "webhooks.md").write_text(
+        "---\ntitle: Webhooks\nlanguage: en\n---\n# Webhook retries\n\n"
+        "If a delivery attempt fails, Quillmail retries the delivery for 48 hours.\n", encoding="utf-8")
+    (folder / "rechnungen.md").write_text(
+        "---\ntitle: Rechnungen\nlanguage: de\n---\n# Rechnungen\n\n"
+        "Rechnungen werden am ersten Werktag des Monats per E-Mail verschickt.\n\n"
+        "# Zahlungsziel\n\nDas Zahlungsziel beträgt vierzehn Tage.\n", encoding="utf-8")
+    kb = beleg.open(folder / "kb", embedder=embedder)
+    kb.ingest([str(folder / "webhooks.md"), str(folder / "rechnungen.md")], progress=False)
+    yield kb
+    kb.close()
+
+
+def test_a_few_pages_in_the_questions_language_do_not_make_its_words_evidence(mostly_english_kb) -> None:
+    # No word of this German question occurs anywhere, but the English page answers it: the
+    # German side (two pages) is too small for that absence to say the question is not covered.
+    a = mostly_english_kb.ask("Wie lange versucht man misslungene Auslieferungen erneut?",
+                              options=AnswerOptions(min_confidence=0.0))
+    decision = str(a.trace.get("decision"))
+    assert "no source uses" not in decision and "of the question's terms" not in decision, decision
+    assert a.trace["evidence_coverage"] is None
+
+
+def test_v_and_range_spellings_of_versions(demo_kb) -> None:
+    # "v2.4" names the 2.4 version by itself (no cue needed) and is found as "2.4" in sources;
+    # "1.x" is a range, never the stored 1.8.
+    a = demo_kb.ask("Retry window v2.4?", options=AnswerOptions(min_confidence=0.0))
+    assert a.trace["target"]["version"] == "2.4" and "mentions" not in str(a.trace.get("decision"))
+    assert demo_kb.ask("How do I migrate from Ferrolink 1.x?").trace["target"]["version"] is None

@@ -234,6 +234,8 @@ def test_versions_written_another_way_mean_the_stored_one() -> None:
     assert version_mentions("How long in Ferrolink 3?", ["ferrolink"]) == ["3"]
     assert version_mentions("Was galt in Version 2.4.0?") == ["2.4.0"]
     assert version_mentions("since 1.10.2") == ["1.10.2"]
+    assert version_mentions("API rate limit v2.0") == ["2.0"]  # "v" says it is a version by itself
+    assert version_mentions("How do I migrate from Kestrel 1.x?", ["kestrel"]) == []  # a range
     # A whole number is a version only after a product name or "version"/"release".
     for text in ("Retry in 5 minutes", "Call /api/v3 now", "Error E-4012 in 3 queues", "Ferrolink 3 MB"):
         assert version_mentions(text, ["ferrolink"]) == [], text

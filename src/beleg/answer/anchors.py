@@ -146,6 +146,8 @@ def question_anchors(question: str, language: str) -> list[Anchor]:
         token = m.group(0).strip("./-")
         if _ABBREVIATION.fullmatch(token):
             continue
+        if re.fullmatch(r"[vV]\d+(?:\.\d+)+", token):
+            token = token[1:]  # "v2.0" is the version 2.0, which pages write without the "v"
         # "GraphQL-Endpunkt", "iCal-Adapter": a compound of a name and a word is judged by its parts;
         # so is a name with digits and a German noun ("x86-Server"). A one-letter head
         # ("X-Request-Id", "E-Mail") marks a header or a fixed term: kept whole.

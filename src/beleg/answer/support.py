@@ -53,7 +53,7 @@ from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import is_howto_question, is_question, names_in, question_form
 from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values, when_markers
-from beleg.index.analyzer import SUPPORTED_LANGUAGES, analyze, analyze_query, detect_language
+from beleg.index.analyzer import SUPPORTED_LANGUAGES, analyze, detect_language
 from beleg.markup import unwrap_blocks
 from beleg.query.intent import without_pleasantries
 from beleg.query.versions import spellings
@@ -658,28 +658,32 @@ def unmentioned(question: str, sources: Sequence[Source], same_language: bool) -
     return missing
 
 
-def unused_words(question: str, terms: TermCoverage, languages: set[str]) -> list[str]:
+def unused_words(question: str, terms: TermCoverage) -> list[str]:
     """The question's content words, as asked, when **none** of them occurs in any chunk the
     asker may read ("What's the weather like?", "Wer ist der Bundeskanzler?" over a product's
     documentation); else []. Nothing found by meaning alone can answer such a question: an
     embedder always returns a nearest passage, and across languages that passage passed the
     dense focus check ("weather" answered by the German FAQ's first sentence, supported).
 
-    Only when the asker's sources include the question's language (``languages``): words
-    cannot match across languages, so a German question over English-only documents is left
-    to the dense scores. One shared content word is enough to go on."""
-    lang = detect_language(question, default="?")
-    if lang == "?" or lang not in languages:
+    A word counts as used when its stem in any language occurs ("Backups" in a German
+    question is the English pages' "backup"). Callers ask only where words can be evidence
+    (the answerer's ``coverage`` is not None: the question is in the language of the
+    retrieved evidence, and that language's side of the index is not a handful of pages).
+    One used content word is enough to go on."""
+    if detect_language(question, default="?") == "?":
         return []
     skip = _question_form_terms()
     text = without_placeholders(without_pleasantries(question))
-    content = [t for t in analyze_query(text) if t not in skip]
-    if not content or any(terms.known(t) for t in content):
-        return []
-    stems = set(content)
-    words = [w for w in re.findall(r"[^\W_][\w.-]*[^\W_]|[^\W_]", text)
-             if (own := analyze(w, lang)) and set(own) <= stems]
-    return list(dict.fromkeys(words)) or content
+    words = []
+    for word in dict.fromkeys(re.findall(r"[^\W_][\w.-]*[^\W_]|[^\W_]", text)):
+        by_language = [set(analyze(word, language)) for language in SUPPORTED_LANGUAGES]
+        if any(not stems or stems <= skip for stems in by_language):
+            continue  # a function word or a word of the question form, in some language
+        stems = set().union(*by_language)
+        if any(terms.known(t) for t in stems):
+            return []
+        words.append(word)
+    return words
 
 
 # --------------------------------------------------------------------------- extractive

@@ -15,7 +15,8 @@ _UNITS = r"(?!\s*(?:%|percent|prozent|[kmg]i?b\b|€|eur))"
 _VERSION = re.compile(r"(?<![\w.,/-])v?(\d{1,3}(?:\.\d{1,3}){1,2})(?![\d.,]*\d)" + _UNITS, re.IGNORECASE)
 # A whole number is a version only right after a product name or "version"/"release"
 # ("Ferrolink 3", "Version 2", "release v3"): "in 5 minutes" and "/api/v3" are not versions.
-_WHOLE = re.compile(r"(?<![\w.,/-])v?(\d{1,3})(?![\w.,]*\d|\w)" + _UNITS, re.IGNORECASE)
+# "1.x" and "2.*" are a range, not the stored 1.2 ("migrating from Kestrel 1.x" is about 2.0).
+_WHOLE = re.compile(r"(?<![\w.,/-])v?(\d{1,3})(?![\w.,]*\d|\w|\.[x*])" + _UNITS, re.IGNORECASE)
 # Words after which a bare decimal is a version ("in 2.4", "seit 3.0", "since 2.4", "version 1.8").
 _CUE = re.compile(r"(?:^|\b(?:version|versions|versionen|release|releases|in|ab|seit|since|für|fuer|bei|from|to|"
                   r"unter|mit|with|of|von|and|und|vs|auf|on))\W*$", re.IGNORECASE)
@@ -35,7 +36,8 @@ def version_mentions(text: str, products: Iterable[str] = ()) -> list[str]:
     found: list[tuple[int, str]] = []
     for m in _VERSION.finditer(text):
         before = text[max(0, m.start() - 30): m.start()]
-        if _CUE.search(before) or (product_cue is not None and product_cue.search(before)):
+        written_as_version = m.group(0)[0] in "vV"  # "v2.0" says it is a version by itself
+        if written_as_version or _CUE.search(before) or (product_cue is not None and product_cue.search(before)):
             found.append((m.start(), m.group(1)))
     for m in _WHOLE.finditer(text):
         before = text[max(0, m.start() - 30): m.start()]
