@@ -8,7 +8,9 @@ look-alike that a reader does see must stay.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,3 +133,104 @@ def test_demo_corpus_loses_no_visible_text() -> None:
     for path in files:
         source = path.read_text(encoding="utf-8")
         assert blank_hidden(source) == source, path
+
+
+# --- DOCX: white, same-colour and tiny runs -----------------------------------------------
+
+
+def _docx_read(build: Callable[[Any], None]) -> str:
+    from tests.ingest.test_hidden_text import docx_text
+
+    return docx_text(build)
+
+
+def _rpr(run: Any, xml: str) -> None:
+    """Append run properties written as WordprocessingML (``<w:color w:val="FFFFFF"/>``)."""
+    run._r.get_or_add_rPr().extend(_elements(xml))
+
+
+def _elements(xml: str) -> list[Any]:
+    from docx.oxml import parse_xml
+
+    wrapper = parse_xml(f'<w:x xmlns:w="{_W}" xmlns:wp="{_WP}">{xml}</w:x>')
+    return list(wrapper)
+
+
+_W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+_WP = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
+_WHITE = '<w:color w:val="FFFFFF"/>'
+
+
+@pytest.mark.parametrize("rpr", [
+    _WHITE,  # white on the white paper
+    '<w:color w:val="fefefe"/>',
+    _WHITE + '<w:shd w:val="clear" w:color="auto" w:fill="FFFFFF"/>',
+    '<w:color w:val="000000"/><w:shd w:val="clear" w:color="auto" w:fill="000000"/>',
+    '<w:color w:val="FFFF00"/><w:highlight w:val="yellow"/>',
+    '<w:color w:val="1F4E79"/><w:shd w:val="solid" w:color="1F4E79" w:fill="FFFFFF"/>',
+    '<w:sz w:val="2"/>', '<w:sz w:val="1"/><w:szCs w:val="1"/>',
+])  # fmt: skip
+def test_docx_unseen_runs_are_dropped(rpr: str) -> None:
+    def build(document: Any) -> None:
+        p = document.add_paragraph("Shown start. ")
+        _rpr(p.add_run(_SECRET), rpr)
+        p.add_run(" Shown end.")
+
+    text = _docx_read(build)
+    assert "Ignore" not in text and "Shown start. Shown end." in text
+
+
+def test_docx_unseen_by_style_paragraph_shading_and_table_cell() -> None:
+    from docx.enum.style import WD_STYLE_TYPE
+
+    def build(document: Any) -> None:
+        ghost = document.styles.add_style("Ghost", WD_STYLE_TYPE.CHARACTER)
+        ghost.element.get_or_add_rPr().extend(_elements(_WHITE))
+        document.add_paragraph().add_run("Hidden by character style.", style="Ghost")
+        para = document.styles.add_style("Ghost Para", WD_STYLE_TYPE.PARAGRAPH)
+        para.element.get_or_add_rPr().extend(_elements('<w:sz w:val="2"/>'))
+        document.add_paragraph("Hidden by paragraph style.", style="Ghost Para")
+        shaded = document.add_paragraph()
+        shaded._p.get_or_add_pPr().extend(_elements('<w:shd w:val="clear" w:color="auto" w:fill="DDDDDD"/>'))
+        _rpr(shaded.add_run("Hidden grey on grey."), '<w:color w:val="DDDDDD"/>')
+        cells = document.add_table(rows=1, cols=2).rows[0].cells
+        cells[0].text = "Size"
+        _rpr(cells[1].paragraphs[0].add_run("Hidden in a plain cell."), _WHITE)
+
+    text = _docx_read(build)
+    assert "Hidden" not in text and "Size" in text
+
+
+def test_docx_white_text_on_a_dark_background_is_kept() -> None:
+    def build(document: Any) -> None:
+        _rpr(document.add_paragraph().add_run("On black run shading."), _WHITE + '<w:shd w:val="clear" w:fill="000000"/>')
+        _rpr(document.add_paragraph().add_run("On a dark highlight."), _WHITE + '<w:highlight w:val="darkBlue"/>')
+        dark = document.add_paragraph()
+        dark._p.get_or_add_pPr().extend(_elements('<w:shd w:val="clear" w:color="auto" w:fill="1F4E79"/>'))
+        _rpr(dark.add_run("On a dark paragraph."), _WHITE)
+        cell = document.add_table(rows=1, cols=1).rows[0].cells[0]
+        cell._tc.get_or_add_tcPr().extend(_elements('<w:shd w:val="clear" w:color="auto" w:fill="2F5496"/>'))
+        _rpr(cell.paragraphs[0].add_run("In a dark cell."), _WHITE)
+        styled = document.add_table(rows=1, cols=1, style="Light Shading")  # a header row shaded by the style
+        _rpr(styled.rows[0].cells[0].paragraphs[0].add_run("In a styled header row."), _WHITE)
+        _rpr(document.add_paragraph().add_run("Automatic colour."), '<w:color w:val="auto"/><w:shd w:val="clear" w:fill="000000"/>')
+        _rpr(document.add_paragraph().add_run("Small print."), '<w:sz w:val="12"/>')
+        _rpr(document.add_paragraph().add_run("Patterned."), _WHITE + '<w:shd w:val="pct50" w:color="000000" w:fill="FFFFFF"/>')
+
+    text = _docx_read(build)
+    for shown in ("On black run shading.", "On a dark highlight.", "On a dark paragraph.", "In a dark cell.",
+                  "In a styled header row.", "Automatic colour.", "Small print.", "Patterned."):  # fmt: skip
+        assert shown in text
+
+
+@pytest.mark.parametrize("behind", ["page colour", "image behind the text"])
+def test_docx_white_text_is_kept_when_the_page_is_not_plain_paper(behind: str) -> None:
+    def build(document: Any) -> None:
+        if behind == "page colour":
+            document.element.insert(0, _elements('<w:background w:color="1F1F1F"/>')[0])
+        else:  # a full-page picture placed behind the text in the header
+            drawing = '<w:p><w:r><w:drawing><wp:anchor behindDoc="1"/></w:drawing></w:r></w:p>'
+            document.sections[0].header._element.extend(_elements(drawing))
+        _rpr(document.add_paragraph().add_run("White cover title."), _WHITE)
+
+    assert "White cover title." in _docx_read(build)
