@@ -45,7 +45,9 @@ def test_html_inline_css_that_hides(style: str) -> None:
 
 @pytest.mark.parametrize("style", [
     "opacity:0.5", "opacity:.01", "font-size:0.9em", "font-size:10px", "font-size: 0.5rem",
-    "display:inline", "visibility:visible", "dis/**/play:none", "color:transparent",
+    "display:inline", "visibility:visible", "dis/**/play:none",
+    # gradient text: the background shows through the transparent glyphs
+    "color:transparent;background:linear-gradient(red,blue);-webkit-background-clip:text",
 ])  # fmt: skip
 def test_html_inline_css_that_does_not_hide(style: str) -> None:
     assert "gizmo warranty" in html_text(f'<p style="{style}">The gizmo warranty is 2 years.</p>')

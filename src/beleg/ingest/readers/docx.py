@@ -3,7 +3,8 @@
 Heading styles become ``#`` lines (as for HTML) so every format chunks alike. Page
 headers, footers, comments and footnotes are left out: they are page furniture or
 annotations, not the document's running text. Runs formatted as hidden are left out too
-(directly or by style), as Word does not show or print them.
+(directly or by style), as Word does not show or print them, and so are runs no reader can
+see: 1pt or smaller, or coloured like what they are drawn on (``_HiddenText`` says when).
 
 A .docx is a zip archive, and python-docx inflates and parses every part of it in memory,
 so the archive is checked first from its directory (which zipfile then holds every member
@@ -18,6 +19,7 @@ import logging
 import re
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,21 @@ _MAX_LEVEL = 6  # Word has Heading 7-9; Markdown-style lines stop at six '#'
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy .doc (and other OLE files)
 _HIDING = ("w:vanish", "w:webHidden", "w:specVanish")
 _OFF = {"0", "false", "off"}  # an on/off property's w:val that turns it off
+#: Font sizes (``w:sz``, in half-points) at or below this are unreadable: 1pt.
+TINY_HALF_POINTS = 2
+#: A colour this close to its background (each channel, of 255) is unseen; as for HTML.
+SAME_COLOUR = 8
+_WHITE = "FFFFFF"
+_UNKNOWN = "unknown"  # a background we cannot tell (a pattern, a table style, an image)
+_NO_FILL = "none"
+_HEX_COLOUR = re.compile(r"^[0-9A-Fa-f]{6}$")
+# w:highlight's named colours (ST_HighlightColor).
+_HIGHLIGHTS = {
+    "black": "000000", "blue": "0000FF", "cyan": "00FFFF", "green": "00FF00", "magenta": "FF00FF",
+    "red": "FF0000", "yellow": "FFFF00", "white": "FFFFFF", "darkBlue": "000080", "darkCyan": "008080",
+    "darkGreen": "008000", "darkMagenta": "800080", "darkRed": "800000", "darkYellow": "808000",
+    "darkGray": "808080", "lightGray": "C0C0C0",
+}  # fmt: skip
 
 #: Uncompressed size of all members together (the pipeline's default file limit is 50 MB;
 #: real documents with images inflate to a few times their size).
@@ -98,57 +115,226 @@ def _hidden_flag(rpr: Any) -> bool | None:
     return any(flags) if flags else None
 
 
+def _shading(shd: Any) -> str | None:
+    """The colour a ``w:shd`` paints: a hex colour, ``none``, ``unknown``; ``None`` if absent."""
+    if shd is None:
+        return None
+    from docx.oxml.ns import qn
+
+    pattern = shd.get(qn("w:val"), "clear")
+    if pattern == "nil":
+        return _NO_FILL
+    if pattern == "clear":  # the fill alone
+        fill = shd.get(qn("w:fill"), "auto")
+        return fill.upper() if _HEX_COLOUR.match(fill) else _NO_FILL
+    if pattern == "solid":  # the pattern colour over all of it
+        colour = shd.get(qn("w:color"), "auto")
+        return colour.upper() if _HEX_COLOUR.match(colour) else _UNKNOWN
+    return _UNKNOWN  # a mix of two colours (pct25, stripes...)
+
+
+def _child_val(rpr: Any, name: str) -> str | None:
+    if rpr is None:
+        return None
+    from docx.oxml.ns import qn
+
+    el = rpr.find(qn(name))
+    return None if el is None else el.get(qn("w:val"))
+
+
+def _font_colour(rpr: Any) -> str | None:
+    value = _child_val(rpr, "w:color")
+    return None if value is None else value.upper() if _HEX_COLOUR.match(value) else "auto"
+
+
+def _font_size(rpr: Any) -> int | None:
+    value = _child_val(rpr, "w:sz")
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def _run_background(rpr: Any) -> str | None:
+    """What a run is drawn on by its own formatting: its highlight, else its shading."""
+    highlight = _child_val(rpr, "w:highlight")
+    if highlight is not None and highlight != "none":
+        return _HIGHLIGHTS.get(highlight, _UNKNOWN)
+    if rpr is None:
+        return None
+    from docx.oxml.ns import qn
+
+    shading = _shading(rpr.find(qn("w:shd")))
+    return None if shading == _NO_FILL else shading
+
+
+def _run_properties(style: Any) -> Any:
+    from docx.oxml.ns import qn
+
+    return None if style is None else style.find(qn("w:rPr"))
+
+
+_RUN_LOOKS: dict[str, Callable[[Any], Any]] = {
+    "hidden": _hidden_flag, "colour": _font_colour, "size": _font_size, "background": _run_background,
+}  # fmt: skip
+
+
 class _HiddenText:
-    """Which runs Word does not show: ``w:vanish`` (Hidden font), ``w:webHidden`` (hidden in
-    web layout) and ``w:specVanish``, set on the run, its character style or its paragraph's
-    style (each through its ``basedOn`` chain), else the document defaults (``w:docDefaults``).
-    The nearest one that says wins, so a run set back to shown inside a hidden style is shown."""
+    """Which runs Word does not show, or shows where no reader can see them.
+
+    Hidden runs: ``w:vanish`` (Hidden font), ``w:webHidden`` (hidden in web layout) and
+    ``w:specVanish``. Unseen runs: a font of at most 1pt, or a font colour equal to what the
+    run is drawn on: its highlight or shading, its paragraph's or table cell's shading, else
+    the white paper, but only where nothing else may lie under the text (a page colour, an
+    image or shape behind the text, a table style's shading make the paper unknown). White
+    text on dark shading is seen, and ``auto`` colour is never unseen (Word picks black or
+    white against the background).
+
+    Each run property is set on the run, its character style or its paragraph's style (each
+    through its ``basedOn`` chain), else the document defaults (``w:docDefaults``). The
+    nearest one that says wins, so a run set back to shown inside a hidden style is shown."""
 
     def __init__(self, document: Any) -> None:
         from docx.oxml.ns import qn
 
-        own: dict[str, bool | None] = {}
+        styles_element = document.styles.element
+        own: dict[str, Any] = {}
         based_on: dict[str, str] = {}
         self.default_paragraph_style: str | None = None
         # The last fallback of Word's cascade: hiding every run there and showing some again
         # on the run hides the rest of the document from a reader.
-        defaults = document.styles.element.find(f"{qn('w:docDefaults')}/{qn('w:rPrDefault')}/{qn('w:rPr')}")
-        self.document_default = _hidden_flag(defaults)
-        for style in document.styles.element.findall(qn("w:style")):
+        defaults = styles_element.find(f"{qn('w:docDefaults')}/{qn('w:rPrDefault')}/{qn('w:rPr')}")
+        self.document_default = {name: look(defaults) for name, look in _RUN_LOOKS.items()}
+        self._style_elements: dict[str, Any] = {}
+        for style in styles_element.findall(qn("w:style")):
             style_id = style.get(qn("w:styleId"), "")
-            own[style_id] = _hidden_flag(style.find(qn("w:rPr")))
+            self._style_elements[style_id] = style
+            own[style_id] = style
             parent = style.find(qn("w:basedOn"))
             if parent is not None:
                 based_on[style_id] = parent.get(qn("w:val"), "")
             if style.get(qn("w:type")) == "paragraph" and style.get(qn("w:default"), "").lower() in ("1", "true", "on"):
                 self.default_paragraph_style = style_id
-        self.styles: dict[str, bool | None] = {}
+        self._based_on = based_on
+        # Per run property, per style: the value its nearest style in the basedOn chain says.
+        self.styles: dict[str, dict[str, Any]] = {
+            name: self._resolve({sid: look(_run_properties(el)) for sid, el in own.items()})
+            for name, look in _RUN_LOOKS.items()
+        }
+        self.paragraph_shading = self._resolve(
+            {sid: _shading(el.find(f"{qn('w:pPr')}/{qn('w:shd')}")) for sid, el in own.items()}
+        )
+        self.paper = _WHITE if _nothing_behind_the_text(document) else _UNKNOWN
+        self._table_backgrounds: dict[int, str | None] = {}
+
+    def _resolve(self, own: dict[str, Any]) -> dict[str, Any]:
+        resolved: dict[str, Any] = {}
         for style_id in own:
             seen: set[str] = set()
             current: str | None = style_id
             while current is not None and current not in seen and own.get(current) is None:
                 seen.add(current)  # a basedOn cycle in a damaged file ends the walk
-                current = based_on.get(current)
-            self.styles[style_id] = own.get(current) if current is not None else None
+                current = self._based_on.get(current)
+            resolved[style_id] = own.get(current) if current is not None else None
+        return resolved
 
     def paragraph_text(self, p: Any) -> str:
         """The text of the shown runs of paragraph element ``p`` (hyperlinks included)."""
-        from docx.oxml.ns import qn
 
         ppr = p.pPr
         para_style = ppr.pStyle.val if ppr is not None and ppr.pStyle is not None else self.default_paragraph_style
-        inherited = self.styles.get(para_style or "")
+        below: str | None = None  # what the paragraph is drawn on, found at the first coloured run
         parts: list[str] = []
         for run in p.xpath("w:r | w:hyperlink/w:r"):
             rpr = run.rPr
-            hidden = _hidden_flag(rpr)
-            if hidden is None and rpr is not None and (char_style := rpr.find(qn("w:rStyle"))) is not None:
-                hidden = self.styles.get(char_style.get(qn("w:val"), ""))
-            if hidden is None:
-                hidden = self.document_default if inherited is None else inherited
-            if not hidden:
-                parts.append(run.text)
+            char_style = _child_val(rpr, "w:rStyle") or ""
+            look = {
+                name: _first_said(
+                    value(rpr), self.styles[name].get(char_style), self.styles[name].get(para_style or ""),
+                    self.document_default[name],
+                )
+                for name, value in _RUN_LOOKS.items()
+            }  # fmt: skip
+            if look["hidden"] or (look["size"] is not None and look["size"] <= TINY_HALF_POINTS):
+                continue
+            colour = look["colour"]
+            if colour is not None and colour != "auto":
+                if below is None:
+                    below = self._paragraph_background(p, para_style)
+                if _same_colour(colour, look["background"] or below):
+                    continue
+            parts.append(run.text)
         return "".join(parts)
+
+    def _paragraph_background(self, p: Any, para_style: str | None) -> str:
+        """What the paragraph's runs are drawn on without shading of their own."""
+        from docx.oxml.ns import qn
+
+        ppr = p.pPr
+        shading = _first_said(
+            _shading(ppr.find(qn("w:shd")) if ppr is not None else None), self.paragraph_shading.get(para_style or "")
+        )
+        if shading is not None and shading != _NO_FILL:
+            return str(shading)
+        cell = next(p.iterancestors(qn("w:tc")), None)
+        if cell is None:
+            return self.paper
+        shading = _shading(cell.find(f"{qn('w:tcPr')}/{qn('w:shd')}"))
+        if shading is not None and shading != _NO_FILL:
+            return shading
+        table = next(cell.iterancestors(qn("w:tbl")), None)
+        return self._table_background(table) or self.paper
+
+    def _table_background(self, table: Any) -> str | None:
+        """A table's own shading, ``unknown`` if its style shades any part of it (a header
+        row in a dark accent colour), else ``None``."""
+        from docx.oxml.ns import qn
+
+        if table is None:
+            return None
+        if id(table) not in self._table_backgrounds:
+            shading = _shading(table.find(f"{qn('w:tblPr')}/{qn('w:shd')}"))
+            style_id = _child_val(table.find(qn("w:tblPr")), "w:tblStyle")
+            seen: set[str] = set()
+            while style_id and style_id not in seen and (shading is None or shading == _NO_FILL):
+                seen.add(style_id)
+                style = self._style_elements.get(style_id)
+                if style is not None and any(_shading(shd) != _NO_FILL for shd in style.iter(qn("w:shd"))):
+                    shading = _UNKNOWN
+                style_id = self._based_on.get(style_id)
+            self._table_backgrounds[id(table)] = None if shading == _NO_FILL else shading
+        return self._table_backgrounds[id(table)]
+
+
+def _first_said(*values: Any) -> Any:
+    return next((value for value in values if value is not None), None)
+
+
+def _same_colour(colour: str, background: str) -> bool:
+    if not _HEX_COLOUR.match(colour) or not _HEX_COLOUR.match(background):
+        return False  # 'unknown': the text may well show
+    return all(abs(int(colour[i : i + 2], 16) - int(background[i : i + 2], 16)) <= SAME_COLOUR for i in (0, 2, 4))
+
+
+def _nothing_behind_the_text(document: Any) -> bool:
+    """Is the page plain paper? Not with a page colour (``w:background``), an image or shape
+    placed behind the text (often in the header, as a full-page background) or VML shapes."""
+    from lxml import etree
+
+    namespaces = {
+        "w": "http://schemas.openxmlformats.org/wordprocessingml/2006/main",
+        "wp": "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing",
+        "v": "urn:schemas-microsoft-com:vml",
+    }
+    behind = etree.XPath(
+        "//w:background | //wp:anchor[@behindDoc='1' or @behindDoc='true'] | //v:*", namespaces=namespaces
+    )
+    parts = [document.part]
+    for rel in document.part.rels.values():
+        if not rel.is_external and rel.reltype.endswith(("/header", "/footer")):
+            parts.append(rel.target_part)
+    for part in parts:
+        element = getattr(part, "element", None)
+        if element is not None and etree.iselement(element) and behind(element):
+            return False
+    return True
 
 
 def _paragraph_text(paragraph: Any, hidden: _HiddenText) -> str:

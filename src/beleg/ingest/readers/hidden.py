@@ -17,9 +17,24 @@ only keep text, never invent it. The cascade is followed as far as these selecto
 need: ``!important`` first, then the inline style, then specificity, then source order,
 so ``.sr{display:none}`` is undone by ``style="display:inline"`` as in a browser.
 
+The classic concealment tricks are judged in their general form (:func:`hides_subtree`,
+:func:`invisible_ink`): text moved off-screen (``text-indent``, ``left``/``top``/``right``/
+``bottom`` of a positioned box, ``translate`` at or past -999px), clipped away (``clip:
+rect()`` of at most a pixel, ``clip-path: inset(50%)``, ``circle(0)``), scaled to nothing
+(``scale(0)``, a collapsing ``matrix``), shut in a box of at most one pixel that clips its
+overflow (``height: 0; overflow: hidden``, unpadded), and text painted transparent or in
+the colour of its background (``#fff``, ``white``, ``rgb()``, ``hsl()`` alike, within a few
+levels of 255). Screen-reader-only text (the ``.sr-only`` pattern: a clipped 1px box) is
+dropped too: a sighted reader does not see it, and what it says (a link's purpose, an
+icon's name) repeats what the page shows. An element's background counts for the text of
+its descendants only when the page loads no external style sheet, which may paint any
+element in between; white text with no background said is kept, since the page may be dark.
+
 Not judged (the text stays): external style sheets, rules inside ``@media`` queries other
-than ``all``/``screen``, text coloured like its background, text positioned off-screen or
-clipped away, and zero-sized boxes with ``overflow: hidden``.
+than ``all``/``screen``, colours named other than the basic keywords, ``var()`` and
+``calc()`` values, offsets in percentages, ``margin`` pushed off-screen, nearly transparent
+text (only an alpha of 0 counts without a known background), and text coloured like a
+background image.
 """
 
 from __future__ import annotations
@@ -49,7 +64,17 @@ _NUMBER = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(%?)$")
 _RELATIVE_FONT_SIZE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:em|ex|ch|cap|ic|lh|%)$")
 _INHERITING = {"inherit", "unset", "smaller", "larger"}
 #: Properties whose declarations are kept; rules with none of them are dropped on reading.
-_JUDGED = frozenset({"display", "visibility", "opacity", "content-visibility", "font-size", "font"})
+_JUDGED = frozenset({
+    "display", "visibility", "opacity", "content-visibility", "font-size", "font",
+    # the text's colour and what it is drawn on (see Ink)
+    "color", "-webkit-text-fill-color", "background", "background-color", "background-image",
+    "background-clip", "-webkit-background-clip", "text-shadow", "-webkit-text-stroke",
+    "-webkit-text-stroke-width",
+    # moved off-screen, clipped away, scaled to nothing, or a zero-sized box (see out_of_sight)
+    "text-indent", "position", "left", "top", "right", "bottom", "float", "clip", "clip-path",
+    "transform", "scale", "width", "height", "max-width", "max-height", "overflow", "overflow-x",
+    "overflow-y", "padding", "padding-top", "padding-right", "padding-bottom", "padding-left",
+})  # fmt: skip
 # @media queries a screen always matches; conditional ones (print, widths) are not applied.
 _SCREEN_MEDIA = {"", "all", "screen", "only screen", "only all"}
 
@@ -244,7 +269,9 @@ def hides_subtree(get: Callable[[str], str | None], style: dict[str, str], tag: 
     if style.get("content-visibility") == "hidden":
         return True
     opacity = _NUMBER.match(style.get("opacity", ""))
-    return opacity is not None and float(opacity.group(1)) <= 0  # negative values clamp to 0
+    if opacity is not None and float(opacity.group(1)) <= 0:  # negative values clamp to 0
+        return True
+    return _off_screen(style) or _clipped_away(style) or _scaled_away(style) or _zero_box(style, tag)
 
 
 def zero_font(style: dict[str, str], parent_zero: bool) -> bool:
@@ -260,3 +287,333 @@ def zero_font(style: dict[str, str], parent_zero: bool) -> bool:
     if size is None or size in _INHERITING or _RELATIVE_FONT_SIZE.match(size):
         return parent_zero or (size is not None and bool(_ZERO_LENGTH.match(size)))
     return bool(_ZERO_LENGTH.match(size))
+
+
+
+# --- geometry: off-screen, clipped, scaled to nothing, zero-sized ----------------------
+
+#: At or past this many pixels to the left of or above its place, a box is off any screen:
+#: the ``text-indent: -9999px`` and ``left: -9999px`` idioms. Pages never place content a
+#: reader should see there (nothing can scroll to it).
+OFF_SCREEN_PX = -999
+# What one unit is in CSS pixels; em/rem at the default 16px font, viewport units on a
+# 1000px screen. Percentages are left out: they depend on a box we do not know.
+_PX_PER_UNIT = {
+    "": 1.0, "px": 1.0, "em": 16.0, "rem": 16.0, "ex": 8.0, "ch": 8.0, "pt": 4 / 3, "pc": 16.0,
+    "in": 96.0, "cm": 96 / 2.54, "mm": 96 / 25.4, "q": 96 / 101.6, "vw": 10.0, "vh": 10.0,
+    "vmin": 10.0, "vmax": 10.0,
+}  # fmt: skip
+_LENGTH = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))([a-z]*|%)$")
+_FUNCTION = re.compile(r"([a-z0-9-]+)\(([^()]*)\)")
+_ARGUMENT_SPLIT = re.compile(r"[\s,/]+")
+_MOVED = {"absolute", "fixed", "relative"}  # positions that left/top/right/bottom move
+_TAKEN_OUT = {"absolute", "fixed"}  # positions that make any box a block and let 'clip' apply
+# Elements a browser lays out as blocks (so width and height apply) unless CSS says otherwise.
+# <html> and <body> are not among them: their overflow goes to the viewport, clipping nothing.
+_BLOCK_TAGS = frozenset({
+    "div", "p", "section", "article", "main", "aside", "header", "footer", "nav", "ul", "ol", "li",
+    "dl", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "figure",
+    "figcaption", "form", "fieldset", "address", "details", "summary", "center", "hr", "legend",
+})  # fmt: skip
+# Displays whose boxes take a width and height; inline boxes and table parts do not.
+_SIZED_DISPLAYS = {"block", "inline-block", "flex", "inline-flex", "grid", "inline-grid", "flow-root", "list-item"}
+#: A scale factor at or below this draws 16px text under 0.2px: nothing a reader can see.
+_VANISHING_SCALE = 0.01
+
+
+def _px(value: str | None) -> float | None:
+    """A length in CSS pixels; ``None`` for percentages, keywords and anything not a length."""
+    match = _LENGTH.match(value or "")
+    if match is None:
+        return None
+    number, unit = float(match.group(1)), match.group(2)
+    if number == 0:
+        return 0.0  # zero in any unit, '0%' included
+    factor = _PX_PER_UNIT.get(unit)
+    return None if factor is None else number * factor
+
+
+def _far_off(value: str | None) -> bool:
+    px = _px(value)
+    return px is not None and px <= OFF_SCREEN_PX
+
+
+def _off_screen(style: dict[str, str]) -> bool:
+    """Moved out of any screen: a huge negative ``text-indent`` (the image-replacement idiom),
+    a positioned box pushed far past an edge, or a far ``translate``."""
+    if _far_off(style.get("text-indent")):
+        return True
+    sides = ("left", "top", "right", "bottom")
+    if style.get("position") in _MOVED and any(_far_off(style.get(side)) for side in sides):
+        return True
+    for name, arguments in _FUNCTION.findall(style.get("transform", "")):
+        values = _ARGUMENT_SPLIT.split(arguments.strip())
+        if name in ("translate", "translate3d") and any(_far_off(v) for v in values[:2]):
+            return True
+        if name in ("translatex", "translatey") and _far_off(values[0]):
+            return True
+    return False
+
+
+def _clipped_away(style: dict[str, str]) -> bool:
+    """Clipped to nothing: ``clip: rect()`` of at most one pixel (which only applies to an
+    absolutely positioned box), ``clip-path: inset()`` of 50% from both sides, or a
+    ``circle()``/``ellipse()`` of radius zero."""
+    clip = _FUNCTION.fullmatch(style.get("clip", ""))
+    if clip is not None and clip.group(1) == "rect" and style.get("position") in _TAKEN_OUT:
+        edges = [_px(v) for v in _ARGUMENT_SPLIT.split(clip.group(2).strip())]
+        if len(edges) == 4 and None not in edges:  # 'auto' is the box's own edge: not judged
+            top, right, bottom, left = edges
+            if bottom - top <= 1 or right - left <= 1:  # type: ignore[operator]
+                return True
+    shape = _FUNCTION.match(style.get("clip-path", ""))
+    if shape is None:
+        return False
+    name, arguments = shape.group(1), shape.group(2).split(" round ")[0].split(" at ")[0]
+    values = _ARGUMENT_SPLIT.split(arguments.strip()) if arguments.strip() else []
+    if name == "inset" and 1 <= len(values) <= 4:
+        percents = [_percent(v) for v in values]
+        if None in percents:
+            return False  # lengths: how much is left depends on the box's size
+        # One to four values, expanded like 'margin': top, right, bottom, left.
+        top, right = percents[0], percents[1 % len(percents)]
+        bottom = percents[2] if len(percents) > 2 else top
+        left = percents[3] if len(percents) > 3 else right
+        return top + bottom >= 100 or left + right >= 100  # type: ignore[operator]
+    if name in ("circle", "ellipse"):
+        return any(_px(v) == 0 for v in values)  # a radius of zero (a bare '0' or '0%')
+    return False
+
+
+def _percent(value: str) -> float | None:
+    if value.endswith("%"):
+        number = _NUMBER.match(value)
+        return float(number.group(1)) if number else None
+    return 0.0 if _px(value) == 0 else None
+
+
+def _scaled_away(style: dict[str, str]) -> bool:
+    """Scaled to nothing: ``transform: scale(0)`` (or scaleX/scaleY/scale3d, a ``matrix``
+    that collapses to a line) or the ``scale`` property."""
+    for name, arguments in _FUNCTION.findall(style.get("transform", "")):
+        factors = _factors(arguments.replace(",", " "))
+        if name in ("scale", "scalex", "scaley", "scale3d") and _vanishes(factors[:2]):
+            return True  # a zero x or y factor (scale3d's third is depth)
+        if name == "matrix" and len(factors) == 6:
+            a, b, c, d = factors[:4]
+            if abs(a * d - b * c) <= _VANISHING_SCALE**2:  # the area it leaves
+                return True
+    return _vanishes(_factors(style.get("scale", ""))[:2])
+
+
+def _factors(values: str) -> list[float]:
+    """The numbers (or percentages) in ``values``; none if any is not one (var(), calc())."""
+    factors = [_factor(value) for value in values.split()]
+    return [] if None in factors else [f for f in factors if f is not None]
+
+
+def _vanishes(factors: list[float]) -> bool:
+    return any(abs(factor) <= _VANISHING_SCALE for factor in factors)
+
+
+def _factor(value: str) -> float | None:
+    number = _NUMBER.match(value)
+    if number is None:
+        return None
+    return float(number.group(1)) / (100 if number.group(2) else 1)
+
+
+def _zero_box(style: dict[str, str], tag: str) -> bool:
+    """A box of at most one pixel that clips what overflows it: ``height: 0; overflow: hidden``.
+
+    Only boxes that take a size count (a ``<span>`` ignores ``width``), and only without
+    padding: ``height: 0; padding-bottom: 56%`` is the aspect-ratio box around a video."""
+    display = style.get("display")
+    if display is not None and display not in _SIZED_DISPLAYS:
+        return False
+    takes_size = display is not None or tag in _BLOCK_TAGS or style.get("position") in _TAKEN_OUT
+    if not takes_size and style.get("float") not in ("left", "right"):
+        return False
+    padding = ("padding", "padding-top", "padding-right", "padding-bottom", "padding-left")
+    if any(_px(part) != 0 for prop in padding if prop in style for part in style[prop].split()):
+        return False
+    overflow = style.get("overflow", "").split()
+    clips_x = style.get("overflow-x", overflow[0] if overflow else "") in ("hidden", "clip")
+    clips_y = style.get("overflow-y", overflow[-1] if overflow else "") in ("hidden", "clip")
+    return (clips_x and _tiny(style, "width")) or (clips_y and _tiny(style, "height"))
+
+
+def _tiny(style: dict[str, str], dimension: str) -> bool:
+    sizes = (_px(style.get(dimension)), _px(style.get(f"max-{dimension}")))
+    return any(size is not None and size <= 1 for size in sizes)
+
+
+# --- colour: text drawn in the colour of what is behind it -----------------------------
+
+Colour = tuple[float, float, float, float]  # red, green, blue (0-255), alpha (0-1)
+
+#: Text is unseen when no channel differs from its background by more than this (of 255):
+#: '#fefefe' on white is as unreadable as '#fff'.
+SAME_COLOUR = 8
+_TRANSPARENT: Colour = (0.0, 0.0, 0.0, 0.0)
+# The basic CSS colour keywords; a colour named otherwise is not judged (the text stays).
+_NAMED = {
+    "white": "#ffffff", "black": "#000000", "red": "#ff0000", "lime": "#00ff00", "blue": "#0000ff",
+    "yellow": "#ffff00", "aqua": "#00ffff", "cyan": "#00ffff", "fuchsia": "#ff00ff",
+    "magenta": "#ff00ff", "silver": "#c0c0c0", "gray": "#808080", "grey": "#808080",
+    "maroon": "#800000", "olive": "#808000", "green": "#008000", "purple": "#800080",
+    "teal": "#008080", "navy": "#000080", "orange": "#ffa500", "whitesmoke": "#f5f5f5",
+    "snow": "#fffafa", "ivory": "#fffff0", "lightgray": "#d3d3d3", "lightgrey": "#d3d3d3",
+}  # fmt: skip
+_HEX = re.compile(r"^#([0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$")
+_COLOUR_TOKEN = re.compile(r"(?:rgba?|hsla?)\([^()]*\)|#[0-9a-f]+|[a-z]+")
+_BACKGROUND_IMAGE = re.compile(r"url\(|gradient\(|image\(|image-set\(|element\(|cross-fade\(")
+_FOLLOWS_PARENT = {"inherit", "unset", "currentcolor"}
+
+
+def parse_colour(value: str) -> Colour | None:
+    """A CSS colour (keyword, ``#hex``, ``rgb()``/``rgba()``, ``hsl()``/``hsla()``), else ``None``."""
+    value = value.strip().lower()  # attributes (<font color="#FFF">) keep their case
+    if value == "transparent":
+        return _TRANSPARENT
+    value = _NAMED.get(value, value)
+    hex_match = _HEX.match(value)
+    if hex_match is not None:
+        digits = hex_match.group(1)
+        if len(digits) <= 4:
+            digits = "".join(d * 2 for d in digits)
+        opacity = int(digits[6:8], 16) / 255 if len(digits) == 8 else 1.0
+        return (int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16), opacity)
+    function = _FUNCTION.fullmatch(value)
+    if function is None or function.group(1) not in ("rgb", "rgba", "hsl", "hsla"):
+        return None
+    parts = _ARGUMENT_SPLIT.split(function.group(2).strip())
+    if len(parts) not in (3, 4):
+        return None
+    alpha = _factor(parts[3]) if len(parts) == 4 else 1.0
+    if alpha is None:
+        return None
+    if function.group(1).startswith("rgb"):
+        channels = [_channel(part) for part in parts[:3]]
+        if None in channels:
+            return None
+        red, green, blue = channels
+        return (red, green, blue, min(max(alpha, 0.0), 1.0))  # type: ignore[return-value]
+    hue = _NUMBER.match(parts[0].removesuffix("deg"))
+    saturation, lightness = _factor(parts[1]), _factor(parts[2])
+    if hue is None or saturation is None or lightness is None:
+        return None
+    import colorsys
+
+    red, green, blue = colorsys.hls_to_rgb(float(hue.group(1)) / 360 % 1, lightness, saturation)
+    return (red * 255, green * 255, blue * 255, min(max(alpha, 0.0), 1.0))
+
+
+def _channel(value: str) -> float | None:
+    number = _NUMBER.match(value)
+    if number is None:
+        return None
+    channel = float(number.group(1)) * (2.55 if number.group(2) else 1)
+    return min(max(channel, 0.0), 255.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Ink:
+    """How an element's text is painted, as far as the page itself says; ``None`` is not known.
+
+    ``colour`` is the inherited ``color``; ``fill`` a ``-webkit-text-fill-color`` that paints
+    over it. ``backdrop`` is the nearest opaque background (an image or a translucent layer
+    makes it unknown). ``drawn_otherwise`` marks text that shows whatever its fill colour: an
+    outline (``-webkit-text-stroke``), a ``text-shadow`` or a background clipped to the text
+    (the gradient-headline idiom paints ``color: transparent`` text that way)."""
+
+    colour: Colour | None = None
+    fill: Colour | None = None
+    backdrop: Colour | None = None
+    drawn_otherwise: bool = False
+
+
+def text_ink(tag: str, get: Callable[[str], str | None], style: dict[str, str], parent: Ink) -> Ink:
+    """The element's :class:`Ink`, from its own style and what it inherits from ``parent``."""
+    colour_value = style.get("color") or (get("color") if tag.lower() == "font" else None)  # <font color>
+    colour = _inherited_colour(colour_value, parent.colour)
+    fill = _inherited_colour(style.get("-webkit-text-fill-color"), parent.fill)
+    drawn_otherwise = parent.drawn_otherwise
+    shadow = style.get("text-shadow")
+    if shadow is not None and shadow not in _FOLLOWS_PARENT:
+        drawn_otherwise = shadow not in ("none", "initial")
+    for prop in ("-webkit-text-stroke", "-webkit-text-stroke-width"):  # an outline of this width
+        if prop in style and style[prop] not in _FOLLOWS_PARENT:
+            drawn_otherwise = style[prop] not in ("none", "initial") and _px(style[prop].split()[0]) != 0
+    if "text" in (style.get("background-clip"), style.get("-webkit-background-clip")):
+        drawn_otherwise = True
+    return Ink(colour, fill, _backdrop(get, style, parent.backdrop, colour), drawn_otherwise)
+
+
+def _inherited_colour(value: str | None, parent: Colour | None) -> Colour | None:
+    if value is None or value in _FOLLOWS_PARENT:
+        return parent
+    return parse_colour(value)  # 'initial', 'var(--x)', an unknown name: not known
+
+
+def _backdrop(
+    get: Callable[[str], str | None], style: dict[str, str], parent: Colour | None, colour: Colour | None
+) -> Colour | None:
+    """What the element's text is drawn on: its own background over the parent's backdrop."""
+    image = style.get("background-image", "none") not in ("none", "initial")
+    if image or _BACKGROUND_IMAGE.search(style.get("background", "")):
+        return None  # an image: the text may show against it anywhere
+    layers: set[Colour | None] = set()
+    for value in (style.get("background-color"), _background_colour_token(style.get("background"))):
+        if value is None or value in ("inherit", "unset"):
+            continue
+        if value == "currentcolor":
+            layers.add(colour)
+        elif value in ("none", "initial"):
+            layers.add(_TRANSPARENT)
+        else:
+            layers.add(parse_colour(value))  # None: a colour we cannot read, so not known
+    if not layers:
+        attribute = get("bgcolor")  # the presentational attribute of <body>, <table>, <td>...
+        layers.add(parse_colour(attribute) if attribute else _TRANSPARENT)
+    if len(layers) > 1:
+        return None  # 'background-color' and the shorthand disagree: which comes last is lost
+    own = layers.pop()
+    if own is None:
+        return None
+    if own[3] >= 1:
+        return own
+    if own[3] <= 0:
+        return parent
+    return None if parent is None else _over(own, parent)
+
+
+def _background_colour_token(value: str | None) -> str | None:
+    """The colour in a ``background`` shorthand (``none`` if it sets none)."""
+    if value is None:
+        return None
+    if value in ("inherit", "unset", "initial", "none"):
+        return value
+    for token in _COLOUR_TOKEN.findall(value):
+        if token == "currentcolor" or parse_colour(token) is not None:
+            return token
+    return "none"  # the shorthand resets the colour to transparent
+
+
+def _over(top: Colour, below: Colour) -> Colour:
+    alpha = top[3]
+    red, green, blue = (top[i] * alpha + below[i] * (1 - alpha) for i in range(3))
+    return (red, green, blue, 1.0)
+
+
+def invisible_ink(ink: Ink) -> bool:
+    """Is text painted this way unseen: fully transparent, or the colour of its backdrop?"""
+    painted = ink.fill if ink.fill is not None else ink.colour
+    if painted is None or ink.drawn_otherwise:
+        return False
+    if painted[3] <= 0:
+        return True
+    if ink.backdrop is None:
+        return False  # white text with no background said: the page may well be dark
+    seen = _over(painted, ink.backdrop)
+    return all(abs(seen[i] - ink.backdrop[i]) <= SAME_COLOUR for i in range(3))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,16 @@ from beleg.ingest.readers.base import (
     normalize_newlines,
     require_content,
 )
-from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtree, media_applies, zero_font
+from beleg.ingest.readers.hidden import (
+    Ink,
+    StyleSheet,
+    computed_style,
+    hides_subtree,
+    invisible_ink,
+    media_applies,
+    text_ink,
+    zero_font,
+)
 from beleg.types import Heading, ParsedDocument
 
 logger = logging.getLogger(__name__)
@@ -142,15 +152,17 @@ def _declared_charset(data: bytes, encoding: str | None) -> str | None:
     )
 
 
-def _drop_invisible(doc: Any, sheet: StyleSheet) -> None:
+def _drop_invisible(doc: Any, sheet: StyleSheet, own_styles_only: bool) -> None:
     """Remove comments, processing instructions and hidden elements (tails stay).
 
-    Text of a zero font size is removed without its element: children that set a size
-    of their own again (the inline-block whitespace trick) are still shown.
+    Text of a zero font size, or painted in the colour of its background, is removed
+    without its element: children that set a size or colour of their own again (the
+    inline-block whitespace trick) are still shown. An ancestor's background counts only
+    when ``own_styles_only``: an external style sheet may paint any element in between.
     """
-    stack = [(child, False) for child in doc]
+    stack = [(child, False, Ink()) for child in doc]
     while stack:
-        el, parent_zero = stack.pop()
+        el, parent_zero, parent_ink = stack.pop()
         if not isinstance(el.tag, str):
             _drop(el)
             continue
@@ -161,11 +173,14 @@ def _drop_invisible(doc: Any, sheet: StyleSheet) -> None:
             _drop(el)  # its subtree goes with it, so it is not visited
             continue
         zero = zero_font(style, parent_zero)
-        if zero:
+        if not own_styles_only:
+            parent_ink = replace(parent_ink, backdrop=None)
+        ink = text_ink(el.tag, el.get, style, parent_ink)
+        if zero or invisible_ink(ink):
             el.text = None
             for child in el:
                 child.tail = None  # a child's tail is this element's text
-        stack.extend((child, zero) for child in el)
+        stack.extend((child, zero, ink) for child in el)
 
 
 def _drop(el: Any) -> None:
@@ -188,6 +203,13 @@ def _drop(el: Any) -> None:
 def _style_sheet(doc: Any) -> StyleSheet:
     """The page's own ``<style>`` rules that apply on a screen (``media`` all or screen)."""
     return StyleSheet([el.text or "" for el in doc.iter("style") if media_applies(el.get("media"))])
+
+
+def _has_external_styles(doc: Any) -> bool:
+    """Does the page load CSS we do not read (``<link rel=stylesheet>``, ``@import``)?"""
+    if any("stylesheet" in (el.get("rel") or "").lower().split() for el in doc.iter("link")):
+        return True
+    return any("@import" in (el.text or "").lower() for el in doc.iter("style"))
 
 
 def _words(value: str) -> set[str]:
@@ -394,7 +416,7 @@ class HtmlReader:
         title = " ".join(title_el.text_content().split()) if title_el is not None else ""
         metadata = _metadata(doc)
 
-        _drop_invisible(doc, _style_sheet(doc))
+        _drop_invisible(doc, _style_sheet(doc), own_styles_only=not _has_external_styles(doc))
         root = _content_root(doc)
         _drop_boilerplate(root)
         builder = _TextBuilder()

@@ -25,7 +25,16 @@ import bisect
 import html
 import re
 
-from beleg.ingest.readers.hidden import StyleSheet, computed_style, hides_subtree, media_applies, zero_font
+from beleg.ingest.readers.hidden import (
+    Ink,
+    StyleSheet,
+    computed_style,
+    hides_subtree,
+    invisible_ink,
+    media_applies,
+    text_ink,
+    zero_font,
+)
 
 # Block quote markers before a fence ('> ```'); deeper quotes inside count too.
 _QUOTE_PREFIX = re.compile(r"(?: {0,3}>[ ]?)*")
@@ -247,7 +256,9 @@ class _Scan:
         attrs = _attributes(tag.group(2))
         if name not in _NEVER_SHOWN:
             style = computed_style(name, attrs.get, self.sheet)
-            if not hides_subtree(attrs.get, style, name) and not zero_font(style, False):
+            # Judged alone: the renderer's own CSS (a dark theme) decides what lies around it.
+            unseen_text = zero_font(style, False) or invisible_ink(text_ink(name, attrs.get, style, Ink()))
+            if not hides_subtree(attrs.get, style, name) and not unseen_text:
                 return tag.end()  # its content is scanned like any text
         close = len(text) if name in self._unclosed else _element_end(text, tag.end(), name, self._runs)
         if close == len(text):

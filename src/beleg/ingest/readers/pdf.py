@@ -1,7 +1,8 @@
 """PDF files: pypdf's text layer, page by page, with typesetting undone conservatively.
 
-Text drawn invisibly (render mode 3 or 7) is left out, except where it is a scanned page's
-OCR layer (:func:`drop_invisible_text`).
+Text no reader sees is left out: drawn invisibly (render mode 3 or 7), in white on the bare
+white page, or under 1pt; except where it is a scanned page's OCR layer
+(:func:`drop_invisible_text`).
 
 A PDF stores lines, not paragraphs. Lines are joined only where that is clearly right
 (a hyphenated word, a full-width line running on); anything doubtful keeps its newline,
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -78,47 +81,107 @@ def clean_page(raw: str) -> str:
     return "\n\n".join(p for p in paragraphs if p)
 
 
-def drop_invisible_text(page: Any, reader: Any) -> bool:
-    """Remove text shown in an invisible render mode (``3 Tr``, ``7 Tr``) from ``page``'s content.
+#: Text drawn smaller than this (in points, after the text and page matrices) is unreadable.
+MIN_TEXT_SIZE = 1.0
+# A colour channel within 8/255 of white counts as white, as for HTML and DOCX.
+_NEAR_WHITE = 1 - 8 / 255
+_FILL_PAINTING = {b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*"}
+_STROKE_PAINTING = {b"S", b"s", b"B", b"B*", b"b", b"b*"}
+_FILLING_MODES = {0, 2, 4, 6}
+_STROKING_MODES = {1, 2, 5, 6}
+# What makes a page worth parsing: a render mode, a white colour, a font size under 1, a
+# horizontal scaling, or a matrix that shrinks (its operands are checked after matching).
+_WHITE_HINT = re.compile(rb"(?<![\w.])(?:1(?:\.0*)?|0?\.9[6-9]\d*)\s+(?:g|rg|sc|scn|G|RG|SC|SCN)\b|(?<![\w.])0(?:\.0*)?\s+[kK]\b")
+_SMALL_FONT_HINT = re.compile(rb"(?<![\w.])-?(?:0*\.\d+|0+)\s+Tf\b|\bTz\b|\bTr\b")
+_MATRIX = re.compile(rb"((?:[-+]?(?:\d+\.?\d*|\.\d+)\s+){6})(?:Tm|cm)\b")
 
-    Only pages whose content sets a render mode are parsed and only pages where text is
-    removed are changed, so every other page is extracted exactly as before. A page whose
-    text is all invisible and which paints an image keeps it: that is the OCR text layer
-    of a scanned page (ocrmypdf and scanners write it in mode 3), and the reader sees the
-    same words in the image. Returns whether the page was changed.
+
+def _worth_parsing(data: bytes) -> bool:
+    if _SMALL_FONT_HINT.search(data) or _WHITE_HINT.search(data):
+        return True
+    for match in _MATRIX.finditer(data):
+        a, b, c, d = (float(x) for x in match.group(1).split()[:4])
+        if abs(a * d - b * c) < 1 or any(0 < abs(x) < 1 for x in (a, b, c, d)):
+            return True  # it may shrink text in some direction
+    return False
+
+
+_Matrix = tuple[float, float, float, float]  # a, b, c, d: a matrix without its translation
+_IDENTITY: _Matrix = (1.0, 0.0, 0.0, 1.0)
+
+
+@dataclass(slots=True)
+class _GraphicsState:
+    """What q/Q save of the state that decides whether text shows (PDF 32000, 8.4)."""
+
+    mode: int = 0
+    fill_white: bool = False  # the initial colour is black
+    stroke_white: bool = False
+    fill_space: str = "/DeviceGray"
+    stroke_space: str = "/DeviceGray"
+    font_size: float = 12.0  # no text shows without 'Tf'; any readable size until then
+    horizontal_scale: float = 100.0
+    ctm: _Matrix = _IDENTITY  # the current transformation matrix (its linear part)
+
+
+def drop_invisible_text(page: Any, reader: Any) -> bool:
+    """Remove text no reader sees from ``page``'s content: text shown in an invisible render
+    mode (``3 Tr``, ``7 Tr``), text filled (and stroked) in white on a page that has painted
+    nothing under it yet (the paper is the background), and text drawn under 1pt (the font
+    size times the scale of the text and page matrices, or squeezed by ``Tz``).
+
+    White text is judged only until the page paints anything that is not white (a filled
+    or stroked path, a shading, an image, a form): it may lie on that. Only pages whose
+    content could hold such text are parsed, and only pages where text is removed are
+    changed, so every other page is extracted exactly as before. A page whose text is all
+    removed and which paints an image keeps it: that is the OCR text layer of a scanned page
+    (ocrmypdf and scanners write it in mode 3), and the reader sees the same words in the
+    image. Returns whether the page was changed.
     """
     from pypdf.generic import ContentStream, NameObject
 
     contents = page.get_contents()
-    if contents is None or b"Tr" not in contents.get_data():
+    if contents is None or not _worth_parsing(contents.get_data()):
         return False
-    mode, saved = 0, []  # the text render mode is part of the graphics state that q/Q save
+    state, saved = _GraphicsState(), []
+    text_matrix = _IDENTITY  # its linear part; BT resets it
+    painted = False  # has the page painted anything but white, under which white text may show?
     kept: list[tuple[list[Any], bytes]] = []
     dropped = visible = image = False
     seen: dict[int, tuple[bool, bool]] = {}  # per XObject: a form drawn many times is read once
     for operands, operator in ContentStream(contents, reader).operations:
         if operator == b"q":
-            saved.append(mode)
+            saved.append(replace(state))
         elif operator == b"Q" and saved:
-            mode = saved.pop()
-        elif operator == b"Tr" and operands:
-            try:
-                mode = int(operands[0])
-            except (TypeError, ValueError):
-                pass
-        elif operator in _SHOW_TEXT and mode in _INVISIBLE_MODES:
-            dropped = True
-            # ' and " also move to the next line (and " sets the spacings): keep that part.
-            if operator == b'"' and len(operands) == 3:
-                kept += [([operands[0]], b"Tw"), ([operands[1]], b"Tc")]
-            if operator in (b"'", b'"'):
-                kept.append(([], b"T*"))
-            continue
+            state = saved.pop()
         elif operator in _SHOW_TEXT:
+            if not _text_shows(state, text_matrix, painted):
+                dropped = True
+                # ' and " also move to the next line (and " sets the spacings): keep that part.
+                if operator == b'"' and len(operands) == 3:
+                    kept += [([operands[0]], b"Tw"), ([operands[1]], b"Tc")]
+                if operator in (b"'", b'"'):
+                    kept.append(([], b"T*"))
+                continue
             visible = True
-        elif operator == b"INLINE IMAGE":
-            image = True
+        elif operator == b"BT":
+            text_matrix = _IDENTITY
+        elif operator == b"Tm" and len(operands) == 6:
+            text_matrix = _matrix(operands) or text_matrix
+        elif operator == b"cm" and len(operands) == 6:
+            state.ctm = _times(_matrix(operands) or _IDENTITY, state.ctm)
+        elif operator in (b"Tr", b"Tf", b"Tz") and operands:
+            _set_text_state(state, operator, operands)
+        elif operator in _COLOUR_OPERATORS:
+            _set_colour(state, operator, operands)
+        elif operator in _FILL_PAINTING or operator in _STROKE_PAINTING:
+            fills_colour = operator in _FILL_PAINTING and not state.fill_white
+            painted = painted or fills_colour or (operator in _STROKE_PAINTING and not state.stroke_white)
+        elif operator in (b"sh", b"INLINE IMAGE"):
+            painted = True
+            image = image or operator == b"INLINE IMAGE"
         elif operator == b"Do" and operands:
+            painted = True  # an image or a form: what it paints is not followed
             # Only an image counts: an (empty) form XObject drawn on a page of invisible text
             # made it look like a scan. A form is looked into, a few levels deep, for an image
             # (counts) and for text (shown, so the page is not a scan's text layer).
@@ -132,6 +195,84 @@ def drop_invisible_text(page: Any, reader: Any) -> bool:
     # Set on the reader's in-memory page (replace_contents() is for pages of a writer).
     page[NameObject("/Contents")] = stream
     return True
+
+
+def _text_shows(state: _GraphicsState, text_matrix: _Matrix, painted: bool) -> bool:
+    if state.mode in _INVISIBLE_MODES:
+        return False
+    # The em box's width along the line and height across it, in points: the font size
+    # through the text and page matrices (a flattened or squeezed box is as unreadable).
+    a, b, c, d = _times(text_matrix, state.ctm)
+    along = math.hypot(a, b)
+    height = abs(state.font_size) * abs(a * d - b * c) / along if along else 0.0
+    width = abs(state.font_size * state.horizontal_scale / 100) * along
+    if min(height, width) < MIN_TEXT_SIZE:
+        return False
+    if painted or state.mode not in range(8):
+        return True  # it may lie on what was painted (or the mode is not one PDF defines)
+    filled = state.mode in _FILLING_MODES and not state.fill_white
+    return filled or (state.mode in _STROKING_MODES and not state.stroke_white)
+
+
+def _number(value: Any, default: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return number if math.isfinite(number) else default
+
+
+def _matrix(operands: list[Any]) -> _Matrix | None:
+    a, b, c, d = (_number(x, math.nan) for x in operands[:4])
+    return None if math.isnan(a + b + c + d) else (a, b, c, d)
+
+
+def _times(first: _Matrix, then: _Matrix) -> _Matrix:
+    """``first`` followed by ``then``, as PDF concatenates matrices (row vectors)."""
+    a1, b1, c1, d1 = first
+    a2, b2, c2, d2 = then
+    return (a1 * a2 + b1 * c2, a1 * b2 + b1 * d2, c1 * a2 + d1 * c2, c1 * b2 + d1 * d2)
+
+
+def _set_text_state(state: _GraphicsState, operator: bytes, operands: list[Any]) -> None:
+    if operator == b"Tr":
+        state.mode = int(_number(operands[0], state.mode))
+    elif operator == b"Tf" and len(operands) == 2:
+        state.font_size = _number(operands[1], state.font_size)
+    elif operator == b"Tz":
+        state.horizontal_scale = _number(operands[0], state.horizontal_scale)
+
+
+_COLOUR_OPERATORS = {b"g", b"rg", b"k", b"cs", b"sc", b"scn", b"G", b"RG", b"K", b"CS", b"SC", b"SCN"}
+_SPACE_OF = {b"g": "/DeviceGray", b"rg": "/DeviceRGB", b"k": "/DeviceCMYK"}
+
+
+def _set_colour(state: _GraphicsState, operator: bytes, operands: list[Any]) -> None:
+    """Follow the fill (lower-case operators) and stroke (upper-case) colour: white or not."""
+    stroke = operator.isupper()
+    name = operator.lower()
+    if name == b"cs":
+        space = str(operands[0]) if operands else ""
+        white = False  # a new colour space starts at its initial colour: black, or not white
+    else:
+        space = _SPACE_OF.get(name) or (state.stroke_space if stroke else state.fill_space)
+        white = _is_white(space, [_number(x, math.nan) for x in operands])
+    if stroke:
+        state.stroke_space, state.stroke_white = space, white
+    else:
+        state.fill_space, state.fill_white = space, white
+
+
+def _is_white(space: str, components: list[float]) -> bool:
+    """White in a device colour space; a colour in any other space (ICC, pattern, separation)
+    is taken as not white, so text in it is kept."""
+    if space == "/DeviceGray" and len(components) == 1:
+        return components[0] >= _NEAR_WHITE
+    if space == "/DeviceRGB" and len(components) == 3:
+        return all(c >= _NEAR_WHITE for c in components)
+    if space == "/DeviceCMYK" and len(components) == 4:
+        return all(c <= 1 - _NEAR_WHITE for c in components)
+    return False
 
 
 _MAX_FORM_DEPTH = 3  # forms nested deeper are not looked into (they count as neither)
@@ -241,7 +382,7 @@ class PdfReader:
         for number, page in enumerate(pages, start=1):
             try:
                 if drop_invisible_text(page, reader):
-                    logger.debug("%s: page %d: invisible text (render mode 3/7) left out", path.name, number)
+                    logger.debug("%s: page %d: invisible, white or tiny text left out", path.name, number)
                 raw = page.extract_text() or ""
             except LimitReachedError as exc:
                 # A resource limit is not damage: indexing the other pages would hide that
