@@ -100,6 +100,21 @@ class PostgresCatalog:
         return [r[0] for r in self._rows("SELECT doc_id FROM {s}.documents WHERE source = %s ORDER BY doc_id",
                                          (source,))]
 
+    def location(self, doc_id: str) -> str | None:
+        return self.store.location(doc_id)
+
+    def locations(self) -> dict[str, str]:
+        return self.store.locations()
+
+    def doc_ids_at(self, location: str) -> list[str]:
+        return self.store.doc_ids_at(location)
+
+    def set_location(self, doc_id: str, location: str | None) -> None:
+        self.store.set_location(doc_id, location)
+
+    def copy_locations_from(self, other: PostgresCatalog) -> None:
+        self.store.copy_locations_from(other.store)
+
     def documents_meta(self) -> list[tuple[str, str, dict[str, Any]]]:
         return [(r.doc_id, r.source, r.metadata) for r in self.store.document_records()]
 
@@ -307,6 +322,9 @@ class PostgresKnowledgeBase(KnowledgeBase):
                         target.store.set_meta("embedder_fingerprint", fingerprint)
             items = list(self.catalog.documents_with_headings())
             report = target._ingestor(progress=progress).run_documents(items)
+            # Stored documents carry no file: where each was read from comes from this version,
+            # or the new one could no longer tell its files from others (beleg.ingest.pipeline._whose).
+            target.catalog.copy_locations_from(self.catalog)
             gone = {r.doc_id for r in target.store.document_records()} - {doc.doc_id for doc, _ in items}
             if gone:
                 target.store.erase(sorted(gone))

@@ -10,6 +10,7 @@ nothing is cached in memory but the view's transaction).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -46,13 +47,13 @@ class PostgresStore:
 
     def __init__(self, location: str | PostgresLocation, *, per_tenant_statistics: bool | None = None,
                  k1: float = 1.5, b: float = 0.75, exact_below: int = EXACT_BELOW, create: bool = True) -> None:
-        self.location = location if isinstance(location, PostgresLocation) else PostgresLocation.parse(location)
-        self.schema = self.location.schema
-        self.conn = connect(self.location)
+        self.pg_location = location if isinstance(location, PostgresLocation) else PostgresLocation.parse(location)
+        self.schema = self.pg_location.schema
+        self.conn = connect(self.pg_location)
         if not create and not schema_mod.exists(self.conn, self.schema):
             self.conn.close()
-            raise IndexStateError(f"no Beleg index in schema {self.schema} of {self.location.conninfo}; "
-                                  f"create one with 'beleg init --index {self.location.url}'")
+            raise IndexStateError(f"no Beleg index in schema {self.schema} of {self.pg_location.conninfo}; "
+                                  f"create one with 'beleg init --index {self.pg_location.url}'")
         schema_mod.migrate(self.conn, self.schema)
         self.k1, self.b, self.exact_below = k1, b, exact_below
         self._writer = SchemaWriter(self.conn, self.schema)
@@ -62,7 +63,7 @@ class PostgresStore:
         scope = self.get_meta(STATISTICS_KEY)
         if scope is None:
             if per_tenant_statistics is None:
-                per_tenant_statistics = self.location.statistics == "tenant"
+                per_tenant_statistics = self.pg_location.statistics == "tenant"
             scope = "tenant" if per_tenant_statistics else "corpus"
             with self.transaction():
                 self.set_meta(STATISTICS_KEY, scope)
@@ -131,7 +132,7 @@ class PostgresStore:
         if self._view is not None and not self._view.broken and self._view.generation == self.generation:
             return self._view
         self.forget_view()
-        self._view = PostgresSearchIndex(connect(self.location), self.schema, self._latest, k1=self.k1,
+        self._view = PostgresSearchIndex(connect(self.pg_location), self.schema, self._latest, k1=self.k1,
                                          b=self.b, per_tenant_statistics=self.per_tenant_statistics,
                                          exact_below=self.exact_below)
         return self._view
@@ -140,7 +141,7 @@ class PostgresStore:
         """A connection outside any transaction, for reads of the latest commit (not the write
         connection: a thread's read must never run inside another thread's write transaction)."""
         if self._latest_conn is None or self._latest_conn.closed:
-            self._latest_conn = connect(self.location)
+            self._latest_conn = connect(self.pg_location)
         return self._latest_conn
 
     def forget_view(self) -> None:
@@ -168,6 +169,34 @@ class PostgresStore:
     def update_metadata(self, doc_id: str, source: str, metadata: dict[str, Any]) -> None:
         with self.transaction():
             self._writer.update_metadata(doc_id, source, metadata)
+
+    # ------------------------------------------------------------------ file locations
+    def location(self, doc_id: str) -> str | None:
+        row = self.conn.execute(self._q("SELECT location FROM {s}.documents WHERE doc_id = %s"), (doc_id,)).fetchone()
+        return os.fsdecode(row[0]) if row and row[0] is not None else None
+
+    def locations(self) -> dict[str, str]:
+        return {doc_id: os.fsdecode(loc) for doc_id, loc in self.conn.execute(
+            self._q("SELECT doc_id, location FROM {s}.documents WHERE location IS NOT NULL"))}
+
+    def doc_ids_at(self, location: str) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            self._q("SELECT doc_id FROM {s}.documents WHERE location = %s ORDER BY doc_id"), (os.fsencode(location),))]
+
+    def set_location(self, doc_id: str, location: str | None) -> None:
+        # The file system's bytes: a name that is not UTF-8 must still be found again.
+        with self.transaction():
+            self.conn.execute(self._q("UPDATE {s}.documents SET location = %s WHERE doc_id = %s"),
+                              (None if location is None else os.fsencode(location), doc_id))
+
+    def copy_locations_from(self, other: PostgresStore) -> None:
+        """Give documents without a location the one they have in another schema of this
+        database (a version rebuilt from that one's documents, which carry no file)."""
+        with self.transaction():
+            self.conn.execute(sql.SQL(
+                "UPDATE {s}.documents d SET location = o.location FROM {o}.documents o "
+                "WHERE o.doc_id = d.doc_id AND d.location IS NULL AND o.location IS NOT NULL").format(
+                s=sql.Identifier(self.schema), o=sql.Identifier(other.schema)))
 
     def erase(self, doc_ids: Sequence[str]) -> ErasureSummary:
         """One transaction; then VACUUM, so the dead rows (the erased text, terms and vectors) are
