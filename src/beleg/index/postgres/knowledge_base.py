@@ -143,10 +143,8 @@ class PostgresCatalog:
         return None  # LLM chunk contexts are refused for PostgreSQL (see _contextualizer)
 
     def checkpoint(self) -> bool:
-        """VACUUM the tables an update or deletion left dead rows in (the old text)."""
-        for table in ("postings", "chunks", "documents", "term_df"):
-            self.store.conn.execute(sql.SQL("VACUUM {}.{}").format(sql.Identifier(self.store.schema),
-                                                                  sql.Identifier(table)))
+        """VACUUM and ANALYZE the tables an update or deletion left dead rows in (the old text)."""
+        self.store.purge_dead_rows()
         self.pending_erasure = False
         return True
 

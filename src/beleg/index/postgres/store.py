@@ -29,6 +29,9 @@ from beleg.types import Document, Heading
 
 log = logging.getLogger(__name__)
 
+#: Tables holding document text, ids, terms or vectors: vacuumed and analysed after an erasure.
+ERASED_TABLES = ("postings", "chunks", "documents", "term_df", "corpus_stats", "embedding_claims")
+
 #: meta key of the statistics scope chosen when the index was created ("corpus" or "tenant").
 STATISTICS_KEY = "bm25_statistics"
 
@@ -207,10 +210,27 @@ class PostgresStore:
             summary = self._writer.erase(doc_ids)
         if not summary.documents:
             return summary
-        for table in ("postings", "chunks", "documents", "term_df"):
-            self.conn.execute(sql.SQL("VACUUM {}.{}").format(sql.Identifier(self.schema), sql.Identifier(table)))
+        self.purge_dead_rows()
         return ErasureSummary(summary.documents, summary.chunks, summary.vectors, summary.terms,
                               complete=not self._older_snapshots())
+
+    def purge_dead_rows(self) -> None:
+        """After deleting or replacing text: VACUUM the tables that hold document text, ids, terms
+        or vectors, so the dead rows leave tables and indexes, and ANALYZE them, so the planner's
+        statistics (``pg_statistic``: most common values, histograms) are sampled again from the
+        rows that remain instead of keeping values of the deleted ones. ANALYZE leaves the old
+        statistics of a table it finds empty; those are cleared (PostgreSQL 18 and later)."""
+        s = sql.Identifier(self.schema)
+        for table in ERASED_TABLES:
+            self.conn.execute(sql.SQL("VACUUM (ANALYZE) {}.{}").format(s, sql.Identifier(table)))
+        if self.conn.info.server_version < 180000:
+            return  # no pg_clear_attribute_stats before 18 (docs/postgres.md, Erasure)
+        for table in ERASED_TABLES:
+            if self.conn.execute(sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {}.{})").format(
+                    s, sql.Identifier(table))).fetchone()[0]:
+                self.conn.execute("SELECT pg_clear_attribute_stats(%(s)s, %(t)s, attname, false) FROM pg_attribute "
+                                  "WHERE attrelid = format('%%I.%%I', %(s)s, %(t)s)::regclass AND attnum > 0 "
+                                  "AND NOT attisdropped", {"s": self.schema, "t": table})
 
     def _older_snapshots(self) -> bool:
         """Whether another session of this database holds a snapshot (which keeps dead rows)."""
