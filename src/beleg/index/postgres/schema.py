@@ -149,7 +149,14 @@ def ensure_reader_role(conn: Any) -> None:
 
 def migrate(conn: Any, schema: str) -> int:
     """Bring ``schema`` to :data:`SCHEMA_VERSION` (creating it); returns the version now."""
-    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except errors.InsufficientPrivilege as exc:
+        from beleg.errors import ConfigError
+
+        raise ConfigError(f"pgvector is not enabled in database {conn.info.dbname} and role {conn.info.user} may not "
+                          f"enable it ({str(exc).strip().splitlines()[0]}); ask an administrator to run "
+                          "'CREATE EXTENSION vector' in that database") from None
     ensure_reader_role(conn)
     s = sql.Identifier(schema)
     with conn.transaction():
