@@ -235,6 +235,21 @@ def test_a_symlinked_folder_is_reported_and_followed_only_when_asked(kb, tmp_pat
     assert not any(f.status == "failed" for f in followed.files)
 
 
+def test_sync_of_a_folder_named_by_its_absolute_path_from_elsewhere(kb, tmp_path: Path, monkeypatch) -> None:
+    """Ingested as 'docs' from its parent, synced as /abs/docs from another directory: the
+    vanished file's document goes (the stored 'docs/top.md' names nothing from there)."""
+    top = _write(tmp_path / "r" / "docs" / "top.md", "# T\n\nTop level cormorant.\n")
+    _write(tmp_path / "r" / "docs" / "sub" / "deep.md", "# D\n\nDeep level cormorant.\n")
+    monkeypatch.chdir(tmp_path / "r")
+    kb.ingest(["docs"], progress=False)
+    top.unlink()
+    monkeypatch.chdir(tmp_path)
+    report = kb.ingest([str(tmp_path / "r" / "docs")], progress=False, sync=True)
+    assert [f.source for f in report.files if f.status == "deleted"] == ["docs/top.md"]
+    assert not [f for f in report.files if f.status == "failed"]
+    assert kb.search("top level cormorant", mode="bm25", self_query=False)[0].source.endswith("deep.md")
+
+
 def test_sync_of_a_glob_never_reaches_another_corpus(kb, tmp_path: Path, monkeypatch) -> None:
     """'*.md --sync' typed in one folder matched 'corpus/a.md' of another corpus (fnmatch's '*'
     crosses '/', and the stored source was relative to the other folder): a corpus that was

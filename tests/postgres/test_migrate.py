@@ -51,3 +51,7 @@ def test_migrate_between_backends_without_re_embedding(tmp_path: Path, pg_locati
                 assert same(hits(back, query, principal, mode), expected)
     with beleg.open(pg_location, create=False) as kb:
         assert kb.store.get_meta("embedder_fingerprint") == embedder.fingerprint
+        located = kb.store.locations()
+    assert sorted(Path(p).name for p in located.values()) == ["errors.md", "nordwind.md"]
+    with beleg.open(back, create=False) as kb:
+        assert kb.store.locations() == located

@@ -27,7 +27,7 @@ def loaded(pg_location: str):
 
 def unfiltered(store: PostgresStore, principal: Principal | None, table: str, column: str) -> set[str]:
     """``SELECT * FROM <table>`` with no WHERE at all, as the reader role bound to ``principal``."""
-    with psycopg.connect(store.location.conninfo) as conn, conn.cursor() as cur:  # one transaction
+    with psycopg.connect(store.pg_location.conninfo) as conn, conn.cursor() as cur:  # one transaction
         if principal is None:
             cur.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(READER_ROLE)))
         else:
@@ -74,7 +74,7 @@ def test_the_reader_cannot_read_statistics_or_meta(loaded: PostgresStore, table:
 
 
 def test_the_reader_cannot_write(loaded: PostgresStore) -> None:
-    with psycopg.connect(loaded.location.conninfo) as conn, conn.cursor() as cur:
+    with psycopg.connect(loaded.pg_location.conninfo) as conn, conn.cursor() as cur:
         rls.bind_principal(cur, ALPHA)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             cur.execute(sql.SQL("DELETE FROM {}.chunks").format(sql.Identifier(loaded.schema)))
@@ -103,7 +103,7 @@ def test_a_query_that_forgets_the_access_predicate_still_sees_only_its_rows(load
 
 def test_the_principal_setting_is_per_transaction(loaded: PostgresStore) -> None:
     """After the transaction that bound ALPHA ends, the session is back to no principal."""
-    with psycopg.connect(loaded.location.conninfo, autocommit=True) as conn:
+    with psycopg.connect(loaded.pg_location.conninfo, autocommit=True) as conn:
         with conn.transaction(), conn.cursor() as cur:
             rls.bind_principal(cur, ALPHA)
         with conn.transaction(), conn.cursor() as cur:

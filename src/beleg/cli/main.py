@@ -782,6 +782,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"beleg: error: {_system_error(exc, args)}", file=sys.stderr)
         return EXIT_ERROR
+    except Exception as exc:
+        problem = _database_problem(exc)
+        if problem is None or args.debug:
+            raise
+        print(f"beleg: error: {problem}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _database_problem(exc: Exception) -> str | None:
+    """One line for a PostgreSQL error about privileges or the server (None for anything else,
+    which is a bug and keeps its traceback). psycopg is imported only by a PostgreSQL index."""
+    if "psycopg" not in sys.modules:
+        return None
+    from beleg.index.postgres.config import server_problem
+
+    return server_problem(exc)
 
 
 def _broken_pipe() -> int:

@@ -222,10 +222,6 @@ class Catalog:
         return {d: os.fsdecode(loc) for d, loc in
                 self.db.execute("SELECT doc_id, location FROM documents WHERE location IS NOT NULL")}
 
-    def unlocated_sources(self) -> dict[str, str]:
-        """``doc_id → source`` of the documents without a recorded location (texts, older rows)."""
-        return dict(self.db.execute("SELECT doc_id, source FROM documents WHERE location IS NULL").fetchall())
-
     def doc_ids_at(self, location: str) -> list[str]:
         """Ids of the stored documents whose file was at ``location`` (usually none or one)."""
         return [r[0] for r in self.db.execute("SELECT doc_id FROM documents WHERE location = ? ORDER BY doc_id",

@@ -272,6 +272,19 @@ class EmbeddedStore:
         persisted_view.refresh(self.catalog, create=False)
         return ErasureSummary(totals["documents"], totals["chunks"], totals["vectors"], terms, complete=complete)
 
+    # ------------------------------------------------------------------ file locations
+    def location(self, doc_id: str) -> str | None:
+        return self.catalog.location(doc_id)
+
+    def locations(self) -> dict[str, str]:
+        return self.catalog.locations()
+
+    def doc_ids_at(self, location: str) -> list[str]:
+        return self.catalog.doc_ids_at(location)
+
+    def set_location(self, doc_id: str, location: str | None) -> None:
+        self.catalog.set_location(doc_id, location)
+
     # ------------------------------------------------------------------ inspection
     def stored_terms(self, terms: Sequence[str]) -> set[str]:
         return set(self.catalog.term_ids(list(terms), create=False))

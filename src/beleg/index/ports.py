@@ -282,6 +282,25 @@ class Store(Protocol):
         keeps, so that nothing of them can be read or recovered from the store."""
         ...
 
+    def location(self, doc_id: str) -> str | None:
+        """Where a file document's file was when last ingested: its resolved absolute path
+        (None for a text, or a row from before locations were recorded). The ingest pipeline
+        tells files apart by it, never by ``source`` (the path as typed, relative to a
+        working directory that is not recorded)."""
+        ...
+
+    def locations(self) -> dict[str, str]:
+        """``doc_id → location`` of the documents whose location is recorded."""
+        ...
+
+    def doc_ids_at(self, location: str) -> list[str]:
+        """Ids of the documents whose file was at ``location`` (usually none or one)."""
+        ...
+
+    def set_location(self, doc_id: str, location: str | None) -> None:
+        """Record where a document's file is (inside a transaction, after its upsert)."""
+        ...
+
     def stored_terms(self, terms: Sequence[str]) -> set[str]:
         """Which of ``terms`` the store keeps anywhere (vocabulary, postings, statistics);
         administrative, for erasure checks: a term no stored chunk contains is never kept."""

@@ -318,7 +318,7 @@ class Ingestor:
         found = {c.source for c in candidates if not c.problem}
         found_at = {os.path.realpath(c.path) for c in candidates if not c.problem}
         unlisted = [str(c.path) for c in candidates if c.unlisted_folder]
-        locations = self.catalog.locations() if isinstance(self.catalog, Catalog) else {}
+        locations = self.catalog.locations()
         stale = []
         for doc_id, source in self.catalog.sources().items():
             where = locations.get(doc_id, source)
@@ -484,16 +484,16 @@ class Ingestor:
         content_hash = content_hash or hashlib.sha256(data).hexdigest()
         if stored and replaces is None and stored[0] == content_hash and not self._changes_text(stored[1], meta):
             if stored[1] == meta and stored[2] == source:
-                if location is not None and self._location(doc_id) != location:
+                if location is not None and self.catalog.location(doc_id) != location:
                     with self.catalog.transaction():  # an older row, or a moved file: record where it is
-                        self._set_location(doc_id, location)
+                        self.catalog.set_location(doc_id, location)
                 result.status = "unchanged"
                 return
             # Same content, new metadata (say an ACL edit): no re-chunking, no re-embedding.
             with self.catalog.transaction():
                 self.catalog.update_metadata(doc_id, source, meta)
                 if location is not None:
-                    self._set_location(doc_id, location)
+                    self.catalog.set_location(doc_id, location)
             result.status = "updated"
             return
         doc = Document(doc_id, source, parsed.text, meta, content_hash)
@@ -551,7 +551,7 @@ class Ingestor:
         check applies and no second copy is made. Raises IngestError when the id is another
         file's: taken earlier in this run, held by a stored document whose file still exists,
         or held by one this ingest cannot locate."""
-        mine = self._ids_of_file(path, source) if path is not None else []
+        mine = self._ids_of_file(path) if path is not None else []
         # An id from before ids were relative to the ingest root is re-keyed (below), not kept.
         keep = [i for i in mine if path is not None and i != legacy_id(path)]
         if keep and not declared:
@@ -561,7 +561,7 @@ class Ingestor:
                               "give this file its own 'id:' (or remove the repeated one)")
         stored = self.catalog.document_state(doc_id)
         if stored is not None and path is not None and doc_id not in mine:
-            whose = _whose(stored[2], self._location(doc_id), path)
+            whose = _whose(stored[2], self.catalog.location(doc_id), path)
             if whose == "other":
                 raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}, another file in the index; "
                                   "give this file its own 'id:', or ingest both from their common folder")
@@ -569,7 +569,7 @@ class Ingestor:
                 raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}, which cannot be found from "
                                   "here (the index did not record where it is); give this file its own 'id:', "
                                   f"or re-ingest {stored[2]} once from the folder it was ingested from")
-        if stored is not None and text and self._location(doc_id) is not None:
+        if stored is not None and text and self.catalog.location(doc_id) is not None:
             # A text (ingest_texts) has no location to prove it is the same file; it would
             # replace the file's text and lock the file out of its own document.
             raise IngestError(f"document id {doc_id!r} belongs to the file {stored[2]}; a text cannot replace "
@@ -581,37 +581,28 @@ class Ingestor:
         for old in dict.fromkeys([legacy_id(path), *mine]):
             if old != doc_id and old not in self._claimed:
                 state = self.catalog.document_state(old)
-                if state is not None and (old in mine or _whose(state[2], self._location(old), path) == "this"):
+                if state is not None and (old in mine or _whose(state[2], self.catalog.location(old), path) == "this"):
                     self._claimed[old] = source
                     return doc_id, state, old
         return doc_id, None, None
 
-    def _ids_of_file(self, path: Path, source: str) -> list[str]:
+    def _ids_of_file(self, path: Path) -> list[str]:
         """Ids of the stored documents read from the file at ``path``, however its path was
         spelled then: by recorded location, then rows from before locations were recorded
-        whose source is this file from here (an index folder records locations; over another
-        backend only the same source string counts)."""
-        if not isinstance(self.catalog, Catalog):
-            candidates = self.catalog.doc_ids_for_source(source)
-        else:
-            if self._unlocated is None:
-                self._unlocated = {}
-                for doc_id, stored in self.catalog.unlocated_sources().items():
+        whose source is this file from here."""
+        if self._unlocated is None:
+            self._unlocated = {}
+            located = self.catalog.locations()
+            for doc_id, stored in self.catalog.sources().items():
+                if doc_id not in located:
                     self._unlocated.setdefault(os.path.basename(stored), []).append(doc_id)
-            candidates = [*self.catalog.doc_ids_at(os.path.realpath(path)), *self._unlocated.get(path.name, [])]
+        candidates = [*self.catalog.doc_ids_at(os.path.realpath(path)), *self._unlocated.get(path.name, [])]
         out = []
         for doc_id in dict.fromkeys(candidates):
             state = self.catalog.document_state(doc_id)
-            if state is not None and _whose(state[2], self._location(doc_id), path) == "this":
+            if state is not None and _whose(state[2], self.catalog.location(doc_id), path) == "this":
                 out.append(doc_id)
         return out
-
-    def _location(self, doc_id: str) -> str | None:
-        return self.catalog.location(doc_id) if isinstance(self.catalog, Catalog) else None
-
-    def _set_location(self, doc_id: str, location: str | None) -> None:
-        if isinstance(self.catalog, Catalog):
-            self.catalog.set_location(doc_id, location)
 
     def _check_widening(self, old: dict[str, Any], new: dict[str, Any], result: FileResult) -> None:
         wider = widening(old, new)
@@ -753,7 +744,7 @@ class Ingestor:
                     ids, tfs = np.unique(np.array([vocab[t] for t in terms], dtype=np.int64), return_counts=True)
                     postings.append((ids, tfs))
                 self.catalog.upsert_document(p.doc, p.chunks, hashes[i : i + len(p.chunks)], postings, p.headings)
-                self._set_location(p.doc.doc_id, p.location)
+                self.catalog.set_location(p.doc.doc_id, p.location)
                 if p.sentences and sentence_vectors:
                     self.catalog.put_sentence_vectors(p.doc.doc_id, {k: sentence_vectors[k] for k in p.sentences
                                                                      if k in sentence_vectors})

@@ -32,6 +32,9 @@ def check_schema_name(name: str) -> str:
     if not _SCHEMA_NAME.fullmatch(name):
         raise ConfigError(f"schema name {name!r} is not allowed; use lower-case letters, digits and '_' "
                           "(at most 63, not starting with a digit)")
+    if name.startswith("pg_"):
+        raise ConfigError(f"schema name {name!r} is not allowed: PostgreSQL reserves the prefix 'pg_' for "
+                          "system schemas; choose another name")
     return name
 
 
@@ -48,8 +51,15 @@ class PostgresLocation:
     def parse(cls, url: str) -> PostgresLocation:
         if not is_postgres_url(url):
             raise ConfigError(f"expected a postgresql:// URL, got {url!r}")
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError as exc:  # "Invalid IPv6 URL": an unclosed '[' in the host
+            raise ConfigError(f"cannot read the PostgreSQL URL {url!r}: {exc}") from None
         query = parse_qsl(parts.query, keep_blank_values=True)
+        for own in ("schema", "statistics"):
+            if sum(key == own for key, _ in query) > 1:
+                raise ConfigError(f"{own}= is given more than once in {url!r}; give it once (which one was "
+                                  "meant is ambiguous)")
         schema, statistics = DEFAULT_SCHEMA, None
         kept = []
         for key, value in query:
@@ -85,7 +95,36 @@ def connect(location: PostgresLocation, **options: Any) -> Any:
             'the PostgreSQL backend needs psycopg; install it with: pip install "beleg[postgres]"') from None
     try:
         return psycopg.connect(location.conninfo, autocommit=True, **options)
+    except psycopg.ProgrammingError as exc:  # libpq could not read the URL: an unknown parameter, a bad value
+        raise ConfigError(f"invalid PostgreSQL URL {location.conninfo}: {_first_line(exc)} (Beleg's own "
+                          "parameters are schema= and statistics=; the others are libpq's)") from None
     except psycopg.OperationalError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"cannot connect to PostgreSQL at {location.conninfo}: {first}; "
-                          "is the server running (bash scripts/postgres.sh start)?") from None
+        first = _first_line(exc)
+        # Only when nothing answered: a server that refused the login, or a bad sslmode, is running.
+        unreachable = ("connection to server" in first and "FATAL:" not in first) or "timeout expired" in first
+        hint = "; is the server running (bash scripts/postgres.sh start)?" if unreachable else ""
+        raise ConfigError(f"cannot connect to PostgreSQL at {location.conninfo}: {first}{hint}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+#: SQLSTATEs of a server refusing what the database's setup does not allow, not a fault of
+#: Beleg's SQL: missing privileges, a reserved name, an unknown database or schema, a login.
+_SETUP_STATES = {"42501", "42939", "3D000", "3F000", "28000", "28P01"}
+
+
+def server_problem(exc: BaseException) -> str | None:
+    """One line for a PostgreSQL error the user must fix (privileges, the server's state or
+    configuration: the server's message with its hint); None for any other error, which is a
+    bug and keeps its traceback."""
+    import psycopg
+
+    if not isinstance(exc, psycopg.Error):
+        return None
+    if not (isinstance(exc, psycopg.OperationalError) or exc.sqlstate in _SETUP_STATES):
+        return None
+    hint = exc.diag.message_hint
+    return f"PostgreSQL refused: {_first_line(exc)}" + (f" ({hint})" if hint else "")

@@ -100,6 +100,21 @@ class PostgresCatalog:
         return [r[0] for r in self._rows("SELECT doc_id FROM {s}.documents WHERE source = %s ORDER BY doc_id",
                                          (source,))]
 
+    def location(self, doc_id: str) -> str | None:
+        return self.store.location(doc_id)
+
+    def locations(self) -> dict[str, str]:
+        return self.store.locations()
+
+    def doc_ids_at(self, location: str) -> list[str]:
+        return self.store.doc_ids_at(location)
+
+    def set_location(self, doc_id: str, location: str | None) -> None:
+        self.store.set_location(doc_id, location)
+
+    def copy_locations_from(self, other: PostgresCatalog) -> None:
+        self.store.copy_locations_from(other.store)
+
     def documents_meta(self) -> list[tuple[str, str, dict[str, Any]]]:
         return [(r.doc_id, r.source, r.metadata) for r in self.store.document_records()]
 
@@ -128,10 +143,8 @@ class PostgresCatalog:
         return None  # LLM chunk contexts are refused for PostgreSQL (see _contextualizer)
 
     def checkpoint(self) -> bool:
-        """VACUUM the tables an update or deletion left dead rows in (the old text)."""
-        for table in ("postings", "chunks", "documents", "term_df"):
-            self.store.conn.execute(sql.SQL("VACUUM {}.{}").format(sql.Identifier(self.store.schema),
-                                                                  sql.Identifier(table)))
+        """VACUUM and ANALYZE the tables an update or deletion left dead rows in (the old text)."""
+        self.store.purge_dead_rows()
         self.pending_erasure = False
         return True
 
@@ -307,6 +320,9 @@ class PostgresKnowledgeBase(KnowledgeBase):
                         target.store.set_meta("embedder_fingerprint", fingerprint)
             items = list(self.catalog.documents_with_headings())
             report = target._ingestor(progress=progress).run_documents(items)
+            # Stored documents carry no file: where each was read from comes from this version,
+            # or the new one could no longer tell its files from others (beleg.ingest.pipeline._whose).
+            target.catalog.copy_locations_from(self.catalog)
             gone = {r.doc_id for r in target.store.document_records()} - {doc.doc_id for doc, _ in items}
             if gone:
                 target.store.erase(sorted(gone))

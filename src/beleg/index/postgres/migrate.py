@@ -1,8 +1,8 @@
 """``beleg migrate SRC DST``: copy an index between backends (folder ⇄ PostgreSQL) without
 re-embedding.
 
-Documents, chunks (offsets, heading paths, flags) and vectors are read through the source's
-ports and written through the target's :class:`~beleg.index.ports.Store`; BM25 terms are
+Documents, chunks (offsets, heading paths, flags), vectors and file locations are read through
+the source's ports and written through the target's :class:`~beleg.index.ports.Store`; BM25 terms are
 re-derived with the same analyzer and the same chunk text the ingest pipeline analysed
 (:func:`beleg.ingest.pipeline.index_text`), which is cheap and gives identical postings. Into
 an empty PostgreSQL index everything goes in one bulk load (:mod:`beleg.index.postgres.bulk`:
@@ -44,6 +44,7 @@ def migrate(source_location: str | Path, target_location: str | Path) -> dict[st
         with KnowledgeBase(target_location, source.config) as target:
             _copy_fingerprint(source, target)
             counts = _copy_documents(source, target)
+            _copy_locations(source, target)
             target._flush_replaced_text()
             status = target.status()
     return {"source": str(source_location), "target": str(target_location), **counts,
@@ -59,6 +60,16 @@ def _copy_fingerprint(source: Any, target: Any) -> None:
     if fingerprint is not None and held is None:
         with target.store.transaction():
             target.store.set_meta("embedder_fingerprint", fingerprint)
+
+
+def _copy_locations(source: Any, target: Any) -> None:
+    """Where each file document was read from: without it the target could not tell the
+    corpus's files from another folder's of the same relative path (beleg.ingest.pipeline)."""
+    located = source.store.locations()
+    if located:
+        with target.store.transaction():
+            for doc_id, location in located.items():
+                target.store.set_location(doc_id, location)
 
 
 def _copy_documents(source: Any, target: Any) -> dict[str, Any]:

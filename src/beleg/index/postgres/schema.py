@@ -17,7 +17,7 @@ from psycopg import errors, sql
 from beleg.index.postgres import rls
 from beleg.index.postgres.config import READER_ROLE
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _v1(schema: str) -> list[sql.Composable]:
@@ -114,12 +114,23 @@ def _v4(schema: str) -> list[sql.Composable]:
             sql.SQL("ALTER TABLE {s}.chunks ALTER COLUMN embedding SET STORAGE MAIN").format(s=s)]
 
 
+def _v5(schema: str) -> list[sql.Composable]:
+    """Where each file document's file was, resolved at ingest (``os.fsencode`` bytes, as the
+    embedded catalog stores it; NULL for texts and rows written before): files are told apart
+    by it, never by the path as typed (beleg.ingest.pipeline). The reader may read it under
+    the documents policy like any column; no reader query selects it."""
+    s = sql.Identifier(schema)
+    return [sql.SQL("ALTER TABLE {s}.documents ADD COLUMN IF NOT EXISTS location bytea").format(s=s),
+            sql.SQL("CREATE INDEX IF NOT EXISTS documents_location ON {s}.documents (location)").format(s=s)]
+
+
 #: (version, description, statements for a schema). Append; never edit a released one.
 MIGRATIONS: list[tuple[int, str, Callable[[str], list[sql.Composable]]]] = [
     (1, "documents, chunks with vectors, postings, BM25 statistics, row-level security", _v1),
     (2, "claims of ingest workers (source hash, worker, lease)", _v2),
     (3, "claims of chunk texts being embedded, with their vectors once embedded", _v3),
     (4, "cheaper reads: the access policy inlined, vectors stored in the chunk rows", _v4),
+    (5, "documents.location: the resolved path of a document's file", _v5),
 ]
 
 
@@ -138,7 +149,14 @@ def ensure_reader_role(conn: Any) -> None:
 
 def migrate(conn: Any, schema: str) -> int:
     """Bring ``schema`` to :data:`SCHEMA_VERSION` (creating it); returns the version now."""
-    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except errors.InsufficientPrivilege as exc:
+        from beleg.errors import ConfigError
+
+        raise ConfigError(f"pgvector is not enabled in database {conn.info.dbname} and role {conn.info.user} may not "
+                          f"enable it ({str(exc).strip().splitlines()[0]}); ask an administrator to run "
+                          "'CREATE EXTENSION vector' in that database") from None
     ensure_reader_role(conn)
     s = sql.Identifier(schema)
     with conn.transaction():

@@ -10,6 +10,7 @@ nothing is cached in memory but the view's transaction).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -27,6 +28,9 @@ from beleg.index.postgres.writes import SchemaWriter
 from beleg.types import Document, Heading
 
 log = logging.getLogger(__name__)
+
+#: Tables holding document text, ids, terms or vectors: vacuumed and analysed after an erasure.
+ERASED_TABLES = ("postings", "chunks", "documents", "term_df", "corpus_stats", "embedding_claims")
 
 #: meta key of the statistics scope chosen when the index was created ("corpus" or "tenant").
 STATISTICS_KEY = "bm25_statistics"
@@ -46,13 +50,13 @@ class PostgresStore:
 
     def __init__(self, location: str | PostgresLocation, *, per_tenant_statistics: bool | None = None,
                  k1: float = 1.5, b: float = 0.75, exact_below: int = EXACT_BELOW, create: bool = True) -> None:
-        self.location = location if isinstance(location, PostgresLocation) else PostgresLocation.parse(location)
-        self.schema = self.location.schema
-        self.conn = connect(self.location)
+        self.pg_location = location if isinstance(location, PostgresLocation) else PostgresLocation.parse(location)
+        self.schema = self.pg_location.schema
+        self.conn = connect(self.pg_location)
         if not create and not schema_mod.exists(self.conn, self.schema):
             self.conn.close()
-            raise IndexStateError(f"no Beleg index in schema {self.schema} of {self.location.conninfo}; "
-                                  f"create one with 'beleg init --index {self.location.url}'")
+            raise IndexStateError(f"no Beleg index in schema {self.schema} of {self.pg_location.conninfo}; "
+                                  f"create one with 'beleg init --index {self.pg_location.url}'")
         schema_mod.migrate(self.conn, self.schema)
         self.k1, self.b, self.exact_below = k1, b, exact_below
         self._writer = SchemaWriter(self.conn, self.schema)
@@ -62,7 +66,7 @@ class PostgresStore:
         scope = self.get_meta(STATISTICS_KEY)
         if scope is None:
             if per_tenant_statistics is None:
-                per_tenant_statistics = self.location.statistics == "tenant"
+                per_tenant_statistics = self.pg_location.statistics == "tenant"
             scope = "tenant" if per_tenant_statistics else "corpus"
             with self.transaction():
                 self.set_meta(STATISTICS_KEY, scope)
@@ -131,7 +135,7 @@ class PostgresStore:
         if self._view is not None and not self._view.broken and self._view.generation == self.generation:
             return self._view
         self.forget_view()
-        self._view = PostgresSearchIndex(connect(self.location), self.schema, self._latest, k1=self.k1,
+        self._view = PostgresSearchIndex(connect(self.pg_location), self.schema, self._latest, k1=self.k1,
                                          b=self.b, per_tenant_statistics=self.per_tenant_statistics,
                                          exact_below=self.exact_below)
         return self._view
@@ -140,7 +144,7 @@ class PostgresStore:
         """A connection outside any transaction, for reads of the latest commit (not the write
         connection: a thread's read must never run inside another thread's write transaction)."""
         if self._latest_conn is None or self._latest_conn.closed:
-            self._latest_conn = connect(self.location)
+            self._latest_conn = connect(self.pg_location)
         return self._latest_conn
 
     def forget_view(self) -> None:
@@ -169,6 +173,34 @@ class PostgresStore:
         with self.transaction():
             self._writer.update_metadata(doc_id, source, metadata)
 
+    # ------------------------------------------------------------------ file locations
+    def location(self, doc_id: str) -> str | None:
+        row = self.conn.execute(self._q("SELECT location FROM {s}.documents WHERE doc_id = %s"), (doc_id,)).fetchone()
+        return os.fsdecode(row[0]) if row and row[0] is not None else None
+
+    def locations(self) -> dict[str, str]:
+        return {doc_id: os.fsdecode(loc) for doc_id, loc in self.conn.execute(
+            self._q("SELECT doc_id, location FROM {s}.documents WHERE location IS NOT NULL"))}
+
+    def doc_ids_at(self, location: str) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            self._q("SELECT doc_id FROM {s}.documents WHERE location = %s ORDER BY doc_id"), (os.fsencode(location),))]
+
+    def set_location(self, doc_id: str, location: str | None) -> None:
+        # The file system's bytes: a name that is not UTF-8 must still be found again.
+        with self.transaction():
+            self.conn.execute(self._q("UPDATE {s}.documents SET location = %s WHERE doc_id = %s"),
+                              (None if location is None else os.fsencode(location), doc_id))
+
+    def copy_locations_from(self, other: PostgresStore) -> None:
+        """Give documents without a location the one they have in another schema of this
+        database (a version rebuilt from that one's documents, which carry no file)."""
+        with self.transaction():
+            self.conn.execute(sql.SQL(
+                "UPDATE {s}.documents d SET location = o.location FROM {o}.documents o "
+                "WHERE o.doc_id = d.doc_id AND d.location IS NULL AND o.location IS NOT NULL").format(
+                s=sql.Identifier(self.schema), o=sql.Identifier(other.schema)))
+
     def erase(self, doc_ids: Sequence[str]) -> ErasureSummary:
         """One transaction; then VACUUM, so the dead rows (the erased text, terms and vectors) are
         removed from tables and indexes. ``complete`` is False when another session's open
@@ -178,10 +210,27 @@ class PostgresStore:
             summary = self._writer.erase(doc_ids)
         if not summary.documents:
             return summary
-        for table in ("postings", "chunks", "documents", "term_df"):
-            self.conn.execute(sql.SQL("VACUUM {}.{}").format(sql.Identifier(self.schema), sql.Identifier(table)))
+        self.purge_dead_rows()
         return ErasureSummary(summary.documents, summary.chunks, summary.vectors, summary.terms,
                               complete=not self._older_snapshots())
+
+    def purge_dead_rows(self) -> None:
+        """After deleting or replacing text: VACUUM the tables that hold document text, ids, terms
+        or vectors, so the dead rows leave tables and indexes, and ANALYZE them, so the planner's
+        statistics (``pg_statistic``: most common values, histograms) are sampled again from the
+        rows that remain instead of keeping values of the deleted ones. ANALYZE leaves the old
+        statistics of a table it finds empty; those are cleared (PostgreSQL 18 and later)."""
+        s = sql.Identifier(self.schema)
+        for table in ERASED_TABLES:
+            self.conn.execute(sql.SQL("VACUUM (ANALYZE) {}.{}").format(s, sql.Identifier(table)))
+        if self.conn.info.server_version < 180000:
+            return  # no pg_clear_attribute_stats before 18 (docs/postgres.md, Erasure)
+        for table in ERASED_TABLES:
+            if self.conn.execute(sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {}.{})").format(
+                    s, sql.Identifier(table))).fetchone()[0]:
+                self.conn.execute("SELECT pg_clear_attribute_stats(%(s)s, %(t)s, attname, false) FROM pg_attribute "
+                                  "WHERE attrelid = format('%%I.%%I', %(s)s, %(t)s)::regclass AND attnum > 0 "
+                                  "AND NOT attisdropped", {"s": self.schema, "t": table})
 
     def _older_snapshots(self) -> bool:
         """Whether another session of this database holds a snapshot (which keeps dead rows)."""
