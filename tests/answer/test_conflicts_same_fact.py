@@ -140,7 +140,10 @@ def test_embedder_sees_each_phrase_once() -> None:
 @pytest.mark.parametrize("governing, other, version", [
     ({"version": "3.0", "status": "current"}, {"version": "2.4", "status": "historical"}, "superseded"),
     ({"version": "10.0", "status": "current"}, {"version": "9.5", "status": "current"}, "superseded"),
-    ({"version": "3.0", "status": "current"}, {"version": "3.1", "status": "draft"}, "contradicts"),
+    # A newer version says otherwise: a change, not a contradiction ("changed in 3.1"); also when
+    # the question asks about an older version, which then governs ("in 2.0" against 2.10).
+    ({"version": "3.0", "status": "current"}, {"version": "3.1", "status": "draft"}, "later"),
+    ({"version": "2.0", "status": "historical"}, {"version": "2.10", "status": "current"}, "later"),
     ({"version": "3.0", "status": "current"}, {"version": "3.0", "status": "current"}, "contradicts"),
     ({"status": "current"}, {"status": "deprecated"}, "superseded"),
     ({"status": "current"}, {"status": "current"}, "contradicts"),
@@ -238,3 +241,17 @@ def test_test_split_floor_without_embedder() -> None:
     # What `ask` runs today (no embedder passed): measured precision 0.917, recall 0.846.
     scores = conflict_quality.score_split(conflict_quality.load_cases("test"), None)
     assert scores["precision"] >= 0.90 and scores["recall"] >= 0.84, scores["errors"]
+
+
+def test_a_later_version_reads_as_a_change() -> None:
+    from beleg.answer.conflicts import conflict_lines
+    from beleg.answer.types import Conflict, ConflictValue
+
+    def value(v: str, label: str, version: str, relation: str) -> ConflictValue:
+        return ConflictValue(v, f"{label}.md", label, label, version, "current", "contract",
+                             relation == "governs", quote=v, relation=relation)
+
+    lines = conflict_lines(Conflict("the file size limit", (value("20 GB", "S1", "2.0", "governs"),
+                                                          value("50 GB", "S2", "2.10", "later"))))
+    assert lines[0] == "Later values of the file size limit:"
+    assert "50 GB in S2: changed in 2.10" in lines[1] and "contradicts" not in "\n".join(lines)

@@ -13,8 +13,9 @@ of webhook deliveries), not two values of the same unit kind. Checked in code:
    ("72 hours instead of 24 hours") is not in conflict: it mentions the other as history.
 
 Each other value gets a ``relation`` to the governing one: ``superseded`` (an older
-version, or a historical/deprecated source) or ``contradicts`` (same version, unversioned,
-or newer). Sentences holding several differing values for the attribute without emphasis
+version, or a historical/deprecated source), ``later`` (a newer version than the one that
+governs, as when the question asks about 2.0 and 2.10 says otherwise: a change, not a
+contradiction) or ``contradicts`` (same version, or unversioned). Sentences holding several differing values for the attribute without emphasis
 are skipped as ambiguous: a missed conflict is better than an invented one.
 
 A source that also holds instruction-like text still states its facts: its withheld
@@ -95,11 +96,12 @@ def _version_key(version: str) -> tuple[tuple[int, str], ...] | None:
 
 
 def relation(governing: Source, other: Source) -> str:
-    """``superseded`` for an older version or a historical source, else ``contradicts``."""
+    """``superseded`` for an older version or a historical source, ``later`` for a newer
+    version, else ``contradicts``."""
     if governing.version and other.version and governing.version != other.version:
         g, o = _version_key(governing.version), _version_key(other.version)
-        if g is not None and o is not None:
-            return "superseded" if o < g else "contradicts"
+        if g is not None and o is not None and o != g:
+            return "superseded" if o < g else "later"
     if other.status in HISTORICAL_STATUSES and governing.status not in HISTORICAL_STATUSES:
         return "superseded"
     return "contradicts"
@@ -190,9 +192,11 @@ def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Senten
 
 
 def _standing(v: ConflictValue, gov: ConflictValue) -> str:
-    """"superseded by 3.0" / "contradicts the 3.0 contract", in words."""
+    """"superseded by 3.0" / "changed in 2.10" / "contradicts the 3.0 contract", in words."""
     if v.relation == "superseded":
         return f"superseded by {gov.version}" if gov.version else f"superseded by {gov.label}"
+    if v.relation == "later":
+        return f"changed in {v.version}"
     target = f"the {gov.version} {gov.authority}" if gov.version else f"the {gov.authority} {gov.label}"
     return f"contradicts {target}"
 
@@ -203,10 +207,13 @@ def conflict_lines(conflict: Conflict) -> list[str]:
     gov = conflict.governing
     if gov is None:
         return []
-    contra = [v for v in conflict.values if not v.governs and v.relation != "superseded"]
+    contra = [v for v in conflict.values if not v.governs and v.relation not in ("superseded", "later")]
+    later = [v for v in conflict.values if not v.governs and v.relation == "later"]
     older = [v for v in conflict.values if not v.governs and v.relation == "superseded"]
-    lines = [f"Sources disagree on {conflict.fact}:" if contra else f"Earlier values of {conflict.fact}:"]
-    for v in (*contra, *older):
+    title = ("Sources disagree on" if contra else "Values in other versions of" if later and older
+             else "Later values of" if later else "Earlier values of")
+    lines = [f"{title} {conflict.fact}:"]
+    for v in (*contra, *later, *older):
         note = f"; {v.note}" if v.note else ""
         lines.append(f"- {v.value} in {v.label}: {_standing(v, gov)} ({v.authority}, version {v.version or '-'}, "
                      f"{v.status}{note}) [{v.label}]")

@@ -155,7 +155,9 @@ class ConflictValue:
     #: itself comes from one of its factual sentences.
     contains_instructions: bool = False
     #: How the value stands to the governing one: "governs", "superseded" (an older
-    #: version or a historical source) or "contradicts" (same version, unversioned, newer).
+    #: version or a historical source), "later" (a newer version than the governing one,
+    #: which governs because the question asks about its version) or "contradicts" (same
+    #: version, or unversioned).
     relation: str = ""
 
     @property

@@ -21,9 +21,10 @@ const STRINGS = {
     notAssessed: "not assessed", refused: "Refused: {reason}", refusedPlain: "Refused",
     withheld: "Not confirmed: {reason}", withheldPlain: "Not confirmed",
     byRule: "Answered by rule, no sources", problems: "Problems: {list}", why: "Why not: {list}",
-    disagree: "Sources disagree on {fact}", earlier: "Earlier values of {fact}",
-    governs: "governs", superseded: "superseded", contradicts: "contradicts",
+    disagree: "Sources disagree on {fact}", earlier: "Earlier values of {fact}", otherVersions: "Values of {fact} in other versions",
+    governs: "governs", superseded: "superseded", later: "later version", contradicts: "contradicts",
     governsWhy: "Governs because: {reasons}", supersededWhy: "Superseded by version {version}",
+    laterWhy: "Changed in version {version}",
     contradictsWhy: "Contradicts the governing source {label}",
     version: "version {v}", cited: "cited", notCited: "retrieved, not cited", ineligible: "not eligible: {reasons}",
     openSource: "Open the source", openQuote: "Open the quote in its document", chipLabel: "Source {label}: {title}",
@@ -48,9 +49,10 @@ const STRINGS = {
     notAssessed: "nicht bewertet", refused: "Abgelehnt: {reason}", refusedPlain: "Abgelehnt",
     withheld: "Nicht bestätigt: {reason}", withheldPlain: "Nicht bestätigt",
     byRule: "Per Regel beantwortet, ohne Quellen", problems: "Probleme: {list}", why: "Warum nicht: {list}",
-    disagree: "Quellen widersprechen sich bei {fact}", earlier: "Frühere Werte von {fact}",
-    governs: "maßgeblich", superseded: "abgelöst", contradicts: "widerspricht",
+    disagree: "Quellen widersprechen sich bei {fact}", earlier: "Frühere Werte von {fact}", otherVersions: "Werte von {fact} in anderen Versionen",
+    governs: "maßgeblich", superseded: "abgelöst", later: "spätere Version", contradicts: "widerspricht",
     governsWhy: "Maßgeblich, weil: {reasons}", supersededWhy: "Abgelöst durch Version {version}",
+    laterWhy: "Geändert in Version {version}",
     contradictsWhy: "Widerspricht der maßgeblichen Quelle {label}",
     version: "Version {v}", cited: "zitiert", notCited: "gefunden, nicht zitiert", ineligible: "nicht zulässig: {reasons}",
     openSource: "Quelle öffnen", openQuote: "Zitat im Dokument öffnen", chipLabel: "Quelle {label}: {title}",
@@ -310,13 +312,14 @@ function verdicts(a) {
 function conflict(c, a) {
   const values = [...(c.values || [])].sort((x, y) => Number(y.governs) - Number(x.governs));
   const governing = values.find((v) => v.governs);
-  const contradicted = values.some((v) => !v.governs && v.relation !== "superseded");
+  const contradicted = values.some((v) => !v.governs && v.relation !== "superseded" && v.relation !== "later");
   const cards = values.map((v) => {
     const source = (a.sources || []).find((s) => s.label === v.label);
-    const relation = v.governs ? "governs" : v.relation === "superseded" ? "superseded" : "contradicts";
+    const relation = v.governs ? "governs" : ["superseded", "later"].includes(v.relation) ? v.relation : "contradicts";
     let why;
     if (v.governs) why = t("governsWhy", { reasons: governingReasons(v, source) });
     else if (relation === "superseded") why = t("supersededWhy", { version: governing ? governing.version : "-" });
+    else if (relation === "later") why = t("laterWhy", { version: v.version || "-" });
     else why = t("contradictsWhy", { label: governing ? governing.label : "-" });
     return el("article", { class: "conflict-value " + relation, "data-relation": relation },
       el("p", { class: "value" }, v.value),
@@ -329,7 +332,8 @@ function conflict(c, a) {
       source ? el("button", { type: "button", class: "chip", onclick: (e) => openQuoteInSource(v.quote, source, e.currentTarget) },
         v.label) : null);
   });
-  const title = t(contradicted ? "disagree" : "earlier", { fact: c.fact });
+  const later = values.some((v) => !v.governs && v.relation === "later");
+  const title = t(contradicted ? "disagree" : later ? "otherVersions" : "earlier", { fact: c.fact });
   return el("section", { class: "conflict" }, el("h3", {}, title), el("div", { class: "conflict-grid" }, cards));
 }
 
