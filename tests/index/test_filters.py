@@ -60,3 +60,15 @@ def test_versions_of_any_length_compare_without_int_conversion() -> None:
     assert matches(parse("version >= 2.10"), {"version": f"2.{huge}"})
     assert matches(parse("version = 2.04"), {"version": "2.4"})  # leading zeros as before
     assert matches(parse("version > 2.9"), {"version": "2.10"})
+
+
+def test_filter_values_are_folded_as_names_are() -> None:
+    # Ingest stores "tenant: ＡＣＭＥ" as "acme" and "--tenant ＡＣＭＥ" folds to "acme"; a filter
+    # must compare by the same rule, or "delete --where tenant = 'ＡＣＭＥ'" erases nothing.
+    from beleg.index.filters import matches
+    from beleg.index.filters import parse as parse_filter
+
+    assert matches(parse_filter("tenant = 'ＡＣＭＥ'"), {"tenant": "acme"})
+    assert matches(parse_filter("tenant = 'Ａcme'"), {"tenant": "acme"})
+    assert matches(parse_filter("version >= '２.４'"), {"version": "3.0"})
+    assert not matches(parse_filter("tenant = 'ＡＣＭＥ'"), {"tenant": "globex"})

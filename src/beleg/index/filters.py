@@ -22,6 +22,7 @@ linear numpy work even at 100k chunks, applied before any top-k is taken.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -276,13 +277,15 @@ def _key(value: Any) -> tuple[int, Any]:
         return (3, str(value).lower())
     if isinstance(value, (int, float)):
         value = str(value)
-    text = str(value).strip()
+    # Folded as tenants and ACL names are (types.Principal.fold): "ＡＣＭＥ" and "２.４" are the
+    # "acme" and "2.4" ingest stored, so a filter compares names by the rule permissions use.
+    text = unicodedata.normalize("NFKC", str(value)).strip()
     m = _VERSION.fullmatch(text)
     if m:
         return (0, tuple(number_key(p) for p in m.group(1).split(".")))
     if _DATE.fullmatch(text):
         return (1, text)
-    return (3, text.casefold())
+    return (3, unicodedata.normalize("NFKC", text.casefold()))
 
 
 def _compare(actual: Any, op: str, wanted: Any) -> bool:
