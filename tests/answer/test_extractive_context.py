@@ -103,7 +103,7 @@ def test_a_table_row_is_quoted_with_its_header_and_shown_by_name() -> None:
     assert c.quote.startswith("| Setting | Default |") and c.quote.endswith("| port | 8081 | admin web port |")
     assert ex.answer == "Setting: port; Default: 8081; Meaning: admin web port [S1]"
     assert c.to_json()["display"] == "Setting: port; Default: 8081; Meaning: admin web port"
-    assert len(rows) == 3  # header, host, port
+    assert len(rows) == 2  # host, port: the header row is no candidate
 
 
 def test_the_answer_text_has_no_markup_but_the_quote_is_exact() -> None:

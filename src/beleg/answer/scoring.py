@@ -36,7 +36,7 @@ from beleg.answer.values import Value, extract_values
 from beleg.index.analyzer import analyze, analyze_query, detect_language
 from beleg.index.ports import Eligibility, SearchIndex
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
-from beleg.sentences import Span, split_sentences
+from beleg.sentences import Span, is_table_header, split_sentences
 
 #: Sentence kinds that can answer (headings and code blocks cannot on their own).
 _ANSWER_KINDS = PROSE_KINDS
@@ -228,7 +228,8 @@ class Sentence:
 
 
 def candidate_sentences(sources: Sequence[Source], *, eligible_only: bool = False) -> list[Sentence]:
-    """Every answer-capable sentence of the given sources, with document offsets.
+    """Every answer-capable sentence of the given sources, with document offsets (not a
+    table's header row).
 
     Sentences withheld as instruction-like (``Source.quarantine``) are never candidates,
     so nothing downstream can quote, score or compare them."""
@@ -238,7 +239,8 @@ def candidate_sentences(sources: Sequence[Source], *, eligible_only: bool = Fals
             continue
         spans = split_sentences(src.hit.text)
         for i, span in enumerate(spans):
-            if not can_answer(span):
+            # A table's header row names its columns and answers nothing: the row it names does.
+            if not can_answer(span) or is_table_header(src.hit.text, span):
                 continue
             if src.quarantine.overlaps(span.start, span.end):
                 continue
