@@ -1,12 +1,18 @@
 """Markdown tables in extractive answers: a header row (or a separator row) is never an
-answer candidate; it names the columns of the rows under it.
+answer candidate; the quote is the chosen row alone, so every support check reads only what
+the answer shows: the row and, as its context, its header.
 
 Small made-up tables, English and German; the real scoring code with IDF 1 and no embedder.
 """
 
 from __future__ import annotations
 
-from beleg.answer.scoring import candidate_sentences
+from typing import Any
+
+from beleg.answer.evidence import Target
+from beleg.answer.extractive import extract_answer
+from beleg.answer.scoring import SentenceScorer, candidate_sentences
+from beleg.answer.support import extractive_support
 from beleg.answer.types import Source
 from beleg.types import Hit
 
@@ -22,9 +28,34 @@ CODES = ("| Code | Meaning | Remedy |\n|---|---|---|\n"
          "| QX-303 | Token has expired | Renew the token with `qx login` |\n")
 
 
+class _Flat:
+    def weights(self, text: str, skip: frozenset[str] = frozenset()) -> dict[str, float]:
+        from beleg.index.analyzer import analyze_query
+
+        terms = analyze_query(text)
+        return {t: 1.0 for t in [t for t in terms if t not in skip] or terms}
+
+
 def _source(text: str, language: str = "en") -> Source:
     meta = {"language": language, "status": "current", "authority": "guide"}
     return Source("S1", Hit("c1", "d1", "d1.md", "Doc", ("Doc",), 0, len(text), 1.0, text, meta), 1)
+
+
+def _scorer() -> SentenceScorer:
+    """The real scoring code with every term weighing 1 and no embedder (dense part 0)."""
+    scorer = SentenceScorer.__new__(SentenceScorer)
+    scorer.terms = type("Terms", (), {"idf": staticmethod(lambda term: 1.0)})()  # type: ignore[assignment]
+    scorer.embed_queries = scorer.embed_passages = None
+    scorer.cache = None
+    return scorer
+
+
+def _answer(question: str, text: str, language: str = "en") -> Any:
+    src = _source(text, language)
+    ex = extract_answer(question, _scorer().score(question, candidate_sentences([src])), Target(None, "none"),
+                        refuse_below=0.0)
+    assert not ex.refused, ex.reason
+    return ex
 
 
 def test_a_header_row_is_never_a_candidate_nor_is_a_separator_row() -> None:
@@ -33,3 +64,23 @@ def test_a_header_row_is_never_a_candidate_nor_is_a_separator_row() -> None:
         header = text[text.index("|"):text.index("\n", text.index("|"))]
         assert header not in rows and not any("---" in r for r in rows)
         assert len([r for r in rows if r.startswith("|")]) == 3  # the three data rows
+
+
+def test_the_quote_is_the_shown_row_and_the_checks_read_only_it_and_its_header() -> None:
+    src = _source(CODES)
+    row = "| QX-303 | Token has expired | Renew the token with `qx login` |"
+    a = CODES.index(row)
+    ex = _answer("What is QX-303?", CODES)
+    assert (ex.citations[0].start, ex.citations[0].end) == (a, a + len(row))  # the row, not header..row
+    # The QX-303 row quoted for a question about QX-202: the QX-202 row above it is not shown,
+    # so it names nothing for this quote, and the row's own command is no answer to it.
+    from beleg.answer.types import Citation
+
+    cite = Citation("S1", "c1", "d1", "d1.md", row, a, a + len(row), True)
+    s = extractive_support("What should I do about QX-202?", [cite], [src], _Flat())  # type: ignore[arg-type]
+    anchors = s.check("anchors")
+    assert anchors is not None and anchors.passed is False and not s.supported
+    # The header is the row's context: a question worded by its column names finds them.
+    s = extractive_support("What is the remedy for QX-303?", [cite], [src], _Flat())  # type: ignore[arg-type]
+    focus = s.check("focus")
+    assert focus is not None and focus.passed and s.supported

@@ -36,7 +36,7 @@ from beleg.answer.values import Value, extract_values
 from beleg.index.analyzer import analyze, analyze_query, detect_language
 from beleg.index.ports import Eligibility, SearchIndex
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
-from beleg.sentences import Span, is_table_header, split_sentences
+from beleg.sentences import Span, is_table_header, split_sentences, table_header
 
 #: Sentence kinds that can answer (headings and code blocks cannot on their own).
 _ANSWER_KINDS = PROSE_KINDS
@@ -54,6 +54,15 @@ def can_answer(span: Span) -> bool:
     completeness check), so choosing one only hides the sentence that answers it: an FAQ's
     "Do I need Redis?" shares the asker's words and outscored its own answer below it."""
     return span.kind in _ANSWER_KINDS and len(span.text.split()) >= _MIN_WORDS and not is_question(span.text)
+
+
+def row_header(source: Source, row: Span) -> Span | None:
+    """The header of a table row of ``source``'s chunk (chunk offsets), unless withheld: an
+    instruction-like header names nothing, and the row is then shown and read alone."""
+    header = table_header(source.hit.text, row)
+    if header is None or source.quarantine.overlaps(header.start, header.end):
+        return None
+    return header
 
 
 def sentence_passage(heading_path: Sequence[str], title: str, sentence: str) -> str:
