@@ -1,6 +1,8 @@
 """Markdown tables in extractive answers: a header row (or a separator row) is never an
-answer candidate; the quote is the chosen row alone, so every support check reads only what
-the answer shows: the row and, as its context, its header.
+answer candidate; a row is scored with its header's words, and when the question names one
+row (by its first cell, or by the identifier it asks about) the other rows of that table
+lose; the quote is the chosen row alone, so every support check reads only what the answer
+shows: the row and, as its context, its header.
 
 Small made-up tables, English and German; the real scoring code with IDF 1 and no embedder.
 """
@@ -64,6 +66,33 @@ def test_a_header_row_is_never_a_candidate_nor_is_a_separator_row() -> None:
         header = text[text.index("|"):text.index("\n", text.index("|"))]
         assert header not in rows and not any("---" in r for r in rows)
         assert len([r for r in rows if r.startswith("|")]) == 3  # the three data rows
+
+
+def test_the_row_whose_first_cell_the_question_names_is_the_answer() -> None:
+    ex = _answer("What is the reply time on the Pro plan?", PLANS)
+    assert ex.citations[0].quote == "| Pro | USD 30 | 2 TB | 6 hours |"
+    assert ex.answer == "Plan: Pro; Monthly fee: USD 30; Backup space: 2 TB; Reply time: 6 hours [S1]"
+    ex = _answer("Wie lange ist die Antwortzeit im Tarif Mittel?", TARIFE, "de")
+    assert ex.citations[0].quote == "| Mittel | 30 EUR | 2 TB | 6 Stunden |"
+    assert ex.answer.startswith("Tarif: Mittel; Preis: 30 EUR")
+
+
+def test_a_row_is_scored_with_its_header_words_as_a_sentence_with_its_heading() -> None:
+    # "plan" and "backup space" are only in the header; the prose sentence below holds two of
+    # the question's words itself, the Ultimate row only "unlimited".
+    text = PLANS + "\nExtra backup space costs 1 dollar per 100 GB.\n"
+    assert _answer("Which plan includes unlimited backup space?", text).citations[0].quote.startswith("| Ultimate")
+    ex = _answer("Welcher Tarif hat unbegrenzten Speicherplatz?", TARIFE + "\nMehr Speicherplatz kostet 1 EUR.\n", "de")
+    assert ex.citations[0].quote.startswith("| Groß")
+
+
+def test_the_row_of_the_asked_identifier_wins_over_rows_holding_the_asked_kind() -> None:
+    # "What should I do" asks for an instruction: the QX-101 and QX-303 rows hold commands,
+    # the asked QX-202 row does not; those rows are about other codes all the same.
+    ex = _answer("What should I do about QX-202?", CODES)
+    c = ex.citations[0]
+    assert c.quote == "| QX-202 | Message is larger than the limit | Shorten the message or raise the limit |"
+    assert CODES[c.start:c.end] == c.quote
 
 
 def test_the_quote_is_the_shown_row_and_the_checks_read_only_it_and_its_header() -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from beleg.answer.anchors import missing_anchors, question_anchors
+from beleg.answer.anchors import STRONG, Anchor, missing_anchors, question_anchors
 from beleg.answer.polarity import opposite_action
 from beleg.answer.quarantine import PROSE_KINDS
 from beleg.answer.types import Source
@@ -82,6 +82,11 @@ RETRIEVAL_PRIOR = 0.0
 #: "What is E-5031?": the first sentence of a section whose heading names the subject defines
 #: it, as does the table row whose first cell is the subject.
 DEFINITION_BONUS = 0.1
+#: When the question names one row of a table (its first cell: "the Business plan"; or the
+#: identifier or number it holds: "KB-2001"), the other rows of that table state other keys'
+#: facts: as wrong as a missing kind of value. (The named row gains nothing: it is no better
+#: an answer than a sentence saying the same, only better than its neighbours.)
+OTHER_ROW_PENALTY = TYPE_BONUS
 _DEFINITION = re.compile(r"^\s*(?:what\s+is|what's|what\s+are|what\s+does|was\s+ist|was\s+sind|was\s+bedeutet|"
                          r"was\s+hei(?:ß|ss)t)\s+(?P<subject>.+?)(?:\s+(?:mean|stand\s+for))?\s*\??\s*$", re.IGNORECASE)
 
@@ -204,6 +209,13 @@ def _names_the_subject(row: str, q_terms: set[str], lang: str) -> bool:
     first = row.strip().strip("|").split("|", 1)[0]
     terms = set(analyze(first, lang))
     return bool(terms) and terms <= q_terms
+
+
+def _asked_row(row: str, q_terms: set[str], strong: Sequence[Anchor], source: Source) -> bool:
+    """Whether the question names this table row: its first cell, or all the question's
+    identifiers and numbers are in it."""
+    lang = str(source.hit.metadata.get("language") or "en")
+    return _names_the_subject(row, q_terms, lang) or (bool(strong) and not missing_anchors(list(strong), row))
 
 
 def is_definition_question(question: str) -> bool:
@@ -359,6 +371,10 @@ class SentenceScorer:
         q_term_set = set(q_terms)
         howto, naming = is_howto_question(question), is_naming_question(question)
         numbers = [a for a in question_anchors(question, q_lang) if a.kind == "number"]
+        strong = [a for a in question_anchors(question, q_lang) if a.kind in STRONG]
+        headers = [row_header(s.source, s.span) if s.span.kind == "table-row" else None for s in sentences]
+        asked_tables = {(s.source.hit.chunk_id, h.start) for s, h in zip(sentences, headers)
+                        if h is not None and _asked_row(s.text, q_term_set, strong, s.source)}
         firsts: dict[str, int] = {}
         for s in sentences:  # the first answer-capable sentence of each chunk
             cid = s.source.hit.chunk_id
@@ -372,6 +388,9 @@ class SentenceScorer:
             # Every heading above the sentence frames it, the page title too: a title's words
             # count for each sentence of the page, not only for those before its first subheading.
             framing = set().union(*(analyze(h, lang) for h in path))
+            header = headers[i]
+            if header is not None:
+                framing |= set(analyze(header.text, lang))  # the header names the row's cells as a heading would
             covered = sum(w for t, w in weights.items() if t in terms)
             covered += HEADING_WEIGHT * sum(w for t, w in weights.items() if t in framing and t not in terms)
             lexical = covered / total
@@ -389,6 +408,9 @@ class SentenceScorer:
                 score += DEFINITION_BONUS
             elif definitional and s.span.kind == "table-row" and _names_the_subject(s.text, q_term_set, lang):
                 score += DEFINITION_BONUS  # a glossary or error-code table: the row whose key is the subject
+            if header is not None and (s.source.hit.chunk_id, header.start) in asked_tables and \
+                    not _asked_row(s.text, q_term_set, strong, s.source):
+                score -= OTHER_ROW_PENALTY
             if positions is not None and s.source.hit.chunk_id in positions:
                 score += RETRIEVAL_PRIOR / (1 + positions[s.source.hit.chunk_id])
             score += _answer_form_bonus(question, s, howto, naming)
