@@ -23,7 +23,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-__all__ = ["Span", "sentence_containing", "split_sentences"]
+__all__ = ["Span", "is_table_header", "sentence_containing", "split_sentences", "table_header"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +203,39 @@ def sentence_containing(text: str, offset: int) -> Span | None:
     if i >= 0 and spans[i].start <= offset < spans[i].end:
         return spans[i]
     return None
+
+
+def is_table_header(text: str, span: Span) -> bool:
+    """Whether a table-row span is its table's header: the line after it is a separator row
+    (``|---|---|``). A header names the columns; it states nothing about any one row."""
+    if span.kind != "table-row":
+        return False
+    nl = text.find("\n", span.end)
+    if nl < 0:
+        return False
+    after = text[nl + 1:].split("\n", 1)[0].rstrip("\r")
+    return _TABLE_SEPARATOR.match(after) is not None
+
+
+def table_header(text: str, row: Span) -> Span | None:
+    """The header row of the table a data row belongs to (a table-row span of ``text``, with
+    its offsets), when the header is in ``text`` and is not the row itself; else None."""
+    if row.kind != "table-row":
+        return None
+    top = text.rfind("\n", 0, row.start) + 1
+    while top > 0:  # up through the table's lines to its first
+        prev = text.rfind("\n", 0, top - 1) + 1
+        if not _TABLE_ROW.match(text, prev):
+            break
+        top = prev
+    line_end = text.find("\n", top)
+    line_end = len(text) if line_end < 0 else line_end
+    head = Span(top, line_end, text[top:line_end], "table-row")
+    if top >= row.start or not is_table_header(text, head):
+        return None
+    start = top + len(head.text) - len(head.text.lstrip())
+    end = line_end - (len(head.text) - len(head.text.rstrip()))
+    return Span(start, end, text[start:end], "table-row")
 
 
 # --- helpers ---------------------------------------------------------------------------

@@ -90,7 +90,7 @@ def test_context_is_bounded_and_a_cut_code_block_is_marked() -> None:
     assert ex.answer.endswith("… [S1]") and ex.citations[0].to_json()["display"].endswith("…")
 
 
-def test_a_table_row_is_quoted_with_its_header_and_shown_by_name() -> None:
+def test_a_table_row_is_quoted_alone_and_shown_by_its_header_names() -> None:
     text = ("Defaults:\n\n| Setting | Default | Meaning |\n|---|---|---|\n| host | 0.0.0.0 | listen address |\n"
             "| port | 8081 | admin web port |\n")
     src = _source(text)
@@ -100,10 +100,12 @@ def test_a_table_row_is_quoted_with_its_header_and_shown_by_name() -> None:
     ex = extract_answer("Which port does the admin use?", scored, NO_TARGET)
     _exact(ex, text)
     c = ex.citations[0]
-    assert c.quote.startswith("| Setting | Default |") and c.quote.endswith("| port | 8081 | admin web port |")
+    # The quote is the row alone (the host row between the header and it is not shown);
+    # the header names its cells in what is shown.
+    assert c.quote == "| port | 8081 | admin web port |"
     assert ex.answer == "Setting: port; Default: 8081; Meaning: admin web port [S1]"
     assert c.to_json()["display"] == "Setting: port; Default: 8081; Meaning: admin web port"
-    assert len(rows) == 3  # header, host, port
+    assert len(rows) == 2  # host, port: the header row is no candidate
 
 
 def test_the_answer_text_has_no_markup_but_the_quote_is_exact() -> None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from beleg.answer.conflicts import conflict_lines, detect_conflicts
 from beleg.answer.evidence import Target
-from beleg.answer.scoring import LEXICAL_WEIGHT_CROSS_LANGUAGE, LEXICAL_WEIGHT_SAME_LANGUAGE, Sentence
+from beleg.answer.scoring import LEXICAL_WEIGHT_CROSS_LANGUAGE, LEXICAL_WEIGHT_SAME_LANGUAGE, Sentence, row_header
 from beleg.answer.types import REFUSAL, Citation, Conflict
 from beleg.index.analyzer import detect_language
 from beleg.markup import table_row
@@ -47,7 +47,7 @@ class Extract:
 
 #: The next sentence of the same paragraph joins the answer when it scores within this of the chosen one.
 CONTINUE_MARGIN = 0.12
-#: A quote with its context (a list, a command, a table header) stays within this many characters.
+#: A quote with its context (a list, a command) stays within this many characters.
 MAX_CONTEXT_CHARS = 1500
 _MAX_LIST_SPANS = 12
 #: A sentence that announces what follows: it is only useful with the list, command or table after it.
@@ -229,42 +229,16 @@ def through_announcement(chosen: Sentence, end: int) -> tuple[int, bool]:
     return (end, False) if block_end == announcer.doc_end else (block_end, cut)
 
 
-def table_header(chosen: Sentence) -> tuple[int, str] | None:
-    """The header row of the table a chosen table row belongs to: (document offset of its
-    start, its text), when the header is in the same chunk and is not the row itself."""
-    text, base = chosen.source.hit.text, chosen.source.hit.start
-    line_start = text.rfind("\n", 0, chosen.doc_start - base) + 1
-    top = line_start
-    while top > 0:
-        prev = text.rfind("\n", 0, top - 1) + 1
-        if not text[prev:top - 1].lstrip().startswith("|"):
-            break
-        top = prev
-    if top == line_start:
-        return None
-    header_line = text[top:text.find("\n", top)]
-    second = text[top + len(header_line) + 1:].split("\n", 1)[0]
-    if not _SEPARATOR.match(second):
-        return None
-    offset = top + len(header_line) - len(header_line.lstrip())
-    return base + offset, header_line.strip()
-
-
-_SEPARATOR = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t]*)?$")
-
-
 def quote_answer(chosen: Sentence, scored: Sequence[Sentence]) -> tuple[Citation, str]:
     """The chosen sentence's citation with the context it depends on, and the text a person
     reads (markup removed; a table row named by its header: "Port: 8081; Host: ::1")."""
     if chosen.span.kind == "table-row":
-        header = table_header(chosen)
-        base, quarantine = chosen.source.hit.start, chosen.source.quarantine
-        if header and quarantine.overlaps(header[0] - base, header[0] - base + len(header[1])):
-            header = None  # a withheld (instruction-like) header names nothing: the row is shown alone
-        display = table_row(header[1] if header else None, chosen.text)
-        start = header[0] if header and chosen.doc_end - header[0] <= MAX_CONTEXT_CHARS and \
-            not quarantine.overlaps(header[0] - base, chosen.doc_end - base) else None
-        c = _cite(chosen, start=start, display=display)
+        # The quote is the row alone: rows between the header and it are not shown, so no
+        # check may read them. The header names the row's cells in what is shown, and the
+        # support checks read it as the row's context (support.quote_context).
+        header = row_header(chosen.source, chosen.span)
+        display = table_row(header.text if header else None, chosen.text)
+        c = _cite(chosen, display=display)
         return c, display
     end, cut = announced_end(chosen) if announces(chosen.text) else through_announcement(chosen, extend(chosen, scored))
     start, under_heading = preceding_start(chosen), False

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from beleg.answer.anchors import missing_anchors, question_anchors
+from beleg.answer.anchors import STRONG, Anchor, missing_anchors, question_anchors
 from beleg.answer.polarity import opposite_action
 from beleg.answer.quarantine import PROSE_KINDS
 from beleg.answer.types import Source
@@ -36,7 +36,7 @@ from beleg.answer.values import Value, extract_values
 from beleg.index.analyzer import analyze, analyze_query, detect_language
 from beleg.index.ports import Eligibility, SearchIndex
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
-from beleg.sentences import Span, split_sentences
+from beleg.sentences import Span, is_table_header, split_sentences, table_header
 
 #: Sentence kinds that can answer (headings and code blocks cannot on their own).
 _ANSWER_KINDS = PROSE_KINDS
@@ -56,6 +56,15 @@ def can_answer(span: Span) -> bool:
     return span.kind in _ANSWER_KINDS and len(span.text.split()) >= _MIN_WORDS and not is_question(span.text)
 
 
+def row_header(source: Source, row: Span) -> Span | None:
+    """The header of a table row of ``source``'s chunk (chunk offsets), unless withheld: an
+    instruction-like header names nothing, and the row is then shown and read alone."""
+    header = table_header(source.hit.text, row)
+    if header is None or source.quarantine.overlaps(header.start, header.end):
+        return None
+    return header
+
+
 def sentence_passage(heading_path: Sequence[str], title: str, sentence: str) -> str:
     """What the embedder sees of a sentence: its section heading (else the document title)
     gives it context. Ingest (beleg.answer.sentence_vectors) stores vectors of this text."""
@@ -73,6 +82,11 @@ RETRIEVAL_PRIOR = 0.0
 #: "What is E-5031?": the first sentence of a section whose heading names the subject defines
 #: it, as does the table row whose first cell is the subject.
 DEFINITION_BONUS = 0.1
+#: When the question names one row of a table (its first cell: "the Business plan"; or the
+#: identifier or number it holds: "KB-2001"), the other rows of that table state other keys'
+#: facts: as wrong as a missing kind of value. (The named row gains nothing: it is no better
+#: an answer than a sentence saying the same, only better than its neighbours.)
+OTHER_ROW_PENALTY = TYPE_BONUS
 _DEFINITION = re.compile(r"^\s*(?:what\s+is|what's|what\s+are|what\s+does|was\s+ist|was\s+sind|was\s+bedeutet|"
                          r"was\s+hei(?:ß|ss)t)\s+(?P<subject>.+?)(?:\s+(?:mean|stand\s+for))?\s*\??\s*$", re.IGNORECASE)
 
@@ -197,6 +211,13 @@ def _names_the_subject(row: str, q_terms: set[str], lang: str) -> bool:
     return bool(terms) and terms <= q_terms
 
 
+def _asked_row(row: str, q_terms: set[str], strong: Sequence[Anchor], source: Source) -> bool:
+    """Whether the question names this table row: its first cell, or all the question's
+    identifiers and numbers are in it."""
+    lang = str(source.hit.metadata.get("language") or "en")
+    return _names_the_subject(row, q_terms, lang) or (bool(strong) and not missing_anchors(list(strong), row))
+
+
 def is_definition_question(question: str) -> bool:
     """"What is E-5031?", "Was bedeutet der Fehlercode E-4012?": a short subject, no further clause."""
     m = _DEFINITION.match(question)
@@ -228,7 +249,8 @@ class Sentence:
 
 
 def candidate_sentences(sources: Sequence[Source], *, eligible_only: bool = False) -> list[Sentence]:
-    """Every answer-capable sentence of the given sources, with document offsets.
+    """Every answer-capable sentence of the given sources, with document offsets (not a
+    table's header row).
 
     Sentences withheld as instruction-like (``Source.quarantine``) are never candidates,
     so nothing downstream can quote, score or compare them."""
@@ -238,7 +260,8 @@ def candidate_sentences(sources: Sequence[Source], *, eligible_only: bool = Fals
             continue
         spans = split_sentences(src.hit.text)
         for i, span in enumerate(spans):
-            if not can_answer(span):
+            # A table's header row names its columns and answers nothing: the row it names does.
+            if not can_answer(span) or is_table_header(src.hit.text, span):
                 continue
             if src.quarantine.overlaps(span.start, span.end):
                 continue
@@ -348,6 +371,10 @@ class SentenceScorer:
         q_term_set = set(q_terms)
         howto, naming = is_howto_question(question), is_naming_question(question)
         numbers = [a for a in question_anchors(question, q_lang) if a.kind == "number"]
+        strong = [a for a in question_anchors(question, q_lang) if a.kind in STRONG]
+        headers = [row_header(s.source, s.span) if s.span.kind == "table-row" else None for s in sentences]
+        asked_tables = {(s.source.hit.chunk_id, h.start) for s, h in zip(sentences, headers)
+                        if h is not None and _asked_row(s.text, q_term_set, strong, s.source)}
         firsts: dict[str, int] = {}
         for s in sentences:  # the first answer-capable sentence of each chunk
             cid = s.source.hit.chunk_id
@@ -361,6 +388,9 @@ class SentenceScorer:
             # Every heading above the sentence frames it, the page title too: a title's words
             # count for each sentence of the page, not only for those before its first subheading.
             framing = set().union(*(analyze(h, lang) for h in path))
+            header = headers[i]
+            if header is not None:
+                framing |= set(analyze(header.text, lang))  # the header names the row's cells as a heading would
             covered = sum(w for t, w in weights.items() if t in terms)
             covered += HEADING_WEIGHT * sum(w for t, w in weights.items() if t in framing and t not in terms)
             lexical = covered / total
@@ -378,6 +408,9 @@ class SentenceScorer:
                 score += DEFINITION_BONUS
             elif definitional and s.span.kind == "table-row" and _names_the_subject(s.text, q_term_set, lang):
                 score += DEFINITION_BONUS  # a glossary or error-code table: the row whose key is the subject
+            if header is not None and (s.source.hit.chunk_id, header.start) in asked_tables and \
+                    not _asked_row(s.text, q_term_set, strong, s.source):
+                score -= OTHER_ROW_PENALTY
             if positions is not None and s.source.hit.chunk_id in positions:
                 score += RETRIEVAL_PRIOR / (1 + positions[s.source.hit.chunk_id])
             score += _answer_form_bonus(question, s, howto, naming)

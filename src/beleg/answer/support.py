@@ -50,7 +50,7 @@ from beleg.answer.anchors import (
 )
 from beleg.answer.polarity import opposite_action
 from beleg.answer.quarantine import shown_heading_path, shown_value
-from beleg.answer.scoring import is_howto_question, is_question, names_in, question_form
+from beleg.answer.scoring import is_howto_question, is_question, names_in, question_form, row_header
 from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values, when_markers
 from beleg.index.analyzer import SUPPORTED_LANGUAGES, analyze, detect_language
@@ -58,7 +58,7 @@ from beleg.markup import unwrap_blocks
 from beleg.query.intent import without_pleasantries
 from beleg.query.versions import spellings
 from beleg.retrieve.coverage import TermCoverage
-from beleg.sentences import split_sentences
+from beleg.sentences import Span, split_sentences
 
 #: Focus terms: question terms whose IDF is at least this share of the rarest one's ...
 FOCUS_IDF_SHARE = 0.6
@@ -439,14 +439,30 @@ def quoted_text(source: Source, start: int, end: int) -> str:
     return source.hit.text[max(start - source.hit.start, 0):max(end - source.hit.start, 0)]
 
 
+def quoted_row(source: Source, start: int, end: int) -> Span | None:
+    """The table row (chunk offsets) that the quote at document offsets ``start``-``end`` is, if it is one."""
+    a, b = start - source.hit.start, end - source.hit.start
+    return next((sp for sp in split_sentences(source.hit.text)
+                 if sp.kind == "table-row" and sp.start == a and sp.end == b), None)
+
+
 def quote_context(source: Source, start: int, end: int) -> tuple[str, str]:
     """The quote with its immediate context, in two parts: its own text (the sentence before
-    it, the quote, and the version and product the source is about: "in version 2.4" is
-    answered by a 2.4 source) and its headings (the heading path and the document title)."""
+    it, or a table row's header; the quote; and the version and product the source is about:
+    "in version 2.4" is answered by a 2.4 source) and its headings (the heading path and the
+    document title)."""
     hit = source.hit
     a = start - hit.start
-    before = [sp for sp in split_sentences(hit.text) if sp.end <= a and not source.quarantine.overlaps(sp.start, sp.end)]
-    previous = before[-1].text if before else ""
+    row = quoted_row(source, start, end)
+    if row is not None:
+        # A table row is read with its header, which names its cells, not with the row
+        # above it: that row is about another key ("KB-1042" is no context for "KB-3307").
+        header = row_header(source, row)
+        previous = header.text if header else ""
+    else:
+        before = [sp for sp in split_sentences(hit.text)
+                  if sp.end <= a and not source.quarantine.overlaps(sp.start, sp.end)]
+        previous = before[-1].text if before else ""
     about = [about_version(source), str(hit.metadata.get("product") or "")]
     # Instruction-like headings and fields are withheld (quarantine.py): they support nothing.
     own = "\n".join([*map(shown_value, about), previous, quoted_text(source, start, end)])
@@ -617,7 +633,10 @@ def _anchor_check(question: str, cited: Sequence[tuple[Source, int, int]]) -> Ch
     # A number must be in the quote's context ("js-controller 5" is not answered by a sentence
     # about js-controller 2 two paragraphs below the one that says 5); an identifier or
     # acronym names what the passage is about, so anywhere in the cited chunk will do.
-    chunks = "\n".join(src.quarantine.redact(src.hit.text) for src, _, _ in cited)
+    # A table row is the exception: each row states its own key's facts, so an identifier in
+    # another row ("KB-2001" two rows up) names what that row is about, not this one.
+    chunks = "\n".join(context_text([(src, a, b)]) if quoted_row(src, a, b) else src.quarantine.redact(src.hit.text)
+                       for src, a, b in cited)
     context = context_text(cited)
     not_in_chunks = missing_anchors(anchors, chunks)
     missing = [a for a in missing_anchors(anchors, context) if a.kind == "number" or a in not_in_chunks]
