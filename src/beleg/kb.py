@@ -528,8 +528,11 @@ class KnowledgeBase:
         the values ``principal`` may see, the rules winning where they decided
         (:mod:`beleg.query.self_query_llm`).
         """
+        from beleg.query.conversation import follow_up
         from beleg.query.self_query import infer_constraints
 
+        # The model, too, sees earlier questions only for a follow-up (as the rules do).
+        context = follow_up(question, context).context
         inferred = infer_constraints(question, lambda key: self.metadata_values(key, principal), context=context)
         if llm is not None:
             from beleg.query.self_query_llm import infer_with_llm

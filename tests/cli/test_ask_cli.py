@@ -50,6 +50,19 @@ def test_chat_resolves_follow_ups(demo_kb, capsys, monkeypatch) -> None:
     assert "72" in first["answer"].split("\n")[0]
     assert second["trace"]["target"]["version"] == "2.4" and "24" in second["answer"].split("\n")[0]
     assert second["trace"]["queries"][0].startswith("What is the retry window")
+    assert second["trace"]["conversation"]["follow_up"] is True
+
+
+def test_chat_asks_a_question_with_its_own_subject_alone(demo_kb, capsys, monkeypatch) -> None:
+    # The 2.4 of the first question must not hold the next, unrelated one to 2.4.
+    questions = "What is the retry window in Ferrolink 2.4?\nHow do I publish a message to a queue?\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(questions))
+    code, out, err = _run(capsys, "chat", "--index", str(demo_kb.path), "--json")
+    assert code == 0, err
+    _, second = (json.loads(line) for line in out.strip().splitlines())
+    assert second["trace"]["target"] == {"version": None, "origin": "none", "unknown": []}
+    assert second["trace"]["queries"] == ["How do I publish a message to a queue?"]
+    assert second["trace"]["conversation"]["follow_up"] is False
 
 
 GOLD = """

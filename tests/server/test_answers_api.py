@@ -70,6 +70,23 @@ def test_chat_resolves_follow_ups_with_earlier_questions(server_url, api_keys):
     assert r.status_code == 404
 
 
+def test_chat_asks_a_question_with_its_own_subject_alone(server_url, api_keys):
+    h = bearer(api_keys["public"])
+    first = httpx.post(f"{server_url}/v1/chat", json={"question": "What is the retry window in Ferrolink 3.0?"},
+                       headers=h, timeout=60).json()
+    alone = httpx.post(f"{server_url}/v1/chat", json={"question": "What does E-4012 mean?",
+                                                      "conversation_id": first["conversation_id"]},
+                       headers=h, timeout=60).json()
+    # Not held to the earlier question's version, not searched with it.
+    assert alone["trace"]["target"]["origin"] == "none" and alone["trace"]["queries"][0] == "What does E-4012 mean?"
+    assert alone["trace"]["conversation"]["follow_up"] is False and "E-4012" in alone["trace"]["conversation"]["reason"]
+    follow = httpx.post(f"{server_url}/v1/chat", json={"question": "And E-5001?",
+                                                       "conversation_id": first["conversation_id"]},
+                        headers=h, timeout=60).json()
+    assert follow["trace"]["conversation"]["follow_up"] is True
+    assert follow["trace"]["queries"][0] == "What does E-4012 mean? And E-5001?"
+
+
 def test_document_with_the_quoted_ranges_of_a_citation(server_url, api_keys):
     h = bearer(api_keys["public"])
     answer = httpx.post(f"{server_url}/v1/ask", json={"question": RETRY}, headers=h, timeout=60).json()

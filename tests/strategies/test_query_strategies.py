@@ -163,6 +163,15 @@ def test_rewrite_offline_resolves_follow_ups_only() -> None:
     assert any("searched as asked" in n for n in result.trace.notes)
 
 
+def test_strategies_search_a_question_with_its_own_identifier_alone() -> None:
+    context = ["What is the retry window in Ferrolink 3.0?"]
+    kb, result = run_stub("rewrite", "What does KB-1042 mean?", context=context)
+    assert kb.queries == ["What does KB-1042 mean?"]
+    assert "conversation: stands alone (names its own identifier KB-1042)" in result.trace.notes
+    kb, result = run_stub("rewrite", "And in 2.4?", context=context)
+    assert any(n.startswith("conversation: follow-up") for n in result.trace.notes)
+
+
 # ---------------------------------------------------------------------- multi-query
 def test_multi_query_llm_phrasings_are_checked_and_fused() -> None:
     llm = ScriptedLLM([("1. How long are failed webhook deliveries retried?\n"

@@ -35,7 +35,7 @@ from beleg.backends.llms.base import LLM, Completion, Message
 from beleg.errors import ConfigError
 from beleg.index.analyzer import detect_language
 from beleg.index.filters import Cmp, FilterLike, combine
-from beleg.query.conversation import retrieval_query
+from beleg.query.conversation import follow_up, retrieval_query
 from beleg.query.intent import Intent, no_retrieval_intent
 from beleg.query.self_query import disabled_json, self_query_mode
 from beleg.retrieve.fusion import check_fusion_options
@@ -167,6 +167,10 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     if intent is not None:  # arithmetic or small talk: answered by rule, no search, no sources
         return _no_retrieval(question, intent, t0)
     expr = combine(filters, where)
+    # Earlier questions count only for a follow-up: one that names its own subject is searched
+    # and answered as if asked alone (no inherited version, no earlier question in its search).
+    conversation = follow_up(question, context) if context else None
+    context = conversation.context if conversation is not None else ()
     # Self-query reads the user's question (and conversation) once; every search applies it.
     sq_mode = self_query_mode(opts.self_query, llm is not None)
     inferred = kb.infer_constraints(question, principal, filters=expr, context=context,
@@ -216,6 +220,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
 
     trace: dict[str, Any] = {
         "target": {"version": target.version, "origin": target.origin, "unknown": list(target.unknown)},
+        **({"conversation": conversation.to_json()} if conversation is not None else {}),
         "queries": queries,
         "retrieval": {"mode": opts.mode, "k": opts.k, "filter": None if expr is None else repr(expr),
                       "fusion": opts.fusion, "weights": list(opts.weights), "mmr": opts.mmr,

@@ -116,11 +116,16 @@ class AskedVersions:
 
 def asked_versions(question: str, context: Sequence[str], known_versions: set[str],
                    products: Iterable[str]) -> AskedVersions:
-    """The question's own versions first; else those of the latest earlier question that names a known one.
+    """The question's own versions first; else, for a follow-up, those of the latest earlier question
+    it leans on that names a known one (:func:`beleg.query.conversation.follow_up`): a question
+    that stands alone is about the current state, whatever version was asked about before.
 
     An unknown version in the question is reported and not replaced by the conversation's:
     the asker named a version, and no visible source has it.
     """
+    from beleg.query.conversation import follow_up
+
+    context = follow_up(question, context).context
     products = list(products)
     mentioned = version_mentions(question, products)
     if known_versions:

@@ -127,8 +127,15 @@ class StrategyContext:
         self.mode = mode
         self.llm = llm
         self.budget = budget or Budget()
-        self.context = list(context)
         self.trace = Trace(strategy)
+        #: The earlier questions this question leans on: none when it stands alone (as in ``ask``).
+        self.context: list[str] = list(context)
+        if context and question:
+            from beleg.query.conversation import follow_up
+
+            judged = follow_up(question, context)
+            self.context = list(judged.context)
+            self.note(f"conversation: {'follow-up' if judged.follow_up else 'stands alone'} ({judged.reason})")
         self._t0 = time.perf_counter()
         #: Every hit list fetched so far, for a partial result when the budget runs out.
         self.fetched: list[list[Hit]] = []

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import STOPWORDS, detect_language
-from beleg.query.conversation import looks_follow_up
+from beleg.query.conversation import follow_up
 from beleg.query.versions import version_mentions
 from beleg.strategies.base import StrategyContext, StrategyResult, fuse
 from beleg.strategies.parallel import SubSearch, search_all
@@ -222,7 +222,7 @@ def split_question(question: str, products: Sequence[str]) -> list[str]:
         return [question]
     resolved: list[str] = []
     for n, clause in enumerate(clauses):
-        if n > 0 and looks_follow_up(clause):
+        if n > 0 and follow_up(clause, clauses[:n]).follow_up:
             previous = clauses[n - 1]
             query, how = resolve_follow_up(clause, previous, products)
             if how.startswith("previous question with version"):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import STOPWORDS
-from beleg.query.conversation import looks_follow_up
+from beleg.query.conversation import follow_up
 from beleg.query.versions import version_mentions
 from beleg.strategies.base import StrategyContext, StrategyResult
 
@@ -257,10 +257,11 @@ def resolve_follow_up(question: str, previous: str, products: Sequence[str]) -> 
 
 def offline_query(question: str, context: Sequence[str], products: Sequence[str]) -> tuple[str, str]:
     """The conversation-aware query without an LLM: ``(query, how)``."""
-    if context and looks_follow_up(question):
+    judged = follow_up(question, context)
+    if judged.follow_up:
         return resolve_follow_up(question, context[-1], products)
     if context:
-        return question, "standalone question (not a follow-up), searched as asked"
+        return question, f"standalone question (not a follow-up: {judged.reason}), searched as asked"
     return question, "no conversation, searched as asked"
 
 
