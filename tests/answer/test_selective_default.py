@@ -202,3 +202,10 @@ def test_v_and_range_spellings_of_versions(demo_kb) -> None:
     a = demo_kb.ask("Retry window v2.4?", options=AnswerOptions(min_confidence=0.0))
     assert a.trace["target"]["version"] == "2.4" and "mentions" not in str(a.trace.get("decision"))
     assert demo_kb.ask("How do I migrate from Ferrolink 1.x?").trace["target"]["version"] is None
+
+
+def test_a_gap_in_the_asked_version_says_which_version(demo_kb) -> None:
+    # The 2.4 contract is the only evidence for a 2.4 question; other versions may name the
+    # anchor, so "no retrieved source mentions" alone would be false.
+    a = demo_kb.ask("Does Ferrolink 2.4 support MQTT clients?")
+    assert a.refused and a.trace["decision"] == "no retrieved source of version 2.4 mentions MQTT"

@@ -240,8 +240,10 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
                                         f"no source uses the word{'s' if len(unused) > 1 else ''} {', '.join(unused)}")
     elif not target.unknown and (missing := unmentioned(question, eligible, coverage is not None)):
         # Before any sentence is chosen: no choice of sentence can close this gap.
+        # Only sources of the asked version are evidence: say so, since others may mention it.
+        scope = f" of version {target.version}" if target.version else ""
         result = _refused_before_answer(question, sources, llm, trace,
-                                        f"no retrieved source mentions {', '.join(missing)}")
+                                        f"no retrieved source{scope} mentions {', '.join(missing)}")
     elif llm is None:
         result = _extractive(kb, question, sources, scored, target, coverage, opts, trace, scorer, positions)
     elif (gap := _evidence_gap(question, scored, coverage, opts)) is not None:
