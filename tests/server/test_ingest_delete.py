@@ -44,7 +44,7 @@ def test_an_upload_is_searchable_at_once_and_stays_in_its_tenant(writable, api_k
                    headers=bearer(api_keys["acme_ingest"]), timeout=120)
     assert r.status_code == 200, r.text
     assert r.json()["added"] == 1 and r.json()["failed"] == 0
-    assert (tmp_path / "uploads" / "acme" / "recon.md").read_bytes() == NOTE
+    assert (tmp_path / "uploads" / "acme" / "@ingo" / "recon.md").read_bytes() == NOTE
     assert any("quetzal-9" in h["text"] for h in _search(url, api_keys["acme"], "reconciliation job host"))
     # The uploader's tenant is the document's: other tenants and the public do not see it.
     assert not any("quetzal-9" in h["text"] for h in _search(url, api_keys["globex"], "reconciliation job host"))
