@@ -375,12 +375,18 @@ def _safe_name(name: str) -> str:
 
 # ---------------------------------------------------------------------- service
 async def status(request: Request, identity: Identity | None) -> Response:
+    """The caller's identity and the status of what it may read; the whole index's status
+    (paths, generation, every count) only for an operator: an admin key without a tenant."""
     from beleg.server.worker import shown_location
 
-    out = await _api(request).index_call(lambda svc: svc.status())
-    for key in ("index", "version_path"):  # a database URL may carry the password: no read key gets it
+    who = _who(identity)
+    operator = "admin" in who.scopes and not who.principal.tenant
+    out = await _api(request).index_call(lambda svc: svc.status(None if operator else who.principal))
+    for key in ("index", "version_path"):  # a database URL may carry the password: no key gets it
         if isinstance(out.get(key), str):
             out[key] = shown_location(out[key])
+    p = who.principal
+    out["principal"] = {"user": p.user, "tenant": p.tenant, "groups": list(p.groups), "scopes": sorted(who.scopes)}
     return JSONResponse(out)
 
 
