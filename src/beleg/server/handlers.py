@@ -182,15 +182,33 @@ async def delete_document(request: Request, identity: Identity | None) -> Respon
     doc_id = request.path_params["doc_id"]
 
     def erase(svc: Service) -> dict[str, Any] | None:
-        if svc.kb.document(doc_id, who.principal) is None:
+        doc = svc.kb.document(doc_id, who.principal)
+        if doc is None:
             return None
-        return svc.delete([doc_id])
+        out = svc.delete([doc_id])
+        # After the erase has committed: an uploaded file left behind would bring the document
+        # back with the next ingest of the upload folder.
+        out["files_deleted"] = _delete_uploaded_file(svc, Path(doc.source), api.upload_dir)
+        return out
 
     out = await api.writer.call(erase)
     if out is None:
         raise ApiError(404, "not_found", f"no document {doc_id!r} visible to this key")
     api.audit(who, "delete", None, [doc_id])
     return JSONResponse(out)
+
+
+def _delete_uploaded_file(svc: Service, source: Path, upload_dir: Path) -> list[str]:
+    """Delete ``source`` when it is a file of the server's upload folder that no stored
+    document comes from any more; its path inside the upload folder, or nothing."""
+    try:
+        inside = source.resolve().relative_to(upload_dir.resolve())
+    except ValueError:
+        return []  # a file the operator ingested: not the server's to delete
+    if inside.parts[:1] == (".staging",) or not source.is_file() or _documents_at(svc, source):
+        return []
+    source.unlink(missing_ok=True)
+    return [inside.as_posix()]
 
 
 async def ingest(request: Request, identity: Identity | None) -> Response:
