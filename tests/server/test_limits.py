@@ -141,3 +141,15 @@ def test_audit_log_is_off_by_default_and_records_who_and_which_documents(start_s
     assert (line["user"], line["tenant"], line["endpoint"], line["query"]) == ("alice", "acme", "search", "E-4012")
     assert line["documents"] == sorted({h["doc_id"] for h in r.json()["hits"]})
     assert api_keys["acme"] not in path.read_text()
+
+
+def test_one_owner_cannot_push_out_everyone_elses_conversations():
+    from beleg.server.conversations import Conversations, UnknownConversation
+
+    store = Conversations(max_conversations=10, max_per_owner=3)
+    theirs, _ = store.context(None, "alice")
+    mine = [store.context(None, "mallory")[0] for _ in range(50)]
+    assert store.context(theirs, "alice") == (theirs, [])
+    assert [store.context(c, "mallory")[0] for c in mine[-3:]] == mine[-3:]
+    with pytest.raises(UnknownConversation):
+        store.context(mine[0], "mallory")

@@ -148,7 +148,7 @@ class Api:
                 if scope is not None:
                     identity = self.auth.authenticate(request.headers.get("authorization"))
                     identity.require(scope)
-                    wait = self.limiter.take(identity.subject)
+                    wait = self.limiter.take(identity.owner)
                     if wait > 0:
                         raise ApiError(429, "rate_limited", f"rate limit of {self.settings.rate_per_second:g} "
                                        f"requests/s exceeded; retry in {wait:.1f} s",

@@ -146,7 +146,7 @@ async def chat(request: Request, identity: Identity | None) -> Response:
     api, who = _api(request), _who(identity)
     body = await api.json_body(request, openapi.CHAT_REQUEST, "chat")
     try:
-        conversation_id, context = api.conversations.context(body.get("conversation_id"), who.subject)
+        conversation_id, context = api.conversations.context(body.get("conversation_id"), who.owner)
     except UnknownConversation:
         raise ApiError(404, "not_found", "no such conversation for this key; omit conversation_id to start one") \
             from None
