@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from tests.server.conftest import bearer
 
@@ -64,3 +65,32 @@ def test_status_of_the_whole_index_is_for_an_operator(start_server, server_kb):
     assert r.status_code == 200, r.text
     assert r.json()["chunks"] == server_kb.status()["chunks"] and r.json()["index"] == str(server_kb.root)
     assert r.json()["documents"] == 4 and r.json()["principal"]["scopes"] == ["admin"]
+
+
+BAD_BODIES = [
+    ("/v1/search", b"[" * 100_000 + b"]" * 100_000, "nested"),
+    ("/v1/search", b'{"query": "\\ud800 x"}', "surrogate"),
+    ("/v1/search", b'{"query": "retry", "filters": {"\\ud800": "x"}}', "surrogate"),
+    ("/v1/ask", b'{"question": "retry window?", "context": ["\\udfff x"]}', "surrogate"),
+    ("/v1/ask", b'{"question": "retry window?", "stream": true, "context": ["\\udfff x"]}', "surrogate"),
+]
+
+
+@pytest.mark.parametrize("path, body, needle", BAD_BODIES)
+def test_bad_json_is_a_400_not_an_internal_error(server_url, api_keys, path, body, needle):
+    r = httpx.post(f"{server_url}{path}", content=body, timeout=60,
+                   headers={**bearer(api_keys["acme_admin"]), "Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request", r.text
+    assert needle in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    ({"files": [("files", (f"f{i}.md", b"# t\nx")) for i in range(51)]}, "50"),
+    ({"content": b"garbage", "headers": {"Content-Type": "multipart/form-data; boundary=x"}}, "multipart"),
+    ({"content": b"garbage", "headers": {"Content-Type": "multipart/form-data"}}, "boundary"),
+])
+def test_bad_uploads_are_a_400_not_an_internal_error(server_url, api_keys, kwargs, needle):
+    headers = {**bearer(api_keys["acme_admin"]), **kwargs.pop("headers", {})}
+    r = httpx.post(f"{server_url}/v1/ingest", headers=headers, timeout=60, **kwargs)
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request", r.text
+    assert needle in r.json()["error"]["message"].lower()

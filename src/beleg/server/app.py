@@ -83,6 +83,8 @@ def _classify(exc: BaseException) -> ApiError:
     """The status code and error type of an exception raised while serving a request."""
     if isinstance(exc, ApiError):
         return exc
+    if isinstance(exc, HTTPException) and 400 <= exc.status_code < 500:  # Starlette's, e.g. parsing a form
+        return ApiError(exc.status_code, "invalid_request", str(exc.detail))
     if isinstance(exc, AuthError):
         return ApiError(401, "unauthorized", str(exc), {"WWW-Authenticate": "Bearer"})
     if isinstance(exc, (ScopeError, AccessDenied)):
@@ -189,6 +191,14 @@ class Api:
     async def json_body(self, request: Request, schema: dict[str, Any], what: str) -> dict[str, Any]:
         try:
             body = json.loads(await request.body() or b"null")
+            # JSON may escape a lone surrogate (\ud800), which no UTF-8 text can hold: it would
+            # fail later, in the index or half-way through a stream. Encoding the body back finds it.
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except RecursionError:
+            raise ConfigError(f"the {what} body is nested too deeply") from None
+        except UnicodeEncodeError:
+            raise ConfigError(f"the {what} body holds a lone surrogate (such as \\ud800), which is not "
+                              "text; send valid UTF-8") from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise ConfigError(f"the {what} body is not valid JSON: {exc}") from None
         return openapi.validate_body(body, schema, what)
