@@ -188,3 +188,10 @@ def test_serve_refuses_a_public_address_without_auth(capsys):
     check_bind("0.0.0.0", Path("auth.toml"))
     with pytest.raises(ConfigError):
         check_bind("192.168.1.5", None)
+
+
+def test_a_token_whose_expiry_is_a_string_is_refused(auth_config):
+    token = jwt.encode({"sub": "jo", "org": "acme", "aud": "beleg", "exp": str(int(time.time()) + 60)}, SECRET,
+                       algorithm="HS256")
+    with pytest.raises(AuthError, match="exp"):
+        auth_config.authenticate("Bearer " + token)

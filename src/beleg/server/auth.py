@@ -225,6 +225,9 @@ def _verify_jwt(token: str, config: JwtConfig) -> Identity:
                             options=options)  # type: ignore[arg-type]
     except jwt.PyJWTError as exc:
         raise AuthError(f"the token is not valid: {exc}") from None
+    exp = claims.get("exp")
+    if isinstance(exp, bool) or not isinstance(exp, (int, float)):  # PyJWT reads "9999999999" as a time
+        raise AuthError(f"the token is not valid: 'exp' must be a number of seconds (NumericDate), got {exp!r}")
     return _identity_from_claims(claims, config)
 
 

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from beleg.server.app import Api
 
 MAX_FILES = 50
+#: Limits of GET /v1/documents/{doc_id} as the OpenAPI document states them.
+MAX_DOC_ID = 200
+MAX_RANGES = 50
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 #: Characters a tenant's upload folder name keeps as they are (after folding); every other one
 #: is percent-encoded, so two tenants never share a folder.
@@ -157,18 +160,26 @@ async def chat(request: Request, identity: Identity | None) -> Response:
 
 
 # ---------------------------------------------------------------------- documents
+def _doc_id_param(request: Request) -> str:
+    doc_id: str = request.path_params["doc_id"]
+    if len(doc_id) > MAX_DOC_ID:  # the schema's limit: no id is this long
+        raise ConfigError(f"a document id has at most {MAX_DOC_ID} characters, got {len(doc_id)}")
+    return doc_id
+
+
 async def get_document(request: Request, identity: Identity | None) -> Response:
     api, who = _api(request), _who(identity)
-    doc_id = request.path_params["doc_id"]
+    doc_id = _doc_id_param(request)
+    quotes, chunks = request.query_params.getlist("quote"), request.query_params.getlist("chunk")
+    for name, values in (("quote", quotes), ("chunk", chunks)):
+        if len(values) > MAX_RANGES:
+            raise ConfigError(f"{len(values)} {name} parameters; give at most {MAX_RANGES} at a time")
     ranges = []
-    for value in request.query_params.getlist("quote"):
+    for value in quotes:
         m = QUOTE_RANGE.match(value)
         if m is None:
             raise ConfigError(f"quote must be START:END document offsets like 120:180, got {value!r}")
         ranges.append((int(m.group(1)), int(m.group(2))))
-    chunks = request.query_params.getlist("chunk")
-    if len(ranges) + len(chunks) > 100:
-        raise ConfigError(f"{len(ranges) + len(chunks)} ranges asked for; ask for at most 100 at a time")
     out = await api.index_call(lambda svc: svc.document_json(doc_id, who.principal, ranges, chunks))
     if out is None:
         raise ApiError(404, "not_found", f"no document {doc_id!r} visible to this key")
@@ -179,7 +190,7 @@ async def get_document(request: Request, identity: Identity | None) -> Response:
 async def delete_document(request: Request, identity: Identity | None) -> Response:
     """Erase a document the admin key may read (another tenant's document is "not found")."""
     api, who = _api(request), _who(identity)
-    doc_id = request.path_params["doc_id"]
+    doc_id = _doc_id_param(request)
 
     def erase(svc: Service) -> dict[str, Any] | None:
         doc = svc.kb.document(doc_id, who.principal)

@@ -150,6 +150,7 @@ def _responses(ok: dict[str, Any], *codes: int, ok_code: str = "200", media: str
     out: dict[str, Any] = {ok_code: {"description": "success", "content": {media: {"schema": ok}}}}
     reasons = {400: "invalid request", 401: "missing or invalid credentials", 403: "scope missing",
                404: "not found (or not visible to this caller)", 409: "index busy", 413: "request too large",
+               415: "the body is not JSON (Content-Type)",
                429: "rate limit exceeded", 502: "the LLM backend failed"}
     for code in (400, 401, 413, 429, *codes):
         out[str(code)] = {"description": reasons[code], "content": _json({"$ref": "#/components/schemas/Error"})}
@@ -162,9 +163,9 @@ def openapi_document(version: str) -> dict[str, Any]:
                              "({text}) then one `answer` event (the answer object) or one `error` event",
               "content": {"application/json": {"schema": ANSWER_RESPONSE},
                           "text/event-stream": {"schema": SSE_EVENT}}}
-    ask_responses = _responses(ANSWER_RESPONSE, 502)
+    ask_responses = _responses(ANSWER_RESPONSE, 415, 502)
     ask_responses["200"] = ask_ok
-    chat_responses = _responses(ANSWER_RESPONSE, 404, 502)
+    chat_responses = _responses(ANSWER_RESPONSE, 404, 415, 502)
     chat_responses["200"] = ask_ok
     plain = {"type": "string"}
     status_ok = {"description": "ok", "content": _json(_OBJECT)}
@@ -181,7 +182,7 @@ def openapi_document(version: str) -> dict[str, Any]:
         "paths": {
             "/v1/search": {"post": {"summary": "search (scope read)", "operationId": "search",
                                     "requestBody": {"required": True, "content": _json(SEARCH_REQUEST)},
-                                    "responses": _responses(SEARCH_RESPONSE, 502)}},
+                                    "responses": _responses(SEARCH_RESPONSE, 415, 502)}},
             "/v1/ask": {"post": {"summary": "answer a question with verified citations (scope read)",
                                  "operationId": "ask", "requestBody": {"required": True, "content": _json(ASK_REQUEST)},
                                  "responses": ask_responses}},
