@@ -586,14 +586,26 @@ class KnowledgeBase:
             return None
         return record.to_chunk()
 
-    def _documents_by_facet(self) -> dict[str, dict[str, int]]:
-        """How many documents have each language, status, version and authority ("-": none)."""
+    def _documents_by_facet(self, principal: Principal | None = None) -> dict[str, dict[str, int]]:
+        """How many documents have each language, status, version and authority ("-": none),
+        counting every document, or with ``principal`` only those it may read."""
         by: dict[str, dict[str, int]] = {}
         for _, _, meta in self.catalog.documents_meta():
+            if principal is not None and not principal.may_read(meta):
+                continue
             for key in ("language", "status", "version", "authority"):
                 value = str(meta.get(key, "-"))
                 by.setdefault(key, {})[value] = by.setdefault(key, {}).get(value, 0) + 1
         return by
+
+    def readable_status(self, principal: Principal) -> dict[str, Any]:
+        """What :meth:`status` says that concerns only what ``principal`` may read: how many
+        documents, and how many by facet (index-wide counts, paths and the generation would
+        tell a reader about documents it may not read)."""
+        by = self._documents_by_facet(principal)
+        return {"index_version": self.config.index_version,
+                "documents": sum(by.get("language", {}).values()),  # each document once per facet
+                "documents_by": {k: dict(sorted(v.items())) for k, v in by.items()}}
 
     def status(self) -> dict[str, Any]:
         counts = self.catalog.counts()

@@ -196,8 +196,10 @@ class Service:
     def delete(self, doc_ids: Sequence[str] = (), *, where: FilterLike = None) -> dict[str, Any]:
         return self.kb.delete(doc_ids, where=combine(where))
 
-    def status(self) -> dict[str, Any]:
-        return self.kb.status()
+    def status(self, principal: Principal | None = None) -> dict[str, Any]:
+        """The whole index's status (None: an operator), or what ``principal`` may know of it:
+        its own documents' counts and facets (:meth:`KnowledgeBase.readable_status`)."""
+        return self.kb.status() if principal is None else self.kb.readable_status(principal)
 
 
 class AccessDenied(BelegError, PermissionError):

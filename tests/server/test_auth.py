@@ -135,6 +135,29 @@ def test_http_jwt_gives_its_tenant_access(server_url):
     assert r.status_code == 403
 
 
+def test_a_token_without_a_user_is_refused(auth_config):
+    """Every token without 'sub' was the same caller 'jwt::None': one conversation owner."""
+    for claims in ({"org": "acme", "scope": "read"}, {"sub": "  ", "org": "acme", "scope": "read"}):
+        with pytest.raises(AuthError, match="'sub'"):
+            auth_config.authenticate("Bearer " + _hs256(claims))
+
+
+def test_http_a_conversation_belongs_to_the_whole_principal(server_url):
+    """Two tokens with the same subject but different tenants (or groups) shared conversations,
+    and with them the other tenant's questions."""
+    acme = _hs256({"sub": "ops", "org": "acme", "groups": ["acme-ops"], "scope": "read"})
+    r = httpx.post(f"{server_url}/v1/chat", json={"question": "Where does Acme fail over to?"},
+                   headers=bearer(acme), timeout=60)
+    assert r.status_code == 200, r.text
+    conversation = {"question": "And the escalation line?", "conversation_id": r.json()["conversation_id"]}
+    for claims in ({"sub": "ops", "org": "globex", "groups": ["acme-ops"]}, {"sub": "ops", "org": "acme"}):
+        other = _hs256({**claims, "scope": "read"})
+        r = httpx.post(f"{server_url}/v1/chat", json=conversation, headers=bearer(other), timeout=60)
+        assert r.status_code == 404, (claims, r.text)
+    r = httpx.post(f"{server_url}/v1/chat", json=conversation, headers=bearer(acme), timeout=60)
+    assert r.status_code == 200, r.text
+
+
 def test_keys_add_prints_a_working_key_once_and_stores_its_hash(tmp_path, capsys):
     from beleg.cli.main import main
 
@@ -165,3 +188,10 @@ def test_serve_refuses_a_public_address_without_auth(capsys):
     check_bind("0.0.0.0", Path("auth.toml"))
     with pytest.raises(ConfigError):
         check_bind("192.168.1.5", None)
+
+
+def test_a_token_whose_expiry_is_a_string_is_refused(auth_config):
+    token = jwt.encode({"sub": "jo", "org": "acme", "aud": "beleg", "exp": str(int(time.time()) + 60)}, SECRET,
+                       algorithm="HS256")
+    with pytest.raises(AuthError, match="exp"):
+        auth_config.authenticate("Bearer " + token)

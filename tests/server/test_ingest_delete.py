@@ -44,7 +44,7 @@ def test_an_upload_is_searchable_at_once_and_stays_in_its_tenant(writable, api_k
                    headers=bearer(api_keys["acme_ingest"]), timeout=120)
     assert r.status_code == 200, r.text
     assert r.json()["added"] == 1 and r.json()["failed"] == 0
-    assert (tmp_path / "uploads" / "acme" / "recon.md").read_bytes() == NOTE
+    assert (tmp_path / "uploads" / "acme" / "@ingo" / "recon.md").read_bytes() == NOTE
     assert any("quetzal-9" in h["text"] for h in _search(url, api_keys["acme"], "reconciliation job host"))
     # The uploader's tenant is the document's: other tenants and the public do not see it.
     assert not any("quetzal-9" in h["text"] for h in _search(url, api_keys["globex"], "reconciliation job host"))
@@ -100,3 +100,23 @@ def test_writes_during_a_reindex_are_409(writable, api_keys):
                                timeout=60)
     assert r.status_code == 409 and r.json()["error"]["type"] == "index_busy"
     assert searching.status_code == 200  # reads go on
+
+
+def test_deleting_an_uploaded_document_deletes_its_file(writable, api_keys):
+    """The uploaded file stayed in the upload folder, so the next ingest of that folder
+    brought an erased document back."""
+    url, kb, tmp_path = writable
+    r = httpx.post(f"{url}/v1/ingest", files=[("files", ("erase-me.md", NOTE, "text/markdown"))],
+                   headers=bearer(api_keys["acme_ingest"]), timeout=120)
+    doc_id = r.json()["files"][0]["doc_id"]
+    stored = tmp_path / "uploads" / "acme" / "@ingo" / "erase-me.md"
+    assert stored.is_file()
+    r = httpx.delete(f"{url}/v1/documents/{doc_id}", headers=bearer(api_keys["acme_admin"]), timeout=60)
+    assert r.status_code == 200 and r.json()["deleted"] == [doc_id], r.text
+    assert r.json()["files_deleted"] == ["acme/@ingo/erase-me.md"] and not stored.exists()
+    kb.ingest([str(tmp_path / "uploads")], progress=False)
+    assert not any("quetzal-9" in h["text"] for h in _search(url, api_keys["acme"], "reconciliation job host"))
+    # A document the operator ingested from elsewhere keeps its file.
+    acme = next(d for d, s, _ in kb.catalog.documents_meta() if s.endswith("acme/runbook.md"))
+    r = httpx.delete(f"{url}/v1/documents/{acme}", headers=bearer(api_keys["acme_admin"]), timeout=60)
+    assert r.json()["files_deleted"] == [] and (tmp_path / "corpus" / "acme" / "runbook.md").is_file()

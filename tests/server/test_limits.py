@@ -141,3 +141,51 @@ def test_audit_log_is_off_by_default_and_records_who_and_which_documents(start_s
     assert (line["user"], line["tenant"], line["endpoint"], line["query"]) == ("alice", "acme", "search", "E-4012")
     assert line["documents"] == sorted({h["doc_id"] for h in r.json()["hits"]})
     assert api_keys["acme"] not in path.read_text()
+
+
+def test_one_owner_cannot_push_out_everyone_elses_conversations():
+    from beleg.server.conversations import Conversations, UnknownConversation
+
+    store = Conversations(max_conversations=10, max_per_owner=3)
+    theirs, _ = store.context(None, "alice")
+    mine = [store.context(None, "mallory")[0] for _ in range(50)]
+    assert store.context(theirs, "alice") == (theirs, [])
+    assert [store.context(c, "mallory")[0] for c in mine[-3:]] == mine[-3:]
+    with pytest.raises(UnknownConversation):
+        store.context(mine[0], "mallory")
+
+
+def test_document_parameters_keep_to_the_schema(server_url, api_keys):
+    h = bearer(api_keys["public"])
+    r = httpx.get(f"{server_url}/v1/documents/{'x' * 5000}", headers=h, timeout=30)
+    _is_error(r, 400, "invalid_request")
+    quotes = "&".join(["quote=0:1"] * 51)
+    _is_error(httpx.get(f"{server_url}/v1/documents/x?{quotes}", headers=h, timeout=30), 400, "invalid_request")
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded",
+                                          "multipart/form-data; boundary=x"])
+def test_a_json_endpoint_refuses_other_content_types(server_url, api_keys, content_type):
+    """Browsers send these cross-site without a CORS preflight."""
+    r = httpx.post(f"{server_url}/v1/search", content=b'{"query": "retry"}', timeout=30,
+                   headers={**bearer(api_keys["public"]), "Content-Type": content_type})
+    _is_error(r, 415, "unsupported_media_type")
+    r = httpx.post(f"{server_url}/v1/search", content=b'{"query": "retry"}', timeout=30,
+                   headers={**bearer(api_keys["public"]), "Content-Type": "application/json; charset=utf-8"})
+    assert r.status_code == 200, r.text
+
+
+def test_no_page_may_be_framed(server_url, api_keys):
+    for r in (httpx.get(f"{server_url}/", timeout=30), httpx.get(f"{server_url}/healthz", timeout=30),
+              httpx.get(f"{server_url}/v1/status", headers=bearer(api_keys["public"]), timeout=30)):
+        assert r.headers["x-frame-options"] == "DENY"
+        assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
+
+
+def test_a_refused_cors_preflight_is_a_json_error(start_server):
+    from beleg.server import ServerSettings
+
+    preflight = {"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}
+    with start_server(ServerSettings(cors_origins=("https://help.example",))) as url:
+        bad = httpx.options(f"{url}/v1/search", headers=preflight, timeout=30)
+    _is_error(bad, 400, "cors_rejected")

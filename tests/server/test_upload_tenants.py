@@ -13,6 +13,7 @@ from tests.server.conftest import DOCS, bearer
 
 KEYS = {  # key → (user, tenant, groups, scopes)
     "k-acme": ("mallory", "acme", ("acme-ops",), ("ingest", "read")),
+    "k-acme-plain": ("ingrid", "acme", (), ("ingest", "read")),
     "k-globex": ("gus", "globex", (), ("read",)),
     "k-mueller": ("m1", "müller-gmbh", (), ("ingest", "read")),
     "k-moeller": ("m2", "möller-gmbh", (), ("ingest", "read")),
@@ -94,8 +95,8 @@ def test_tenants_whose_names_sanitised_alike_do_not_share_files(server):
     r2 = upload(url, "k-moeller", ("payroll.md", b"# Payroll\n\nMoeller note about payroll.\n"))
     assert r1.json()["added"] == 1 and r2.json()["added"] == 1, (r1.text, r2.text)
     assert "müller" not in r2.text and r1.json()["files"][0]["doc_id"] not in r2.text
-    assert (uploads / tenant_folder("müller-gmbh") / "payroll.md").read_bytes().endswith(b"glibberfax-5.\n")
-    assert (uploads / tenant_folder("möller-gmbh") / "payroll.md").read_bytes().endswith(b"about payroll.\n")
+    assert (uploads / tenant_folder("müller-gmbh") / "@m1" / "payroll.md").read_bytes().endswith(b"glibberfax-5.\n")
+    assert (uploads / tenant_folder("möller-gmbh") / "@m2" / "payroll.md").read_bytes().endswith(b"about payroll.\n")
     assert any("glibberfax" in h["text"] for h in search(url, "k-mueller", "payroll secret"))
     assert not any("glibberfax" in h["text"] for h in search(url, "k-moeller", "payroll secret"))
 
@@ -104,7 +105,7 @@ def test_a_tenant_named_like_the_shared_folder_is_not_the_operator(server):
     url, kb, uploads = server
     assert upload(url, "k-operator", ("note.md", b"# Note\n\nOperator note quaxel-1.\n")).json()["added"] == 1
     assert upload(url, "k-shared-tenant", ("note.md", b"# Note\n\nTenant note quaxel-2.\n")).json()["added"] == 1
-    assert (uploads / SHARED_FOLDER / "note.md").read_bytes().endswith(b"quaxel-1.\n")
+    assert (uploads / SHARED_FOLDER / "@op" / "note.md").read_bytes().endswith(b"quaxel-1.\n")
     tenants = {m.get("tenant") for _, s, m in kb.catalog.documents_meta() if s.endswith("note.md")}
     assert tenants == {None, "_shared"}
 
@@ -124,7 +125,7 @@ def test_an_upload_from_an_older_version_keeps_updating_its_document(server):
     r = upload(url, "k-moeller", ("plan.md", b"# Plan\n\nMoeller plan wibblequark-3.\n"))
     assert r.json()["added"] == 1 and old.doc_id not in r.text and "müller" not in r.text, r.text
     assert legacy.read_bytes().endswith(b"wibblequark-2.\n")
-    assert (uploads / tenant_folder("möller-gmbh") / "plan.md").is_file()
+    assert (uploads / tenant_folder("möller-gmbh") / "@m2" / "plan.md").is_file()
 
 
 # ---------------------------------------------------------------------- failed uploads change nothing
@@ -134,9 +135,9 @@ def test_a_refused_reupload_leaves_the_file_before_it(server):
     assert upload(url, "k-acme", ("note.md", first)).json()["added"] == 1
     r = upload(url, "k-acme", ("note.md", b"# Note\n\nWidened note fnordle-2.\n"))  # drops the acl
     assert r.json()["failed"] == 1 and "acl would be removed" in r.json()["files"][0]["reason"], r.text
-    assert (uploads / "acme" / "note.md").read_bytes() == first
+    assert (uploads / "acme" / "@mallory" / "note.md").read_bytes() == first
     r = upload(url, "k-acme", ("new.md", b"---\nacl:\n---\n# New\n\nEmpty acl.\n"))
-    assert r.json()["failed"] == 1 and not (uploads / "acme" / "new.md").exists()
+    assert r.json()["failed"] == 1 and not (uploads / "acme" / "@mallory" / "new.md").exists()
 
 
 def test_a_declared_id_is_refused_alike_whether_or_not_another_tenant_has_it(server):
@@ -152,7 +153,73 @@ def test_a_declared_id_is_refused_alike_whether_or_not_another_tenant_has_it(ser
         replies.append(r.json())
     assert replies[0] == replies[1]
     assert "Hijacked" not in kb.catalog.document(globex_id).text and kb.catalog.document("no-such-id-zz2") is None
-    assert not (uploads / "acme" / "take.md").exists()
+    assert not (uploads / "acme" / "@mallory" / "take.md").exists()
+
+
+# ---------------------------------------------------------------------- one folder per uploader
+def _shape(reply: dict, name: str) -> dict:
+    """An ingest reply with what names the one file (its name, path and id) taken out."""
+    files = [{**f, "source": f["source"].replace(name, "NAME"), "doc_id": "ID"} for f in reply["files"]]
+    return {**reply, "files": files}
+
+
+def test_an_upload_cannot_detect_or_replace_a_document_of_its_tenant_it_may_not_read(server):
+    """The same file name as an acl-restricted upload, from a key of the tenant outside the
+    acl: the answer is the one a free name gets, and the restricted text stays as it was,
+    even when the upload repeats the acl."""
+    url, kb, uploads = server
+    secret = b"---\ntitle: Ops runbook\nacl: [acme-ops]\n---\n# Ops\n\nBreak-glass code ORIGINAL-1.\n"
+    r = upload(url, "k-acme", ("ops-runbook.md", secret))
+    assert r.json()["added"] == 1, r.text
+    restricted = r.json()["files"][0]["doc_id"]
+    probe = b"---\ntitle: probe\n---\n# x\n\nprobe text\n"
+    taken = upload(url, "k-acme-plain", ("ops-runbook.md", probe))
+    free = upload(url, "k-acme-plain", ("no-such-runbook.md", probe))
+    assert taken.status_code == free.status_code == 200, (taken.text, free.text)
+    assert _shape(taken.json(), "ops-runbook") == _shape(free.json(), "no-such-runbook"), (taken.text, free.text)
+    assert restricted not in taken.text
+    forged = secret.replace(b"ORIGINAL-1", b"ATTACKER-2")
+    again = upload(url, "k-acme-plain", ("ops-runbook.md", forged))
+    assert again.status_code == 200 and restricted not in again.text, again.text
+    assert "ORIGINAL-1" in kb.catalog.document(restricted).text
+    assert (uploads / "acme" / "@mallory" / "ops-runbook.md").read_bytes() == secret
+    # The uploader's own file is its to update.
+    mine = upload(url, "k-acme", ("ops-runbook.md", secret.replace(b"ORIGINAL-1", b"ROTATED-3")))
+    assert mine.json()["files"][0] == {**mine.json()["files"][0], "status": "updated", "doc_id": restricted}
+
+
+def test_an_upload_updates_an_older_top_level_upload_only_when_the_uploader_may_read_it(server):
+    url, kb, uploads = server
+    older = uploads / "acme" / "shared.md"
+    older.parent.mkdir(parents=True)
+    older.write_bytes(b"---\nacl: [acme-ops]\n---\n# Shared\n\nOld shared text frobnitz-1.\n")
+    doc_id = kb.ingest([str(older)], metadata={"tenant": "acme"}, progress=False).files[0].doc_id
+    r = upload(url, "k-acme-plain", ("shared.md", b"---\nacl: [acme-ops]\n---\n# Shared\n\nfrobnitz-2.\n"))
+    assert r.json()["added"] == 1 and doc_id not in r.text, r.text
+    assert older.read_bytes().endswith(b"frobnitz-1.\n")
+    r = upload(url, "k-acme", ("shared.md", b"---\nacl: [acme-ops]\n---\n# Shared\n\nfrobnitz-3.\n"))
+    assert r.json()["files"][0] == {**r.json()["files"][0], "status": "updated", "doc_id": doc_id}, r.text
+    assert older.read_bytes().endswith(b"frobnitz-3.\n")
+
+
+def test_an_upload_does_not_replace_its_own_earlier_upload_it_may_no_longer_read(server):
+    url, kb, uploads = server
+    first = b"---\nacl: [someone-else]\n---\n# Locked\n\nLocked text blorp-1.\n"
+    assert upload(url, "k-acme-plain", ("locked.md", first)).json()["added"] == 1
+    r = upload(url, "k-acme-plain", ("locked.md", b"---\nacl: [someone-else]\n---\n# Locked\n\nblorp-2.\n"))
+    assert r.status_code == 403 and "may not read" in r.json()["error"]["message"], r.text
+    assert (uploads / "acme" / "@ingrid" / "locked.md").read_bytes() == first
+
+
+def test_uploader_folders_never_name_an_uploaded_file():
+    from beleg.server.auth import Identity
+    from beleg.server.handlers import _safe_name, uploader_folder
+    from beleg.types import Principal
+
+    named = uploader_folder(Identity(Principal("Alice", "acme"), frozenset(), "key:1"))
+    keyed = uploader_folder(Identity(Principal(None, "acme"), frozenset(), "key:0123"))
+    assert named == "@alice" and keyed.startswith("#") and "/" not in keyed
+    assert _safe_name(named) != named and _safe_name(keyed) != keyed
 
 
 def test_the_python_service_binds_the_tenant_as_the_server_does(tmp_path, embedder) -> None:

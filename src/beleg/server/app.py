@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from beleg.errors import BelegError, ConfigError, LLMError, NeedsLLMError
 from beleg.index.postgres.config import is_postgres_url
@@ -83,6 +86,8 @@ def _classify(exc: BaseException) -> ApiError:
     """The status code and error type of an exception raised while serving a request."""
     if isinstance(exc, ApiError):
         return exc
+    if isinstance(exc, HTTPException) and 400 <= exc.status_code < 500:  # Starlette's, e.g. parsing a form
+        return ApiError(exc.status_code, "invalid_request", str(exc.detail))
     if isinstance(exc, AuthError):
         return ApiError(401, "unauthorized", str(exc), {"WWW-Authenticate": "Bearer"})
     if isinstance(exc, (ScopeError, AccessDenied)):
@@ -148,7 +153,7 @@ class Api:
                 if scope is not None:
                     identity = self.auth.authenticate(request.headers.get("authorization"))
                     identity.require(scope)
-                    wait = self.limiter.take(identity.subject)
+                    wait = self.limiter.take(identity.owner)
                     if wait > 0:
                         raise ApiError(429, "rate_limited", f"rate limit of {self.settings.rate_per_second:g} "
                                        f"requests/s exceeded; retry in {wait:.1f} s",
@@ -187,8 +192,22 @@ class Api:
         request._body = b"".join(chunks)  # Starlette reads a cached body back in .json() and .form()
 
     async def json_body(self, request: Request, schema: dict[str, Any], what: str) -> dict[str, Any]:
+        content_type = request.headers.get("content-type")
+        if content_type is not None and not _is_json(content_type):
+            # A browser sends text/plain, form or multipart bodies cross-site without asking
+            # (no CORS preflight); a JSON body it would have to ask for.
+            raise ApiError(415, "unsupported_media_type", f"the {what} body must be JSON "
+                           f"(Content-Type: application/json), got {content_type!r}")
         try:
             body = json.loads(await request.body() or b"null")
+            # JSON may escape a lone surrogate (\ud800), which no UTF-8 text can hold: it would
+            # fail later, in the index or half-way through a stream. Encoding the body back finds it.
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except RecursionError:
+            raise ConfigError(f"the {what} body is nested too deeply") from None
+        except UnicodeEncodeError:
+            raise ConfigError(f"the {what} body holds a lone surrogate (such as \\ud800), which is not "
+                              "text; send valid UTF-8") from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise ConfigError(f"the {what} body is not valid JSON: {exc}") from None
         return openapi.validate_body(body, schema, what)
@@ -207,6 +226,11 @@ class Api:
     def audit(self, identity: Identity | None, endpoint: str, query: str | None, doc_ids: list[str]) -> None:
         if self._audit is not None and identity is not None:
             self._audit.write(identity, endpoint, query, doc_ids)
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.partition(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
 
 
 class _AuditLog:
@@ -253,12 +277,11 @@ def create_app(index: Any, auth: AuthConfig, settings: ServerSettings | None = N
         yield
         api.close()
 
-    middleware = []
-    if settings.cors_origins:
-        from starlette.middleware import Middleware
-        from starlette.middleware.cors import CORSMiddleware
+    from starlette.middleware import Middleware
 
-        middleware.append(Middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
+    middleware = [Middleware(_NoFraming)]
+    if settings.cors_origins:
+        middleware.append(Middleware(_JsonCors, allow_origins=list(settings.cors_origins),
                                      allow_methods=["GET", "POST", "DELETE"],
                                      allow_headers=["Authorization", "Content-Type"]))
     app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: not_found},
@@ -268,6 +291,41 @@ def create_app(index: Any, auth: AuthConfig, settings: ServerSettings | None = N
 
 
 _EVERY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
+class _NoFraming:
+    """No page of the server may be framed by another site (clickjacking the web page): a
+    Content-Security-Policy in a <meta> cannot say frame-ancestors, so every response says it
+    in headers (X-Frame-Options for older browsers)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers.append("Content-Security-Policy", "frame-ancestors 'none'")
+                headers["X-Frame-Options"] = "DENY"
+                headers["X-Content-Type-Options"] = "nosniff"
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class _JsonCors(CORSMiddleware):
+    """Starlette's CORS, with a refused preflight answered in the API's JSON error shape."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code != 400:
+            return response
+        headers = {k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")}
+        return error_response(400, "cors_rejected", bytes(response.body).decode(), headers)
 
 
 def _dispatch(methods: dict[str, Callable[[Request], Awaitable[Response]]]) -> Callable[[Request], Awaitable[Response]]:

@@ -58,6 +58,13 @@ class Identity:
     scopes: frozenset[str]
     subject: str
 
+    @property
+    def owner(self) -> str:
+        """Whose conversations and rate-limit bucket these are: the subject and everything that
+        decides what the caller may read, so two tokens of one IdP subject with different
+        tenants or groups never share a conversation (its questions) or a bucket."""
+        return json.dumps([self.subject, *self.principal.access_key], ensure_ascii=False)
+
     def require(self, scope: str) -> None:
         if scope not in self.scopes and "admin" not in self.scopes:
             raise ScopeError(f"this key has scopes {sorted(self.scopes)}; the request needs {scope!r}")
@@ -218,6 +225,9 @@ def _verify_jwt(token: str, config: JwtConfig) -> Identity:
                             options=options)  # type: ignore[arg-type]
     except jwt.PyJWTError as exc:
         raise AuthError(f"the token is not valid: {exc}") from None
+    exp = claims.get("exp")
+    if isinstance(exp, bool) or not isinstance(exp, (int, float)):  # PyJWT reads "9999999999" as a time
+        raise AuthError(f"the token is not valid: 'exp' must be a number of seconds (NumericDate), got {exp!r}")
     return _identity_from_claims(claims, config)
 
 
@@ -240,7 +250,10 @@ def _identity_from_claims(claims: dict[str, Any], config: JwtConfig) -> Identity
         raw_scopes = raw_scopes.split()
     if not isinstance(groups, list) or not isinstance(raw_scopes, list):
         raise AuthError(f"claims {config.groups_claim!r} and {config.scopes_claim!r} must be lists or strings")
+    if not isinstance(user, str) or not user.strip():
+        # Every token without one would be the same caller (one conversation owner, one bucket).
+        raise AuthError(f"the token has no {config.user_claim!r} claim naming the user")
     scopes = frozenset(str(s) for s in raw_scopes) & frozenset(SCOPES)  # unknown scopes grant nothing
-    principal = Principal(str(user) if user else None, str(tenant) if tenant else None,
+    principal = Principal(user, str(tenant) if tenant else None,
                           tuple(str(g) for g in groups))
     return Identity(principal, scopes, f"jwt:{claims.get('iss', '')}:{user}")

@@ -24,13 +24,16 @@ from beleg.server import openapi
 from beleg.server.app import QUOTE_RANGE, ApiError, search_request
 from beleg.server.auth import Identity
 from beleg.server.conversations import UnknownConversation
-from beleg.service import Service, binding_rules, refuse_foreign_claims
+from beleg.service import AccessDenied, Service, binding_rules, refuse_foreign_claims
 from beleg.types import Principal
 
 if TYPE_CHECKING:
     from beleg.server.app import Api
 
 MAX_FILES = 50
+#: Limits of GET /v1/documents/{doc_id} as the OpenAPI document states them.
+MAX_DOC_ID = 200
+MAX_RANGES = 50
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 #: Characters a tenant's upload folder name keeps as they are (after folding); every other one
 #: is percent-encoded, so two tenants never share a folder.
@@ -146,7 +149,7 @@ async def chat(request: Request, identity: Identity | None) -> Response:
     api, who = _api(request), _who(identity)
     body = await api.json_body(request, openapi.CHAT_REQUEST, "chat")
     try:
-        conversation_id, context = api.conversations.context(body.get("conversation_id"), who.subject)
+        conversation_id, context = api.conversations.context(body.get("conversation_id"), who.owner)
     except UnknownConversation:
         raise ApiError(404, "not_found", "no such conversation for this key; omit conversation_id to start one") \
             from None
@@ -157,18 +160,26 @@ async def chat(request: Request, identity: Identity | None) -> Response:
 
 
 # ---------------------------------------------------------------------- documents
+def _doc_id_param(request: Request) -> str:
+    doc_id: str = request.path_params["doc_id"]
+    if len(doc_id) > MAX_DOC_ID:  # the schema's limit: no id is this long
+        raise ConfigError(f"a document id has at most {MAX_DOC_ID} characters, got {len(doc_id)}")
+    return doc_id
+
+
 async def get_document(request: Request, identity: Identity | None) -> Response:
     api, who = _api(request), _who(identity)
-    doc_id = request.path_params["doc_id"]
+    doc_id = _doc_id_param(request)
+    quotes, chunks = request.query_params.getlist("quote"), request.query_params.getlist("chunk")
+    for name, values in (("quote", quotes), ("chunk", chunks)):
+        if len(values) > MAX_RANGES:
+            raise ConfigError(f"{len(values)} {name} parameters; give at most {MAX_RANGES} at a time")
     ranges = []
-    for value in request.query_params.getlist("quote"):
+    for value in quotes:
         m = QUOTE_RANGE.match(value)
         if m is None:
             raise ConfigError(f"quote must be START:END document offsets like 120:180, got {value!r}")
         ranges.append((int(m.group(1)), int(m.group(2))))
-    chunks = request.query_params.getlist("chunk")
-    if len(ranges) + len(chunks) > 100:
-        raise ConfigError(f"{len(ranges) + len(chunks)} ranges asked for; ask for at most 100 at a time")
     out = await api.index_call(lambda svc: svc.document_json(doc_id, who.principal, ranges, chunks))
     if out is None:
         raise ApiError(404, "not_found", f"no document {doc_id!r} visible to this key")
@@ -179,18 +190,36 @@ async def get_document(request: Request, identity: Identity | None) -> Response:
 async def delete_document(request: Request, identity: Identity | None) -> Response:
     """Erase a document the admin key may read (another tenant's document is "not found")."""
     api, who = _api(request), _who(identity)
-    doc_id = request.path_params["doc_id"]
+    doc_id = _doc_id_param(request)
 
     def erase(svc: Service) -> dict[str, Any] | None:
-        if svc.kb.document(doc_id, who.principal) is None:
+        doc = svc.kb.document(doc_id, who.principal)
+        if doc is None:
             return None
-        return svc.delete([doc_id])
+        out = svc.delete([doc_id])
+        # After the erase has committed: an uploaded file left behind would bring the document
+        # back with the next ingest of the upload folder.
+        out["files_deleted"] = _delete_uploaded_file(svc, Path(doc.source), api.upload_dir)
+        return out
 
     out = await api.writer.call(erase)
     if out is None:
         raise ApiError(404, "not_found", f"no document {doc_id!r} visible to this key")
     api.audit(who, "delete", None, [doc_id])
     return JSONResponse(out)
+
+
+def _delete_uploaded_file(svc: Service, source: Path, upload_dir: Path) -> list[str]:
+    """Delete ``source`` when it is a file of the server's upload folder that no stored
+    document comes from any more; its path inside the upload folder, or nothing."""
+    try:
+        inside = source.resolve().relative_to(upload_dir.resolve())
+    except ValueError:
+        return []  # a file the operator ingested: not the server's to delete
+    if inside.parts[:1] == (".staging",) or not source.is_file() or _documents_at(svc, source):
+        return []
+    source.unlink(missing_ok=True)
+    return [inside.as_posix()]
 
 
 async def ingest(request: Request, identity: Identity | None) -> Response:
@@ -208,26 +237,29 @@ async def ingest(request: Request, identity: Identity | None) -> Response:
         staged = [await _stage(upload, staging) for upload in uploads]
         # One writer call from the check to the end of the ingest: parsing is kept off the
         # event loop, and no other upload can touch the same files in between.
-        out = await api.writer.call(lambda svc: _ingest_uploads(svc, staged, who.principal, api.upload_dir, staging))
+        out = await api.writer.call(lambda svc: _ingest_uploads(svc, staged, who, api.upload_dir, staging))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     api.audit(who, "ingest", None, [f["doc_id"] for f in out.get("files", []) if f.get("doc_id")])
     return JSONResponse(out)
 
 
-def _ingest_uploads(svc: Service, staged: list[Path], principal: Principal, upload_dir: Path,
+def _ingest_uploads(svc: Service, staged: list[Path], who: Identity, upload_dir: Path,
                     staging: Path) -> dict[str, Any]:
     """Check, move into place and ingest staged uploads; a file the ingest does not accept
     leaves the one it would have replaced on disk (or nothing, when there was none)."""
+    principal = who.principal
     rules = binding_rules(principal)
     for path in staged:  # before anything is stored: a file naming another tenant or an id is refused
         refuse_foreign_claims(path, principal)
+    targets = [_upload_target(svc, upload_dir, who, path.name) for path in staged]
+    for target in targets:
+        _refuse_unreadable_replace(svc, target, principal)
     previous = staging / ".previous"
     previous.mkdir()
     moved: list[tuple[Path, Path | None]] = []
     try:
-        for path in staged:
-            target = _upload_target(svc, upload_dir, principal, path.name)
+        for path, target in zip(staged, targets, strict=True):
             target.parent.mkdir(parents=True, exist_ok=True)
             backup = None
             if target.exists():
@@ -248,6 +280,10 @@ def _ingest_uploads(svc: Service, staged: list[Path], principal: Principal, uplo
             backup.unlink(missing_ok=True)
     _hide_unreadable(svc, report.files, principal)
     out: dict[str, Any] = report.to_json()
+    # Vectors are shared by every chunk of the same text, whoever's: how many this upload had
+    # to compute would tell the key whether a text it guessed is stored anywhere in the index.
+    for index_wide in ("embedded", "sentence_vectors"):
+        out.pop(index_wide, None)
     return out
 
 
@@ -272,21 +308,60 @@ def _hide_unreadable(svc: Service, files: list[Any], principal: Principal) -> No
                              "Give it another file name or id")
 
 
-def _upload_target(svc: Service, upload_dir: Path, principal: Principal, name: str) -> Path:
-    """Where an upload called ``name`` is kept: its tenant's folder, or the folder of an older
-    Beleg (``_safe_name`` of the tenant, which tenants could share) when a document of this
-    tenant was uploaded there, so a second upload still updates that document."""
-    target = upload_dir / tenant_folder(principal.tenant) / name
-    legacy = upload_dir / _safe_name(principal.tenant or SHARED_FOLDER) / name
-    if legacy == target or not legacy.is_file():
-        return target
-    mine = Principal.fold(principal.tenant or "")
-    for source in dict.fromkeys((str(legacy), str(legacy.resolve()))):
+def _upload_target(svc: Service, upload_dir: Path, who: Identity, name: str) -> Path:
+    """Where an upload called ``name`` is kept: the uploader's own folder inside its tenant's
+    (:func:`uploader_folder`), so an upload only ever meets the same uploader's files and its
+    answer cannot tell whether someone else in the tenant stored a file of that name.
+
+    A file at the top of the tenant folder (or of an older Beleg's ``_safe_name`` folder,
+    which tenants could share), stored before uploads had folders of their own, is still
+    updated in place when its document belongs to the uploader's tenant and the uploader may
+    read it; one it may not read is left alone, and the upload goes to its own folder exactly
+    as if the name were free."""
+    principal = who.principal
+    tenant = upload_dir / tenant_folder(principal.tenant)
+    for older in dict.fromkeys((tenant / name, upload_dir / _safe_name(principal.tenant or SHARED_FOLDER) / name)):
+        documents = _documents_at(svc, older)
+        if older.is_file() and documents and all(_replaceable(meta, principal) for meta in documents):
+            return older
+    return tenant / uploader_folder(who) / name
+
+
+def _documents_at(svc: Service, path: Path) -> list[dict[str, Any]]:
+    """The metadata of each stored document ingested from the file at ``path``."""
+    found = []
+    for source in dict.fromkeys((str(path), str(path.resolve()))):
         for doc_id in svc.kb.catalog.doc_ids_for_source(source):
             state = svc.kb.catalog.document_state(doc_id)
-            if state is not None and Principal.fold(str(state[1].get("tenant") or "")) == mine:
-                return legacy
-    return target
+            if state is not None:
+                found.append(state[1])
+    return found
+
+
+def _replaceable(metadata: dict[str, Any], principal: Principal) -> bool:
+    """Whether an upload by ``principal`` may replace a stored document: it may read it, and
+    it is of the uploader's tenant (an operator's key replaces only documents of no tenant)."""
+    tenant = Principal.fold(str(metadata.get("tenant") or ""))
+    return principal.may_read(metadata) and tenant == Principal.fold(principal.tenant or "")
+
+
+def _refuse_unreadable_replace(svc: Service, target: Path, principal: Principal) -> None:
+    """An upload may only replace a document its uploader may read. Only the uploader's own
+    earlier upload can be in the way here (:func:`_upload_target`), e.g. one given an acl
+    this key is not in, so saying so tells the key nothing about anyone else's documents."""
+    if not all(_replaceable(meta, principal) for meta in _documents_at(svc, target)):
+        raise AccessDenied(f"{target.name} would replace an earlier upload of yours that this key may not read "
+                           "(its acl leaves this key out); nothing changed. Give the file another name, or "
+                           "upload it with a key that may read it")
+
+
+def uploader_folder(who: Identity) -> str:
+    """The folder of one uploader inside its tenant's folder: ``@`` and its folded user name,
+    or for a key without a user ``#`` and the key's id (its subject), percent-encoded as
+    tenant folders are. Uploaded file names never contain ``@`` or ``#`` (:func:`_safe_name`),
+    so an uploader's folder is never a file of the tenant folder."""
+    user = Principal.fold(who.principal.user or "")
+    return "@" + _folder_name(user) if user else "#" + _folder_name(who.subject)
 
 
 def tenant_folder(tenant: str | None) -> str:
@@ -300,12 +375,15 @@ def tenant_folder(tenant: str | None) -> str:
     (``~`` is never kept as it is, so a cut name cannot equal an uncut one).
     """
     folded = Principal.fold(tenant) if tenant else ""
-    if not folded:
-        return SHARED_FOLDER
+    return _folder_name(folded) if folded else SHARED_FOLDER
+
+
+def _folder_name(name: str) -> str:
+    """``name`` (already folded) as one injective folder name (see :func:`tenant_folder`)."""
     encoded = "".join(c if c in _FOLDER_CHARS and not (i == 0 and c in "._") else
-                      "".join(f"%{b:02X}" for b in c.encode("utf-8")) for i, c in enumerate(folded))
+                      "".join(f"%{b:02X}" for b in c.encode("utf-8")) for i, c in enumerate(name))
     if len(encoded) > 100:
-        encoded = f"{encoded[:64]}~{hashlib.sha256(folded.encode('utf-8')).hexdigest()[:16]}"
+        encoded = f"{encoded[:64]}~{hashlib.sha256(name.encode('utf-8')).hexdigest()[:16]}"
     return encoded
 
 
@@ -326,12 +404,18 @@ def _safe_name(name: str) -> str:
 
 # ---------------------------------------------------------------------- service
 async def status(request: Request, identity: Identity | None) -> Response:
+    """The caller's identity and the status of what it may read; the whole index's status
+    (paths, generation, every count) only for an operator: an admin key without a tenant."""
     from beleg.server.worker import shown_location
 
-    out = await _api(request).index_call(lambda svc: svc.status())
-    for key in ("index", "version_path"):  # a database URL may carry the password: no read key gets it
+    who = _who(identity)
+    operator = "admin" in who.scopes and not who.principal.tenant
+    out = await _api(request).index_call(lambda svc: svc.status(None if operator else who.principal))
+    for key in ("index", "version_path"):  # a database URL may carry the password: no key gets it
         if isinstance(out.get(key), str):
             out[key] = shown_location(out[key])
+    p = who.principal
+    out["principal"] = {"user": p.user, "tenant": p.tenant, "groups": list(p.groups), "scopes": sorted(who.scopes)}
     return JSONResponse(out)
 
 
