@@ -209,3 +209,21 @@ def test_a_gap_in_the_asked_version_says_which_version(demo_kb) -> None:
     # anchor, so "no retrieved source mentions" alone would be false.
     a = demo_kb.ask("Does Ferrolink 2.4 support MQTT clients?")
     assert a.refused and a.trace["decision"] == "no retrieved source of version 2.4 mentions MQTT"
+
+
+def test_asking_for_older_versions_makes_historical_sources_eligible(demo_kb) -> None:
+    # Self-query reads "older versions" as status = historical and searches only those; the
+    # answer must then be allowed to use them (it was refused: "the sources cover 0.00").
+    a = demo_kb.ask("What was the retry window in older versions?", options=AnswerOptions(min_confidence=0.0))
+    assert not a.refused and a.sources[0].status == "historical" and a.sources[0].eligible
+    assert "asked for" in " ".join(a.sources[0].reasons)
+    pinned = demo_kb.ask("What was the retry window?", where="status = historical",
+                         options=AnswerOptions(min_confidence=0.0))
+    assert not pinned.refused and pinned.sources[0].status == "historical"
+    # Without asking, historical sources still never answer.
+    assert all(s.eligible == (s.status != "historical") for s in demo_kb.ask(RETRY).sources)
+
+
+def test_the_words_of_how_one_asks_are_no_focus(demo_kb) -> None:
+    a = demo_kb.ask("What about the retry window?", options=AnswerOptions(min_confidence=0.0))
+    assert a.supported and "72 hours" in a.answer

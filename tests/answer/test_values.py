@@ -247,3 +247,17 @@ def test_demo_corpus_values_are_exact_and_typed() -> None:
 def test_a_model_name_before_a_number_is_no_size_in_bytes() -> None:
     sizes = [v.raw for v in extract_values("Tested on a Raspberry Pi 3 B; a 512 B block; 10 MB at most.") if v.kind == "size"]
     assert sizes == ["512 B", "10 MB"]
+
+
+@pytest.mark.parametrize("text, raw, normalized", [
+    ("Resturlaub kann bis zum 31. März genommen werden.", "31. März", "--03-31"),
+    ("Submit expense reports by March 31.", "March 31", "--03-31"),
+    ("The offer ends on the 1st of June.", "1st of June", "--06-01"),
+    ("Stichtag ist der 30. Juni.", "30. Juni", "--06-30"),
+    ("due on 31 March 2026", "31 March 2026", "2026-03-31"),  # with a year: a full date, as before
+])
+def test_a_day_of_a_month_without_a_year_is_a_date(text: str, raw: str, normalized: str) -> None:
+    # "31. März" was read as the count 31, so "Bis wann …?" found no date and a conflict
+    # report compared 30 with 31.
+    dates = [v for v in extract_values(text) if v.kind == "date"]
+    assert [(v.raw, v.normalized) for v in dates] == [(raw, normalized)]

@@ -8,6 +8,7 @@ its problems, never silently passed off as checked.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from beleg.answer.citations import is_refusal, verify_answer, verify_quotes
 from beleg.answer.conflicts import detect_conflicts
-from beleg.answer.evidence import GovernancePolicy, Target, assess, find_target
+from beleg.answer.evidence import GovernancePolicy, Target, assess, find_target, statuses_from_filter
 from beleg.answer.extractive import MIN_COVERAGE, REFUSE_BELOW, below, choose, extract_answer
 from beleg.answer.prompt import Order, build_prompt, regenerate_message
 from beleg.answer.scoring import SentenceScorer, candidate_sentences
@@ -179,6 +180,12 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     versions = kb.metadata_values("version", principal)
     products = kb.metadata_values("product", principal)
     target = find_target(question, expr, context, versions, products)
+    # "older versions", "veraltete Dokumente" or "--where status = historical": the asker asked
+    # for those sources, so they may answer (the self-query filter already narrowed to them).
+    asked_statuses = statuses_from_filter(expr) or statuses_from_filter(
+        inferred.overridden_by(expr).filter_expr() if inferred is not None else None)
+    if asked_statuses:
+        target = dataclasses.replace(target, statuses=asked_statuses)
 
     query = retrieval_query(question, context)
     queries = [query]

@@ -92,6 +92,17 @@ def version_from_filter(expr: Expr | None) -> str | None:
     return None
 
 
+def statuses_from_filter(expr: Expr | None) -> tuple[str, ...]:
+    """The statuses an equality or ``in`` filter on ``status`` asks for (``status = historical``),
+    through ``and``; folded as stored."""
+    if isinstance(expr, Cmp) and expr.key == "status" and expr.op in ("=", "==", "in"):
+        values = expr.value if isinstance(expr.value, tuple) else (expr.value,)
+        return tuple(str(v).casefold() for v in values)
+    if isinstance(expr, And):
+        return tuple(s for part in expr.items for s in statuses_from_filter(part))
+    return ()
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """What the question is about: a version (or None = the current state) and where that came from."""
@@ -100,6 +111,9 @@ class Target:
     origin: str  # "filter" | "question" | "conversation" | "none"
     #: Versions mentioned that no visible source has (the question cannot be answered).
     unknown: tuple[str, ...] = ()
+    #: Statuses the asker asked for (a filter, or the question's "older versions"): sources of
+    #: these statuses are eligible even without a version (else historical ones never are).
+    statuses: tuple[str, ...] = ()
 
 
 def find_target(question: str, expr: Expr | None, context: Sequence[str], known_versions: set[str],
@@ -147,9 +161,11 @@ def assess(hits: Sequence[Hit], target: Target, policy: GovernancePolicy) -> lis
                 reasons.append(f"version {version} matches")
         else:
             vm = 0
-            if status in policy.ineligible_statuses:
+            if status in policy.ineligible_statuses and status not in target.statuses:
                 eligible = False
                 reasons.append(f"status {status} (no version asked for)")
+            elif status in target.statuses and status in policy.ineligible_statuses:
+                reasons.append(f"status {status} asked for")
         reasons.append(f"status {status}")
         reasons.append(f"authority {authority}")
         quarantine = quarantine_hit(hit)

@@ -409,8 +409,11 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        "i.e. e.g. z.B. d.h. u.a. bzw. usw. etc. ca. vs. sog. "
                        # politeness is how the asker asks, wherever it stands ("…, please?")
                        "please pls kindly bitte thanks thank danke dankeschön "
-                       # "what is X like", "I'd like to": how an asker asks, never the topic
-                       "like")
+                       # "what is X like", "I'd like to", "what about X": how an asker asks, never the topic
+                       "like about "
+                       # "in older versions", "früher": which sources to read (self-query's status), not the topic
+                       "older earlier previous former früher frühere früheren älter ältere älteren vorherige "
+                       "vorherigen")
 
 @cache
 def _question_form_terms() -> frozenset[str]:

@@ -118,6 +118,10 @@ _DATE_DMY = re.compile(
 _DATE_MDY = re.compile(rf"\b({_MONTH})\.?{_SP}(\d{{1,2}})(?:st|nd|rd|th)?,?{_SP}(\d{{4}})(?!\d)")
 _DATE_NUMERIC = re.compile(r"(?<![\w.])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\w]|\.\d)")
 _DATE_MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?{_SP}(\d{{4}})(?!\d)")
+# A day of a month without a year ("31. März", "31st of March", "March 31"): deadlines and
+# yearly dates. Normalised as ISO 8601's yearless "--03-31".
+_DATE_DAY_MONTH = re.compile(rf"{_LEFT}(\d{{1,2}})(?:\.|st|nd|rd|th)?{_SP}(?:of{_SP})?({_MONTH})\b")
+_DATE_MONTH_DAY = re.compile(rf"\b({_MONTH})\.?{_SP}(\d{{1,2}})(?:st|nd|rd|th)?(?![\d.,]?\d)")
 _YEAR = re.compile(r"(?<![\w.,/-])(1\d{3}|20\d{2})(?![\w]|[.,]\d)")
 _YEAR_CUE = re.compile(
     r"(?:\b(?:in|since|until|till|from|to|by|of|year|around|circa|before|after|between|during|"
@@ -196,6 +200,11 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
                 add("date", m.start(), m.end(), iso, "day")
     for m in _DATE_MONTH_YEAR.finditer(text):
         add("date", m.start(), m.end(), f"{int(m.group(2)):04d}-{_MONTHS[m.group(1).lower()]:02d}", "month")
+    for rx, day_first in ((_DATE_DAY_MONTH, True), (_DATE_MONTH_DAY, False)):
+        for m in rx.finditer(text):
+            day, month = (m.group(1), m.group(2)) if day_first else (m.group(2), m.group(1))
+            if 1 <= int(day) <= 31:
+                add("date", m.start(), m.end(), f"--{_MONTHS[month.lower()]:02d}-{int(day):02d}", "day of year")
     for m in _MONEY.finditer(text):
         parsed = _parse_number(m.group("num1") or m.group("num2"), lang)
         if parsed is not None:
