@@ -231,9 +231,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("delete", help="erase documents (chunks, vectors, postings, terms) from the index")
     _index_arg(p)
-    p.add_argument("--doc", action="append", default=[], metavar="DOC_ID", help="document id (repeatable)")
+    p.add_argument("--doc", action="append", default=[], metavar="DOC_ID|PATH",
+                   help="document id, or the path of an ingested file (repeatable; 'beleg documents' lists both)")
     p.add_argument("--where", metavar="EXPR", help="delete every document matching this filter")
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("documents", help="list the stored documents: id, version, status, source, title")
+    _index_arg(p)
+    p.add_argument("--where", metavar="EXPR", help="only documents matching this filter, e.g. \"status = draft\"")
+    p.add_argument("--json", action="store_true", help="print id, source, title and metadata of each as JSON")
 
     p = sub.add_parser("search", help="search the index")
     p.add_argument("query", metavar="QUERY")
@@ -510,9 +516,24 @@ def cmd_gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _doc_ids_named(kb: Any, names: Sequence[str]) -> list[str]:
+    """``--doc`` values as document ids: an id as it is, else the documents ingested from that
+    path (the source as stored, or the file it resolves to). A name that is neither stays, so
+    delete reports it as not found."""
+    known = {doc_id for doc_id, _, _ in kb.catalog.documents_meta()}
+    out: list[str] = []
+    for name in names:
+        if name in known:
+            out.append(name)
+            continue
+        found = kb.catalog.doc_ids_for_source(name) or kb.catalog.doc_ids_at(os.path.realpath(name))
+        out.extend(found or [name])
+    return out
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
     with _open(args) as kb:
-        result = kb.delete(args.doc, where=args.where)
+        result = kb.delete(_doc_ids_named(kb, args.doc), where=args.where)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
@@ -547,6 +568,25 @@ def cmd_leaks(args: argparse.Namespace) -> int:
         bar.close()
     print(json.dumps(report.to_json(), indent=2, ensure_ascii=False) if args.json else report.render_text())
     return 0 if report.ok else EXIT_ERROR
+
+
+def cmd_documents(args: argparse.Namespace) -> int:
+    """Every stored document (administrative, like delete and status: no permission filter)."""
+    from beleg.index.filters import combine, matches
+    from beleg.types import shown_metadata
+
+    expr = combine(args.where)
+    with _open(args) as kb:
+        docs = [(doc_id, source, shown_metadata(meta)) for doc_id, source, meta in kb.catalog.documents_meta()
+                if matches(expr, meta)]
+    if args.json:
+        print(json.dumps([{"doc_id": doc_id, "source": source, "title": meta.get("title"), "metadata": meta}
+                          for doc_id, source, meta in docs], indent=2, ensure_ascii=False))
+        return 0
+    from beleg.cli.render import render_documents
+
+    print(render_documents(docs) if docs else "no document matches" if expr is not None else "no documents")
+    return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -723,7 +763,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "delete": cmd_delete, "reindex": cmd_reindex,
             "switch": cmd_switch, "gc": cmd_gc, "search": cmd_search, "ask": cmd_ask, "chat": cmd_chat,
-            "eval": cmd_eval, "status": cmd_status, "leaks": cmd_leaks}
+            "eval": cmd_eval, "status": cmd_status, "leaks": cmd_leaks, "documents": cmd_documents}
 
 
 def cmd_llm(args: argparse.Namespace) -> int:
