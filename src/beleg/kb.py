@@ -575,6 +575,12 @@ class KnowledgeBase:
         ``principal`` may read: what a question can be about, never what is hidden from it."""
         return self.search_index().metadata_values(key, principal or ANONYMOUS)
 
+    def metadata_keys(self, principal: Principal | None = None) -> set[str]:
+        """The metadata keys of every document, or with ``principal`` of those it may read;
+        internal keys (``_`` first) left out."""
+        return {key for _, _, meta in self.catalog.documents_meta()
+                if principal is None or principal.may_read(meta) for key in meta if not key.startswith("_")}
+
     def chunk(self, chunk_id: str, principal: Principal | None = None) -> Chunk | None:
         """A stored chunk by id, or None when it does not exist or ``principal`` may not read its document.
 

@@ -54,3 +54,35 @@ def test_delete_takes_a_document_path(index: Path, capsys, monkeypatch) -> None:
     assert code == 0 and json.loads(out)["documents"] == 1
     code, out, _ = _run(capsys, "delete", "--doc", "docs/none.md", "--index", kb)
     assert code == 1 and "not found: docs/none.md" in out
+
+
+def test_a_filter_on_a_key_no_document_has_says_so(index: Path, capsys) -> None:
+    kb = str(index / "kb")
+    hidden = index / "hidden.md"
+    hidden.write_text("---\ntitle: Hidden\ntenant: acme\nsecretcode: v1\nlanguage: en\n---\n# Hidden\n\nE-4012.\n",
+                      encoding="utf-8")
+    assert _run(capsys, "ingest", str(hidden), "--index", kb, "--no-progress")[0] == 0
+
+    code, out, err = _run(capsys, "search", "E-4012", "--index", kb, "--where", "stauts = current")
+    assert code == 0 and "No hits" in out
+    assert err.strip() == "note: no document has the key 'stauts' (did you mean 'status'?)"
+    code, _, err = _run(capsys, "search", "E-4012", "--index", kb, "--filter", "versoin=3.0", "--where", "status = current")
+    assert code == 0 and err.strip() == "note: no document has the key 'versoin' (did you mean 'version'?)"
+    # Only the keys of documents the asker may read: the anonymous asker learns nothing of secretcode.
+    code, _, err = _run(capsys, "search", "E-4012", "--index", kb, "--where", "secretcod = v1")
+    assert code == 0 and err.strip() == "note: no document has the key 'secretcod'"
+    code, _, err = _run(capsys, "search", "E-4012", "--index", kb, "--where", "secretcod = v1", "--tenant", "acme")
+    assert "did you mean 'secretcode'?" in err
+    code, _, err = _run(capsys, "search", "E-4012", "--index", kb, "--where", "status = current")
+    assert code == 0 and err == ""
+    code, _, err = _run(capsys, "ask", "What does E-4012 mean?", "--index", kb, "--where", "stauts = current")
+    assert code == 0 and err.strip() == "note: no document has the key 'stauts' (did you mean 'status'?)"
+
+    # delete sees every document; nothing matched is still exit 0, now with the note.
+    code, out, err = _run(capsys, "delete", "--where", "stauts = current", "--index", kb)
+    assert code == 0 and "deleted 0 document(s)" in out
+    assert err.strip() == "note: no document has the key 'stauts' (did you mean 'status'?)"
+    code, _, err = _run(capsys, "delete", "--where", "secretcod = v1", "--index", kb)
+    assert code == 0 and "did you mean 'secretcode'?" in err
+    code, out, err = _run(capsys, "delete", "--where", "secretcode = v1", "--index", kb)
+    assert code == 0 and "deleted 1 document(s)" in out and err == ""

@@ -437,6 +437,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     wants_llm = args.strategy != "hybrid" or args.self_query == "llm" or (
         args.llm is not None and args.self_query is None and not args.no_self_query)
     with _open(args) as kb:
+        _note_unknown_keys(kb, request.filters, request.where, principal=_principal(args))
         service = Service(kb, llm=_resolve_llm(args) if wants_llm else None)
         result = service.search(request, _principal(args))
         hits, notes = result.hits, result.notes
@@ -516,6 +517,18 @@ def cmd_gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _note_unknown_keys(kb: Any, *filters: Any, principal: Any = None) -> None:
+    """On stderr, a note for each key the filters name that no document has (a misspelt key
+    matches nothing, silently otherwise). With a ``principal``, only the keys of documents it
+    may read count, so the note never reveals a key of a document hidden from it."""
+    from beleg.index.filters import combine, unknown_key_notes
+
+    expr = combine(*filters)
+    if expr is not None:
+        for line in unknown_key_notes(expr, kb.metadata_keys(principal)):
+            print(line, file=sys.stderr)
+
+
 def _doc_ids_named(kb: Any, names: Sequence[str]) -> list[str]:
     """``--doc`` values as document ids: an id as it is, else the documents ingested from that
     path (the source as stored, or the file it resolves to). A name that is neither stays, so
@@ -533,6 +546,7 @@ def _doc_ids_named(kb: Any, names: Sequence[str]) -> list[str]:
 
 def cmd_delete(args: argparse.Namespace) -> int:
     with _open(args) as kb:
+        _note_unknown_keys(kb, args.where)  # before the delete, which may remove the last document with a key
         result = kb.delete(_doc_ids_named(kb, args.doc), where=args.where)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
@@ -577,6 +591,7 @@ def cmd_documents(args: argparse.Namespace) -> int:
 
     expr = combine(args.where)
     with _open(args) as kb:
+        _note_unknown_keys(kb, expr)
         docs = [(doc_id, source, shown_metadata(meta)) for doc_id, source, meta in kb.catalog.documents_meta()
                 if matches(expr, meta)]
     if args.json:
@@ -718,6 +733,7 @@ def _ask_once(kb: Any, args: argparse.Namespace, question: str, context: list[st
 def cmd_ask(args: argparse.Namespace) -> int:
     llm, options, filters = _answer_setup(args)
     with _open(args) as kb:
+        _note_unknown_keys(kb, filters, args.where, principal=_principal(args))
         _ask_once(kb, args, args.question, list(args.context), llm, options, filters)
     return 0
 
@@ -728,6 +744,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
     context: list[str] = []
     with _open(args) as kb:
+        _note_unknown_keys(kb, filters, args.where, principal=_principal(args))
         if interactive:
             print("Ask a question; /reset forgets the conversation, /quit or Ctrl-D ends.", file=sys.stderr)
         while True:
