@@ -72,6 +72,9 @@ class KnowledgeBase:
                  embedder: Embedder | None = None, version: str | None = None) -> None:
         #: The index directory; ``path`` is the folder of the version opened (see beleg.index.versions).
         self.root = Path(path)
+        if self.root.is_file():  # e.g. a gold set given as --index: "no index here, create one" would mislead
+            raise IndexStateError(f"{self.root} is a file, not an index; give --index the index folder "
+                                  "(default ./.beleg), or a new folder to create one there")
         self.path = versions.version_dir(self.root, version) if version else (
             versions.live_dir(self.root) if self.root.exists() else self.root)
         cfg_file = self.path / CONFIG_FILE

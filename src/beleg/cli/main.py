@@ -396,11 +396,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     statuses = status_vocabulary(read_config_table("governance", args.config).get("status_synonyms"),
                                  load_rule_statuses(args.rules) if args.rules else None,
                                  where="status synonyms ([governance] status_synonyms, or statuses: in --rules)")
+    root = args.index or default_index_dir()
+    new_folder = isinstance(root, Path) and not os.path.lexists(root)
     with _open(args, create=True) as kb:
         report = kb.ingest(args.paths, rules=rules, metadata=meta, encoding=args.encoding,
                            max_file_mb=args.max_file_mb, progress=_progress(args),
                            sync=args.sync, allow_widen=args.allow_widen, follow_symlinks=args.follow_symlinks,
                            statuses=statuses, sentence_vectors=args.sentence_vectors)
+        stored_nothing = new_folder and kb.catalog.counts()["documents"] == 0
+    if stored_nothing:
+        import shutil
+
+        # A mistyped path must not leave an empty index behind, where the next command finds
+        # "an index" with nothing in it; 'beleg init' is how to create an empty one.
+        shutil.rmtree(root)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -811,7 +820,9 @@ COMMANDS["keys"] = cmd_keys
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(_unrecognized(parser, args.command, unknown))
     import logging
 
     if args.debug:
@@ -845,6 +856,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"beleg: error: {problem}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _unrecognized(parser: argparse.ArgumentParser, command: str, unknown: list[str]) -> str:
+    """argparse's "unrecognized arguments" message, with the closest option of the command for
+    a mistyped one (``--indx``: did you mean --index?); Python 3.11's argparse suggests none."""
+    import difflib
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    options = [o for action in sub._actions for o in action.option_strings if o.startswith("--")]
+    hints = [f"{word}: did you mean {close[0]}?" for word in unknown if word.startswith("--")
+             if (close := difflib.get_close_matches(word.split("=", 1)[0], options, n=1))]
+    return f"unrecognized arguments: {' '.join(unknown)}" + ("; " + "; ".join(hints) if hints else "")
 
 
 def _database_problem(exc: Exception) -> str | None:
