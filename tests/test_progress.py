@@ -67,6 +67,21 @@ def test_a_quick_run_writes_no_line() -> None:
     assert out.getvalue() == ""
 
 
+def test_an_interrupted_run_says_what_it_kept_not_done() -> None:
+    clock, out = FakeClock(), io.StringIO()
+    with pytest.raises(KeyboardInterrupt), Progress(10, progress="lines", stream=out, clock=clock,
+                                                     interval_s=5) as shown:
+        shown.committed = 0
+        clock.now += 15
+        shown.advance(4)
+        shown.add_committed(3)
+        raise KeyboardInterrupt
+    last = out.getvalue().splitlines()[-1]
+    assert "done in" not in out.getvalue()
+    assert last.startswith("ingest: interrupted after 15s, 4/10 files; 3 committed and kept")
+    assert "run the same command again to resume" in last
+
+
 def test_none_and_durations() -> None:
     out = io.StringIO()
     with Progress(3, progress="none", stream=out, interval_s=0) as shown:

@@ -72,6 +72,9 @@ class KnowledgeBase:
                  embedder: Embedder | None = None, version: str | None = None) -> None:
         #: The index directory; ``path`` is the folder of the version opened (see beleg.index.versions).
         self.root = Path(path)
+        if self.root.is_file():  # e.g. a gold set given as --index: "no index here, create one" would mislead
+            raise IndexStateError(f"{self.root} is a file, not an index; give --index the index folder "
+                                  "(default ./.beleg), or a new folder to create one there")
         self.path = versions.version_dir(self.root, version) if version else (
             versions.live_dir(self.root) if self.root.exists() else self.root)
         cfg_file = self.path / CONFIG_FILE
@@ -574,6 +577,12 @@ class KnowledgeBase:
         """Distinct values of a metadata key (``product``, ``version``) among the documents
         ``principal`` may read: what a question can be about, never what is hidden from it."""
         return self.search_index().metadata_values(key, principal or ANONYMOUS)
+
+    def metadata_keys(self, principal: Principal | None = None) -> set[str]:
+        """The metadata keys of every document, or with ``principal`` of those it may read;
+        internal keys (``_`` first) left out."""
+        return {key for _, _, meta in self.catalog.documents_meta()
+                if principal is None or principal.may_read(meta) for key in meta if not key.startswith("_")}
 
     def chunk(self, chunk_id: str, principal: Principal | None = None) -> Chunk | None:
         """A stored chunk by id, or None when it does not exist or ``principal`` may not read its document.

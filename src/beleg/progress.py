@@ -87,6 +87,8 @@ class Progress:
         self.mode = resolve_mode(progress, self.stream)
         self.total, self.desc, self.unit = total, desc, unit
         self.done = self.chunks = self.embedded = 0
+        #: Items written to the index for good (None: this work does not commit; eval, say).
+        self.committed: int | None = None
         self._clock = clock
         self._interval = interval_from_env() if interval_s is None else interval_s
         self._start = clock()
@@ -118,15 +120,29 @@ class Progress:
                 self._bar.set_postfix(chunks=self.chunks, embedded=self.embedded, refresh=False)
             self._maybe_line()
 
-    def close(self) -> None:
+    def add_committed(self, n: int) -> None:
+        with self._lock:
+            self.committed = (self.committed or 0) + n
+
+    def close(self, *, interrupted: bool = False) -> None:
         """End the bar; in line mode write a last line, unless the work was too short to
-        have earned one (a quick ingest stays quiet in a log)."""
+        have earned one (a quick ingest stays quiet in a log). Interrupted (Ctrl-C), say
+        what was kept instead of "done", in any mode that shows progress."""
         with self._lock:
             if self._bar is not None:
                 self._bar.close()
                 self._bar = None
+            if interrupted and self.mode != "none":
+                self._write(self.interrupted_line())
             elif self.mode == "lines" and (self._lines or self._clock() - self._start >= self._interval):
                 self._write(self.line(final=True))
+
+    def interrupted_line(self) -> str:
+        line = f"{self.desc}: interrupted after {duration(self._clock() - self._start)}, {self.done}/{self.total} {self.unit}s"
+        if self.committed is not None:
+            line += (f"; {self.committed} committed and kept, the rest not stored: run the same command again "
+                     "to resume (committed files are not embedded again)")
+        return line
 
     def line(self, *, final: bool = False) -> str:
         elapsed = max(self._clock() - self._start, 1e-9)
@@ -160,8 +176,8 @@ class Progress:
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.close(interrupted=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
 
 
 def track(items: Iterable[T], total: int, *, desc: str, unit: str, progress: ProgressArg = None) -> Iterator[T]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from beleg.errors import BelegError, ConfigError
 from beleg.index.filters import FilterLike, combine
 from beleg.retrieve.fusion import check_fusion_options
-from beleg.types import ANONYMOUS, Hit, Principal, add_file_positions
+from beleg.types import ANONYMOUS, Hit, Principal, add_file_positions, shown_metadata
 
 if TYPE_CHECKING:
     from beleg.answer.answerer import AnswerOptions
@@ -178,7 +178,7 @@ class Service:
                                   "give start:end offsets from a citation")
             quotes.append({"start": start, "end": end, "text": doc.text[start:end]})
         return {"doc_id": doc.doc_id, "source": doc.source, "title": doc.metadata.get("title"),
-                "metadata": doc.metadata, "text": doc.text, "quotes": quotes}
+                "metadata": shown_metadata(doc.metadata), "text": doc.text, "quotes": quotes}
 
     def ingest_files(self, paths: Sequence[Path], principal: Principal | None = None) -> dict[str, Any]:
         """Ingest files already on disk as ``principal``: documents get the uploader's tenant

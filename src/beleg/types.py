@@ -60,15 +60,16 @@ def stored_file_position(metadata: dict[str, Any]) -> tuple[int, int] | None:
 def with_file_position(metadata: dict[str, Any], position: tuple[int, int] | None) -> dict[str, Any]:
     """``metadata`` with the reserved keys set from ``position`` only: a front-matter key or an
     ingest rule cannot claim a file position."""
-    out = shown_metadata(metadata)
+    out = {k: v for k, v in metadata.items() if k not in RESERVED_METADATA_KEYS}
     if position is not None:
         out[BODY_OFFSET_KEY], out[BODY_LINE_KEY] = position
     return out
 
 
 def shown_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Metadata without the reserved keys, for display and JSON."""
-    return {k: v for k, v in metadata.items() if k not in RESERVED_METADATA_KEYS}
+    """Metadata for display and JSON: keys starting with ``_`` are Beleg's own bookkeeping
+    (the reserved keys above), never the document's metadata."""
+    return {k: v for k, v in metadata.items() if not k.startswith("_")}
 
 
 def file_position(metadata: dict[str, Any], document_text: str | None, start: int | None,

@@ -102,6 +102,30 @@ def test_eval_answers_on_a_small_gold_set(tmp_path: Path, capsys) -> None:
     assert "<html" in (tmp_path / "answers.html").read_text(encoding="utf-8")
 
 
+def test_eval_answers_honours_index(tmp_path: Path, capsys, monkeypatch) -> None:
+    """--answers --index answers from that index: nothing is re-ingested into the eval cache,
+    so a corpus file that would fail to ingest there does not matter."""
+    (tmp_path / "corpus").mkdir()
+    for name, text in DOCS.items():
+        (tmp_path / "corpus" / name).write_text(text, encoding="utf-8")
+    (tmp_path / "gold.yaml").write_text(GOLD, encoding="utf-8")
+    index = tmp_path / "idx"
+    code, _, err = _run(capsys, "ingest", str(tmp_path / "corpus"), "--index", str(index), "--no-progress")
+    assert code == 0, err
+    (tmp_path / "corpus" / "broken.pdf").write_bytes(b"not a pdf")
+    monkeypatch.setenv("BELEG_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, err = _run(capsys, "eval", "--answers", "--gold", str(tmp_path / "gold.yaml"), "--index", str(index),
+                          "--no-progress")
+    assert code == 0, err
+    assert not (tmp_path / "cache" / "eval").exists()  # where a re-ingested corpus would go
+    assert f"answers from the index {index}" in out
+    withheld_row = next(line for line in out.splitlines() if line.startswith("withheld"))
+    assert withheld_row.split()[1].isdigit() and "/" in withheld_row  # a count, with its share of refusals
+    code, _, err = _run(capsys, "eval", "--answers", "--gold", str(tmp_path / "gold.yaml"), "--index", str(index),
+                        "--versions", "v1,v2", "--no-progress")
+    assert code == 1 and "one index version at a time" in err
+
+
 def _quote_s1(messages) -> str:
     """An answering model that quotes the last sentence of the S1 source."""
     import re

@@ -227,3 +227,37 @@ def test_control_characters_in_a_file_name_stay_on_one_line(tmp_path: Path, caps
     out = capsys.readouterr().out
     assert "\x1b" not in out and "a\\nb.txt" in out and "ctl\\x1b[31mred.txt" in out
     assert [line for line in out.splitlines() if line.strip().startswith("added")] and "\nb.txt" not in out
+
+
+def test_a_file_given_as_index_is_called_a_file(tmp_path: Path, capsys) -> None:
+    gold = tmp_path / "gold.yaml"
+    gold.write_text("version: 1\n", encoding="utf-8")
+    for argv in (["search", "x", "--index", str(gold)], ["ingest", str(gold), "--index", str(gold), "--no-progress"]):
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == 1 and f"{gold} is a file, not an index" in _one_error_line(err), err
+        assert "beleg init" not in err
+    assert gold.read_text(encoding="utf-8") == "version: 1\n"
+
+
+def test_an_ingest_that_found_nothing_leaves_no_new_index(tmp_path: Path, capsys) -> None:
+    code = main(["ingest", str(tmp_path / "wrong" / "path"), "--index", str(tmp_path / "new"), "--no-progress"])
+    assert code == 1 and "no such file or folder" in capsys.readouterr().out
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_dangling_symlink_says_its_target_does_not_exist(tmp_path: Path, capsys) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ok.md").write_text("# OK\n\nText.\n", encoding="utf-8")
+    (tmp_path / "docs" / "gone.md").symlink_to(tmp_path / "elsewhere" / "gone.md")
+    code = main(["ingest", str(tmp_path / "docs"), "--index", str(tmp_path / "kb"), "--no-progress"])
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "gone.md" in x)
+    assert code == 0 and "which does not exist" in line and "--follow-symlinks" not in line
+
+
+def test_a_mistyped_option_gets_a_suggestion(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["search", "x", "--indx", "kb"])
+    assert exit_.value.code == 2
+    assert "unrecognized arguments: --indx kb; --indx: did you mean --index?" in capsys.readouterr().err

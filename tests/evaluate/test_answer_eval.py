@@ -262,6 +262,8 @@ def test_withheld_refusals_are_told_apart_from_not_covered() -> None:
     # Not covered: w2 (right) and the last w1 (wrong); w3 was withheld, not refused as absent.
     assert s["not_covered_precision"] == pytest.approx(1 / 2) and s["not_covered_recall"] == pytest.approx(1 / 2)
     assert withheld.to_json()["withheld"] is True and refusal("w2").to_json()["withheld"] is False
+    # withheld is a count, shown with its share of the refusals like the other rows' counts
+    assert re.search(r"^withheld\s+2  \(2/4\)$", render_answers_text(AnswerEvalReport("t", results)), re.MULTILINE)
 
 
 def test_by_type(report: AnswerEvalReport) -> None:

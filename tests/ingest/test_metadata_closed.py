@@ -187,3 +187,24 @@ def test_cli_reports_skipped_and_exits_zero(tmp_path: Path, capsys: pytest.Captu
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["skipped"] == 1 and out["failed"] == 0
     assert out["skips"][0]["reason"] == "empty file"
+
+
+def test_html_meta_declares_descriptive_keys_never_access(kb, tmp_path: Path) -> None:
+    """<meta name="version|status|product|date|authority"> is the page's own metadata, normalised
+    like front matter; tenant, acl and id in <meta> stay ignored: a page may not choose its readers."""
+    page = tmp_path / "page.html"
+    page.write_text(
+        '<html lang="en"><head><title>Retries</title>'
+        '<meta name="Version" content="2.10"><meta name="status" content="Deprecated">'
+        '<meta name="product" content="Ferrolink"><meta name="date" content="2024-03-01">'
+        '<meta name="authority" content="Reference"><meta name="tenant" content="acme">'
+        '<meta name="acl" content="ops"><meta name="id" content="other-doc"><meta name="user" content="bob">'
+        '<meta name="group" content="admins"></head><body><p>Webhooks are retried for 72 hours.</p></body></html>',
+        encoding="utf-8")
+    report = kb.ingest([str(page)], progress=False)
+    assert report.files[0].status == "added" and report.files[0].doc_id != "other-doc"
+    [hit] = kb.search("webhooks retried", mode="bm25", k=5)  # public: no tenant or acl taken from <meta>
+    meta = hit.metadata
+    assert (meta["version"], meta["status"], meta["declared_status"]) == ("2.10", "historical", "deprecated")
+    assert (meta["product"], meta["date"], meta["authority"]) == ("ferrolink", "2024-03-01", "reference")
+    assert not {"tenant", "acl", "id", "user", "group"} & set(meta)

@@ -97,6 +97,9 @@ def test_document_with_the_quoted_ranges_of_a_citation(server_url, api_keys):
     doc = r.json()
     assert doc["quotes"] == [{"start": citation["start"], "end": citation["end"], "text": citation["quote"]}]
     assert doc["text"][citation["start"]:citation["end"]] == citation["quote"]
+    # Beleg's own bookkeeping (_body_offset, _body_line of a Markdown file) is not the document's metadata
+    assert doc["metadata"]["title"] and not [k for k in doc["metadata"] if k.startswith("_")]
+    assert not [k for s in answer["sources"] for k in s.get("metadata", {}) if k.startswith("_")]
     for bad in ("5", "9:2", "0:99999999", "a:b"):
         r = httpx.get(f"{server_url}/v1/documents/{citation['doc_id']}", params={"quote": bad}, headers=h, timeout=30)
         assert r.status_code == 400, bad

@@ -80,3 +80,16 @@ def test_serve_with_a_verifier_checks_every_extractive_answer(server_kb):
     assert answer["backend"] == "extractive" and answer["trace"]["llm"]["verifier"] == "openai-compatible:checker"
     check = answer["support"]["checks"]["llm_verifier"]
     assert check["passed"] is False and not answer["supported"]  # it found no answer in the passage
+
+
+def test_serve_on_a_port_in_use_is_one_line_before_serving(server_kb, capsys):
+    from beleg.cli.main import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["serve", "--index", str(server_kb.root), "--port", str(port)])
+    err = capsys.readouterr().err
+    assert code == 1 and "serving" not in err
+    assert err.startswith(f"beleg: error: port {port} on 127.0.0.1 is in use") and err.count("\n") == 1

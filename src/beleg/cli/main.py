@@ -231,9 +231,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("delete", help="erase documents (chunks, vectors, postings, terms) from the index")
     _index_arg(p)
-    p.add_argument("--doc", action="append", default=[], metavar="DOC_ID", help="document id (repeatable)")
+    p.add_argument("--doc", action="append", default=[], metavar="DOC_ID|PATH",
+                   help="document id, or the path of an ingested file (repeatable; 'beleg documents' lists both)")
     p.add_argument("--where", metavar="EXPR", help="delete every document matching this filter")
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("documents", help="list the stored documents: id, version, status, source, title")
+    _index_arg(p)
+    p.add_argument("--where", metavar="EXPR", help="only documents matching this filter, e.g. \"status = draft\"")
+    p.add_argument("--json", action="store_true", help="print id, source, title and metadata of each as JSON")
 
     p = sub.add_parser("search", help="search the index")
     p.add_argument("query", metavar="QUERY")
@@ -390,11 +396,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     statuses = status_vocabulary(read_config_table("governance", args.config).get("status_synonyms"),
                                  load_rule_statuses(args.rules) if args.rules else None,
                                  where="status synonyms ([governance] status_synonyms, or statuses: in --rules)")
+    root = args.index or default_index_dir()
+    new_folder = isinstance(root, Path) and not os.path.lexists(root)
     with _open(args, create=True) as kb:
         report = kb.ingest(args.paths, rules=rules, metadata=meta, encoding=args.encoding,
                            max_file_mb=args.max_file_mb, progress=_progress(args),
                            sync=args.sync, allow_widen=args.allow_widen, follow_symlinks=args.follow_symlinks,
                            statuses=statuses, sentence_vectors=args.sentence_vectors)
+        stored_nothing = new_folder and kb.catalog.counts()["documents"] == 0
+    if stored_nothing:
+        import shutil
+
+        # A mistyped path must not leave an empty index behind, where the next command finds
+        # "an index" with nothing in it; 'beleg init' is how to create an empty one.
+        shutil.rmtree(root)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -431,6 +446,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     wants_llm = args.strategy != "hybrid" or args.self_query == "llm" or (
         args.llm is not None and args.self_query is None and not args.no_self_query)
     with _open(args) as kb:
+        _note_unknown_keys(kb, request.filters, request.where, principal=_principal(args))
         service = Service(kb, llm=_resolve_llm(args) if wants_llm else None)
         result = service.search(request, _principal(args))
         hits, notes = result.hits, result.notes
@@ -510,9 +526,37 @@ def cmd_gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _note_unknown_keys(kb: Any, *filters: Any, principal: Any = None) -> None:
+    """On stderr, a note for each key the filters name that no document has (a misspelt key
+    matches nothing, silently otherwise). With a ``principal``, only the keys of documents it
+    may read count, so the note never reveals a key of a document hidden from it."""
+    from beleg.index.filters import combine, unknown_key_notes
+
+    expr = combine(*filters)
+    if expr is not None:
+        for line in unknown_key_notes(expr, kb.metadata_keys(principal)):
+            print(line, file=sys.stderr)
+
+
+def _doc_ids_named(kb: Any, names: Sequence[str]) -> list[str]:
+    """``--doc`` values as document ids: an id as it is, else the documents ingested from that
+    path (the source as stored, or the file it resolves to). A name that is neither stays, so
+    delete reports it as not found."""
+    known = {doc_id for doc_id, _, _ in kb.catalog.documents_meta()}
+    out: list[str] = []
+    for name in names:
+        if name in known:
+            out.append(name)
+            continue
+        found = kb.catalog.doc_ids_for_source(name) or kb.catalog.doc_ids_at(os.path.realpath(name))
+        out.extend(found or [name])
+    return out
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
     with _open(args) as kb:
-        result = kb.delete(args.doc, where=args.where)
+        _note_unknown_keys(kb, args.where)  # before the delete, which may remove the last document with a key
+        result = kb.delete(_doc_ids_named(kb, args.doc), where=args.where)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
@@ -547,6 +591,26 @@ def cmd_leaks(args: argparse.Namespace) -> int:
         bar.close()
     print(json.dumps(report.to_json(), indent=2, ensure_ascii=False) if args.json else report.render_text())
     return 0 if report.ok else EXIT_ERROR
+
+
+def cmd_documents(args: argparse.Namespace) -> int:
+    """Every stored document (administrative, like delete and status: no permission filter)."""
+    from beleg.index.filters import combine, matches
+    from beleg.types import shown_metadata
+
+    expr = combine(args.where)
+    with _open(args) as kb:
+        _note_unknown_keys(kb, expr)
+        docs = [(doc_id, source, shown_metadata(meta)) for doc_id, source, meta in kb.catalog.documents_meta()
+                if matches(expr, meta)]
+    if args.json:
+        print(json.dumps([{"doc_id": doc_id, "source": source, "title": meta.get("title"), "metadata": meta}
+                          for doc_id, source, meta in docs], indent=2, ensure_ascii=False))
+        return 0
+    from beleg.cli.render import render_documents
+
+    print(render_documents(docs) if docs else "no document matches" if expr is not None else "no documents")
+    return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -678,6 +742,7 @@ def _ask_once(kb: Any, args: argparse.Namespace, question: str, context: list[st
 def cmd_ask(args: argparse.Namespace) -> int:
     llm, options, filters = _answer_setup(args)
     with _open(args) as kb:
+        _note_unknown_keys(kb, filters, args.where, principal=_principal(args))
         _ask_once(kb, args, args.question, list(args.context), llm, options, filters)
     return 0
 
@@ -688,6 +753,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
     context: list[str] = []
     with _open(args) as kb:
+        _note_unknown_keys(kb, filters, args.where, principal=_principal(args))
         if interactive:
             print("Ask a question; /reset forgets the conversation, /quit or Ctrl-D ends.", file=sys.stderr)
         while True:
@@ -723,7 +789,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 COMMANDS = {"init": cmd_init, "ingest": cmd_ingest, "delete": cmd_delete, "reindex": cmd_reindex,
             "switch": cmd_switch, "gc": cmd_gc, "search": cmd_search, "ask": cmd_ask, "chat": cmd_chat,
-            "eval": cmd_eval, "status": cmd_status, "leaks": cmd_leaks}
+            "eval": cmd_eval, "status": cmd_status, "leaks": cmd_leaks, "documents": cmd_documents}
 
 
 def cmd_llm(args: argparse.Namespace) -> int:
@@ -754,7 +820,9 @@ COMMANDS["keys"] = cmd_keys
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(_unrecognized(parser, args.command, unknown))
     import logging
 
     if args.debug:
@@ -788,6 +856,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"beleg: error: {problem}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _unrecognized(parser: argparse.ArgumentParser, command: str, unknown: list[str]) -> str:
+    """argparse's "unrecognized arguments" message, with the closest option of the command for
+    a mistyped one (``--indx``: did you mean --index?); Python 3.11's argparse suggests none."""
+    import difflib
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    options = [o for action in sub._actions for o in action.option_strings if o.startswith("--")]
+    hints = [f"{word}: did you mean {close[0]}?" for word in unknown if word.startswith("--")
+             if (close := difflib.get_close_matches(word.split("=", 1)[0], options, n=1))]
+    return f"unrecognized arguments: {' '.join(unknown)}" + ("; " + "; ".join(hints) if hints else "")
 
 
 def _database_problem(exc: Exception) -> str | None:

@@ -109,6 +109,15 @@ def printable(name: str) -> str:
     return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), name)
 
 
+def render_documents(docs: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
+    """``beleg documents``: one aligned line per ``(doc_id, source, metadata)``, under a header."""
+    rows = [("id", "version", "status", "source", "title")] + [
+        (printable(doc_id), printable(str(meta.get("version", "-"))), printable(str(meta.get("status", "-"))),
+         printable(source), printable(str(meta.get("title", "")))) for doc_id, source, meta in docs]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]  # the title, last, is not padded
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4] for row in rows)
+
+
 def render_ingest(report: Any, style: Style) -> str:
     lines = []
     for f in report.files:

@@ -57,10 +57,36 @@ def check_bind(host: str, auth: Path | None) -> None:
                           "anonymous; pass --auth auth.toml (create keys with 'beleg keys add') or bind 127.0.0.1")
 
 
+def check_port(host: str, port: int) -> None:
+    """Refuse, in one line, a port this process cannot listen on, before "serving" is printed
+    (uvicorn would only log its own error after it). Bound the way uvicorn binds (SO_REUSEADDR),
+    so a port another program merely left in TIME_WAIT is not refused."""
+    import errno
+    import socket
+
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port {port} is not a port number; give one in 1-65535, e.g. 8080")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host} cannot be resolved ({exc.strerror}); give an address such as 127.0.0.1") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"port {port} on {host} is in use (another server, perhaps another "
+                                  "'beleg serve', listens there); stop it or pass another --port") from None
+            raise ConfigError(f"cannot listen on {host} port {port}: {exc.strerror or exc}; "
+                              "pass another --host or --port") from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from beleg.kb import default_index_dir
 
     check_bind(args.host, args.auth)
+    check_port(args.host, args.port)
     if args.workers < 1 or args.read_threads < 1:
         raise ConfigError(f"--workers and --read-threads must be at least 1, got {args.workers} and {args.read_threads}")
     try:

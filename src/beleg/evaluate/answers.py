@@ -485,6 +485,7 @@ def tally(results: Sequence[AnswerQueryResult]) -> dict[str, tuple[int, int]]:
         "refusal_precision": (tp, refused),
         "refusal_recall": (tp, expected),
         "false_refusal_rate": (sum(r.refused for r in answerable), len(answerable)),
+        "withheld": (sum(r.withheld for r in results), refused),  # a count, shown with its share of refusals
         "not_covered_precision": (sum(r.expected_refusal for r in not_covered), len(not_covered)),
         "not_covered_recall": (sum(r.expected_refusal for r in not_covered), expected),
         "citation_validity": (sum(r.citations_verified for r in results), sum(r.citations for r in results)),

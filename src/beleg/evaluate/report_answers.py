@@ -45,7 +45,7 @@ METRIC_ROWS: tuple[tuple[str, str, str], ...] = (
     ("judge_calls", "judge calls", "calls made to the judge"),
     ("judge_tokens", "judge tokens", "tokens used by the judge"),
 )
-_COUNTS = frozenset({"uncited_answers", "cited_flagged_sources", "leaks", "llm_calls", "llm_tokens",
+_COUNTS = frozenset({"withheld", "uncited_answers", "cited_flagged_sources", "leaks", "llm_calls", "llm_tokens",
                      "judge_failures", "judge_calls", "judge_tokens", "n", "answerable", "conflict_questions"})
 #: Columns of the per-type table: summary key, short label.
 TYPE_COLUMNS: tuple[tuple[str, str], ...] = (

@@ -152,7 +152,7 @@ def evaluate_answers(req: EvalRequest) -> Any:
     from beleg.evaluate.runner import _principal
 
     dataset = load_dataset(req)
-    kb = prepare_index(dataset, req.cache_dir, progress=req.progress)
+    kb = _answer_index(req, dataset)
     options = AnswerOptions(verifier=req.verifier) if req.verifier is not None else None
     try:
         def answer_fn(q: Any) -> Any:
@@ -163,6 +163,9 @@ def evaluate_answers(req: EvalRequest) -> Any:
                                  doc_key=corpus_doc_key(dataset), may_read=principal_may_read)
     finally:
         kb.close()
+    if req.index is not None:
+        report.notes.append(f"answers from the index {req.index}" + (f" (version {req.versions[0]})"
+                                                                      if req.versions else ""))
     report.notes.append("answers by " + (req.llm.name if req.llm is not None else
                                           "the offline extractive answerer (quoted sentences; no LLM configured)"))
     if req.verifier is not None:
@@ -172,3 +175,15 @@ def evaluate_answers(req: EvalRequest) -> Any:
     if req.limit and req.limit < len(dataset.queries):
         report.notes.append(f"limited to the first {req.limit} of {len(dataset.queries)} questions (--limit)")
     return report
+
+
+def _answer_index(req: EvalRequest, dataset: Dataset) -> Any:
+    """The index that answers: ``req.index`` as it is (one version at most), else the dataset's cached index."""
+    if req.index is None:
+        return prepare_index(dataset, req.cache_dir, progress=req.progress)
+    from beleg.kb import KnowledgeBase
+
+    if req.versions and len(req.versions) > 1:
+        raise ConfigError("--answers evaluates one index version at a time: give --versions one version "
+                          "(or run once per version)")
+    return KnowledgeBase(req.index, create=False, version=req.versions[0] if req.versions else None)

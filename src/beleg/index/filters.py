@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -323,6 +323,30 @@ def matches(expr: Expr | None, metadata: Mapping[str, Any]) -> bool:
     if expr.key not in metadata or metadata[expr.key] is None:
         return expr.op in ("!=", "not in")
     return _compare(metadata[expr.key], expr.op, expr.value)
+
+
+def named_keys(expr: Expr | None) -> list[str]:
+    """The metadata keys a filter names, each once, in the order written."""
+    if expr is None:
+        return []
+    if isinstance(expr, Cmp):
+        return [expr.key]
+    items = (expr.item,) if isinstance(expr, Not) else expr.items
+    return list(dict.fromkeys(key for item in items for key in named_keys(item)))
+
+
+def unknown_key_notes(expr: Expr | None, known_keys: Collection[str]) -> list[str]:
+    """A one-line note for each key the filter names that no document in ``known_keys`` has
+    (a misspelt key silently matches nothing), with the closest known key as a suggestion.
+    ``known_keys`` must hold only keys the asker may see: a suggestion would reveal the others."""
+    import difflib
+
+    notes = []
+    for key in named_keys(expr):
+        if key not in known_keys:
+            close = difflib.get_close_matches(key, sorted(known_keys), n=1)
+            notes.append(f"note: no document has the key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return notes
 
 
 # ---------------------------------------------------------------- columnar evaluation

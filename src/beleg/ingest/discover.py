@@ -126,8 +126,10 @@ def discover(args: list[str], suffixes: tuple[str, ...], *, follow_symlinks: boo
         source = printable(path)
         skip = None
         if problem is None and root is not None and not follow_symlinks and not _under(path, root):
-            skip = (f"symlink to {printable(os.path.realpath(path))}, outside {printable(root)}; "
-                    "pass --follow-symlinks to ingest it")
+            target = printable(os.path.realpath(path))
+            # --follow-symlinks cannot help a link whose target is gone: say that instead.
+            skip = (f"symlink to {target}, which does not exist" if not os.path.exists(path) else
+                    f"symlink to {target}, outside {printable(root)}; pass --follow-symlinks to ingest it")
         # A file is ingested once however many arguments reach it, so it is remembered by its
         # real path; a skipped symlink is not ingested, so it must not take that path from the
         # file itself named elsewhere in the same run (that file would get no entry at all).

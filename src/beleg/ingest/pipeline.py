@@ -390,6 +390,7 @@ class Ingestor:
                      unit: str) -> None:
         with Progress(len(items), desc=self.progress_label, unit=unit, progress=self.progress) as bar:
             self._shown = bar
+            bar.committed = 0  # an interrupted run says how much it kept
             # Items another ingest process has claimed are handled last, once it let go of them.
             deferred = [(item, source) for item, source in zip(items, sources)
                         if not self._handle_one(item, source, handle, bar)]
@@ -494,6 +495,7 @@ class Ingestor:
                 self.catalog.update_metadata(doc_id, source, meta)
                 if location is not None:
                     self.catalog.set_location(doc_id, location)
+            self._shown.add_committed(1)
             result.status = "updated"
             return
         doc = Document(doc_id, source, parsed.text, meta, content_hash)
@@ -759,6 +761,7 @@ class Ingestor:
             self.catalog.put_vectors(cached)
         self.report.embedded += len(fresh)
         self._shown.add_embedded(len(fresh))
+        self._shown.add_committed(len(pending) - len(lost))
         if self.claims is not None:
             for p in pending:
                 self.claims.release(p.result.source)

@@ -362,6 +362,12 @@ class _TextBuilder:
         return "".join(parts), tuple(headings)
 
 
+#: ``<meta name>``s read as the document's own metadata, normalised and checked by ingest like
+#: front matter. Never the access keys (tenant, acl, id, ...): a web page, often fetched from
+#: elsewhere, must not decide who may read it or which stored document it replaces.
+DESCRIPTIVE_META = ("product", "version", "status", "authority", "date")
+
+
 def _metadata(doc: Any) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     meta_language = None
@@ -370,7 +376,7 @@ def _metadata(doc: Any) -> dict[str, Any]:
         content = " ".join((el.get("content") or "").split())
         if not content or name in meta:
             continue  # the first declaration wins, as in browsers
-        if name in ("description", "author"):
+        if name in ("description", "author") or name in DESCRIPTIVE_META:
             meta[name] = content
         elif name == "keywords":
             meta[name] = [k.strip() for k in content.split(",") if k.strip()]
