@@ -32,6 +32,8 @@ show beleg ask "What was the maximum message size in Ferrolink 2.4?"
 show beleg ask "Is the Ferrolink retry window unlimited, so that I do not need a dead-letter queue?"
 show beleg ask "Does Ferrolink support MQTT clients?"
 # The demo ran inside .venv; a new shell does not have `beleg` on its PATH until it activates it.
-printf '\nIndex: %s. To use beleg in your shell, activate the environment first:\n' "$BELEG_INDEX"
-printf '  . .venv/bin/activate && beleg search "your question" --index %s\n' "$BELEG_INDEX"
-printf '  (or without activating: .venv/bin/beleg search "your question" --index %s)\n' "$BELEG_INDEX"
+# Absolute paths, so the hint works from any folder the user is in.
+index_path=$(realpath "$BELEG_INDEX")
+printf '\nIndex: %s. To use beleg in your shell, activate the environment first:\n' "$index_path"
+printf '  . %s/.venv/bin/activate && beleg search "your question" --index %s\n' "$PWD" "$index_path"
+printf '  (or without activating: %s/.venv/bin/beleg search "your question" --index %s)\n' "$PWD" "$index_path"
