@@ -93,7 +93,13 @@ _STROKING_MODES = {1, 2, 5, 6}
 # horizontal scaling, or a matrix that shrinks (its operands are checked after matching).
 _WHITE_HINT = re.compile(rb"(?<![\w.])(?:1(?:\.0*)?|0?\.9[6-9]\d*)\s+(?:g|rg|sc|scn|G|RG|SC|SCN)\b|(?<![\w.])0(?:\.0*)?\s+[kK]\b")
 _SMALL_FONT_HINT = re.compile(rb"(?<![\w.])-?(?:0*\.\d+|0+)\s+Tf\b|\bTz\b|\bTr\b")
-_MATRIX = re.compile(rb"((?:[-+]?(?:\d+\.?\d*|\.\d+)\s+){6})(?:Tm|cm)\b")
+# Linear on any input: a number starts only where a PDF token may start (after whitespace or
+# a delimiter, never inside a digit run), and its parts match possessively, so a long digit
+# run is not split and re-split on every failure (which made "\d+\.?\d*" cubic: a 758-byte
+# page of digits took minutes). The two hints above are linear already: their lookbehind lets
+# a number start only once per run. So the pre-check is one linear pass per page, and the
+# parse after it is bounded by pypdf's own per-stream token limit.
+_MATRIX = re.compile(rb"(?<![^\s()<>\[\]{}/%])((?:[-+]?+(?:\d++(?:\.\d*+)?+|\.\d++)\s++){6})(?:Tm|cm)\b")
 
 
 def _worth_parsing(data: bytes) -> bool:
