@@ -8,9 +8,14 @@ while the old code did not finish (minutes to hours), which a suite timeout woul
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
-from tests.ingest.test_hidden_text import pdf_text
+from tests.ingest.test_hidden_text import docx_text, pdf_text
+
+_W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
 # --- PDF: the pre-check that decides whether a page is parsed ---------------------------
 
@@ -23,3 +28,56 @@ from tests.ingest.test_hidden_text import pdf_text
 def test_pdf_precheck_is_linear_on_long_digit_runs(shown: bytes) -> None:
     content = b"BT /F1 12 Tf 72 700 Td (Shown.) Tj 0 -20 Td " + shown + b" ET"
     assert pdf_text(content).startswith("Shown.")
+
+
+# --- DOCX: long basedOn chains and many styles -------------------------------------------
+
+
+def _docx_with_styles(styles_xml: str, build: Callable[[Any], None]) -> str:
+    """Read a document whose styles part also holds ``styles_xml`` (``w:style`` elements)."""
+    from docx.oxml import parse_xml
+
+    def add(document: Any) -> None:
+        wrapper = parse_xml(f'<w:x xmlns:w="{_W}">{styles_xml}</w:x>')
+        document.styles.element.extend(list(wrapper))
+        build(document)
+
+    return docx_text(add)
+
+
+def _style(style_id: str, based_on: str, rpr: str = "") -> str:
+    return (
+        f'<w:style w:type="paragraph" w:styleId="{style_id}"><w:name w:val="{style_id}"/>'
+        f'<w:basedOn w:val="{based_on}"/><w:rPr>{rpr}</w:rPr></w:style>'
+    )
+
+
+def _styled(document: Any, text: str, style_id: str) -> None:
+    from docx.oxml import parse_xml
+
+    document.element.body.append(
+        parse_xml(
+            f'<w:p xmlns:w="{_W}"><w:pPr><w:pStyle w:val="{style_id}"/></w:pPr><w:r><w:t>{text}</w:t></w:r></w:p>'
+        )
+    )
+
+
+def test_docx_long_basedon_chain_is_resolved_once_and_cycles_end() -> None:
+    # 20,000 styles, each based on the next, the last one white; then a basedOn cycle.
+    # Walking the chain anew from each style took minutes, and so did python-docx's style
+    # lookup (it scans every style) for each paragraph.
+    n = 20_000
+    chain = "".join(_style(f"S{i}", f"S{i + 1}") for i in range(n - 1))
+    chain += _style(f"S{n - 1}", "Normal", '<w:color w:val="FFFFFF"/>')
+    cycle = _style("C0", "C1") + _style("C1", "C0")
+
+    def build(document: Any) -> None:
+        _styled(document, "Hidden by the chain.", "S0")
+        for i in range(0, n, 100):
+            _styled(document, f"Hidden too {i}.", f"S{i}")
+        _styled(document, "Shown in a cycle.", "C0")
+        document.add_heading("Shown heading.", 2)
+
+    text = _docx_with_styles(chain + cycle, build)
+    assert "Hidden" not in text
+    assert "Shown in a cycle." in text and "## Shown heading." in text

@@ -81,14 +81,6 @@ _DTD_OR_ENTITY = re.compile(rb"<!DOCTYPE|&(?!(?:amp|lt|gt|quot|apos|#[0-9]{1,10}
 _MAX_TAG_BYTES = 64
 
 
-def _style_name(paragraph: Any) -> str:
-    try:
-        style = paragraph.style
-    except Exception:  # a paragraph pointing at a style that does not exist
-        return ""
-    return (style.name or "") if style is not None else ""
-
-
 def _heading_level(style_name: str) -> int | None:
     name = style_name.strip()
     if name.lower() in _TITLE_STYLES:
@@ -202,16 +194,21 @@ class _HiddenText:
         # on the run hides the rest of the document from a reader.
         defaults = styles_element.find(f"{qn('w:docDefaults')}/{qn('w:rPrDefault')}/{qn('w:rPr')}")
         self.document_default = {name: look(defaults) for name, look in _RUN_LOOKS.items()}
-        self._style_elements: dict[str, Any] = {}
+        # For style names, the first style of an id and the last default paragraph style,
+        # as python-docx finds them (its lookup scans every style for each paragraph: a
+        # document with thousands of styles and paragraphs took minutes).
+        self._first_styles: dict[str, Any] = {}
+        self._default_paragraph_element: Any = None
         for style in styles_element.findall(qn("w:style")):
             style_id = style.get(qn("w:styleId"), "")
-            self._style_elements[style_id] = style
+            self._first_styles.setdefault(style_id, style)
             own[style_id] = style
             parent = style.find(qn("w:basedOn"))
             if parent is not None:
                 based_on[style_id] = parent.get(qn("w:val"), "")
             if style.get(qn("w:type")) == "paragraph" and style.get(qn("w:default"), "").lower() in ("1", "true", "on"):
                 self.default_paragraph_style = style_id
+                self._default_paragraph_element = style
         self._based_on = based_on
         # Per run property, per style: the value its nearest style in the basedOn chain says.
         self.styles: dict[str, dict[str, Any]] = {
@@ -221,19 +218,49 @@ class _HiddenText:
         self.paragraph_shading = self._resolve(
             {sid: _shading(el.find(f"{qn('w:pPr')}/{qn('w:shd')}")) for sid, el in own.items()}
         )
+        # Per style: unknown if it or a style it is based on shades any part of a table.
+        self._style_shades = self._resolve(
+            {sid: _UNKNOWN if any(_shading(shd) != _NO_FILL for shd in el.iter(qn("w:shd"))) else None
+             for sid, el in own.items()}
+        )  # fmt: skip
         self.paper = _WHITE if _nothing_behind_the_text(document) else _UNKNOWN
         self._table_backgrounds: dict[int, str | None] = {}
 
     def _resolve(self, own: dict[str, Any]) -> dict[str, Any]:
+        """Per style, the value the nearest style of its basedOn chain says (``None``: none).
+
+        Each style's value is stored when first found and shared by every style walked to
+        it, so each chain is walked once: walking it anew from every style was quadratic (a
+        chain of 20,000 styles took minutes)."""
         resolved: dict[str, Any] = {}
         for style_id in own:
-            seen: set[str] = set()
+            path: list[str] = []
+            on_path: set[str] = set()
             current: str | None = style_id
-            while current is not None and current not in seen and own.get(current) is None:
-                seen.add(current)  # a basedOn cycle in a damaged file ends the walk
+            while current is not None and current not in resolved and own.get(current) is None:
+                if current in on_path:  # a basedOn cycle in a damaged file says nothing
+                    current = None
+                    break
+                path.append(current)
+                on_path.add(current)
                 current = self._based_on.get(current)
-            resolved[style_id] = own.get(current) if current is not None else None
+            value = None if current is None else resolved[current] if current in resolved else own[current]
+            for walked in path or [style_id]:
+                resolved[walked] = value
         return resolved
+
+    def style_name(self, p: Any) -> str:
+        """The name of paragraph element ``p``'s style (its default if it names none or a
+        style that is not a paragraph style), as python-docx's ``paragraph.style.name``."""
+        from docx.oxml.ns import qn
+
+        ppr = p.pPr
+        style_id = ppr.pStyle.val if ppr is not None and ppr.pStyle is not None else None
+        style = self._first_styles.get(style_id) if style_id else None
+        if style is None or style.get(qn("w:type")) != "paragraph":
+            style = self._default_paragraph_element
+        name = style.find(qn("w:name")) if style is not None else None
+        return (name.get(qn("w:val")) or "") if name is not None else ""
 
     def paragraph_text(self, p: Any) -> str:
         """The text of the shown runs of paragraph element ``p`` (hyperlinks included)."""
@@ -292,13 +319,8 @@ class _HiddenText:
         if id(table) not in self._table_backgrounds:
             shading = _shading(table.find(f"{qn('w:tblPr')}/{qn('w:shd')}"))
             style_id = _child_val(table.find(qn("w:tblPr")), "w:tblStyle")
-            seen: set[str] = set()
-            while style_id and style_id not in seen and (shading is None or shading == _NO_FILL):
-                seen.add(style_id)
-                style = self._style_elements.get(style_id)
-                if style is not None and any(_shading(shd) != _NO_FILL for shd in style.iter(qn("w:shd"))):
-                    shading = _UNKNOWN
-                style_id = self._based_on.get(style_id)
+            if (shading is None or shading == _NO_FILL) and style_id:
+                shading = self._style_shades.get(style_id) or shading
             self._table_backgrounds[id(table)] = None if shading == _NO_FILL else shading
         return self._table_backgrounds[id(table)]
 
@@ -550,7 +572,7 @@ class DocxReader:
             text = _paragraph_text(item, hidden)
             if not text:
                 continue
-            style = _style_name(item)
+            style = hidden.style_name(item._p)
             level = _heading_level(style)
             if level is not None:
                 blocks.append(("heading", " ".join(text.split()), level))
