@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.ingest.test_hidden_text import docx_text, pdf_text
+from beleg.ingest.readers.markdown_hidden import blank_hidden
+from tests.ingest.test_hidden_text import docx_text, html_text, pdf_text
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
@@ -81,3 +82,16 @@ def test_docx_long_basedon_chain_is_resolved_once_and_cycles_end() -> None:
     text = _docx_with_styles(chain + cycle, build)
     assert "Hidden" not in text
     assert "Shown in a cycle." in text and "## Shown heading." in text
+
+
+# --- HTML and HTML in Markdown: function values, empty values ----------------------------
+
+
+@pytest.mark.parametrize("transform", [
+    "a" * 100_000,  # 20,000 letters took 4 s, 100,000 took 87 s
+    "translate(0) " + "b" * 100_000 + " scale(1)",
+])  # fmt: skip
+def test_function_values_are_read_in_linear_time(transform: str) -> None:
+    body = f'<p style="transform: {transform}">Shown transformed.</p>'
+    assert "Shown transformed." in html_text(body)
+    assert "Shown transformed." in blank_hidden(f"Lead.\n\n{body}\n")
