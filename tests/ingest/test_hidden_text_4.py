@@ -95,3 +95,19 @@ def test_function_values_are_read_in_linear_time(transform: str) -> None:
     body = f'<p style="transform: {transform}">Shown transformed.</p>'
     assert "Shown transformed." in html_text(body)
     assert "Shown transformed." in blank_hidden(f"Lead.\n\n{body}\n")
+
+
+@pytest.mark.parametrize("style", [
+    "-webkit-text-stroke:", "-webkit-text-stroke: !important", "-webkit-text-stroke-width:",
+    "-webkit-text-stroke-width: !important;font-weight:bold", "color:;-webkit-text-stroke: ",
+])  # fmt: skip
+def test_empty_values_are_ignored_as_a_browser_does(style: str) -> None:
+    # Before: IndexError, and the whole page (or Markdown file) failed to read.
+    assert "Shown stroked." in html_text(f'<p style="{style}">Shown stroked.</p>')
+    assert "Shown stroked." in html_text('<p class="x">Shown stroked.</p>', f"<style>.x{{{style}}}</style>")
+    assert "Shown stroked." in blank_hidden(f'Lead.\n\n<span style="{style}">Shown stroked.</span>\n')
+    # Ignored, not read as an outline: white on white stays unseen, and 'display:' does not
+    # undo an earlier 'display:none'.
+    for hiding in (f"color:#fff;background:#fff;{style}", f"display:none;display:;{style}"):
+        assert "Secret" not in html_text(f'<p style="{hiding}">Secret.</p>')
+        assert "Secret" not in blank_hidden(f'Lead.\n\n<span style="{hiding}">Secret.</span>\n')

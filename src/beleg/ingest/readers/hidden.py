@@ -107,7 +107,9 @@ def parse_declarations(style: str) -> Declarations:
             continue
         value = " ".join(value.split()).lower()
         important = bool(_IMPORTANT.search(value))
-        out.append((prop, _IMPORTANT.sub("", value).strip(), important))
+        value = _IMPORTANT.sub("", value).strip()
+        if value:  # 'color:' or 'color: !important' is invalid: a browser ignores it
+            out.append((prop, value, important))
     return tuple(out)
 
 
@@ -546,8 +548,9 @@ def text_ink(tag: str, get: Callable[[str], str | None], style: dict[str, str], 
     if shadow is not None and shadow not in _FOLLOWS_PARENT:
         drawn_otherwise = shadow not in ("none", "initial")
     for prop in ("-webkit-text-stroke", "-webkit-text-stroke-width"):  # an outline of this width
-        if prop in style and style[prop] not in _FOLLOWS_PARENT:
-            drawn_otherwise = style[prop] not in ("none", "initial") and _px(style[prop].split()[0]) != 0
+        width = style.get(prop, "").split()
+        if width and style[prop] not in _FOLLOWS_PARENT:  # no value: ignored, as a browser does
+            drawn_otherwise = style[prop] not in ("none", "initial") and _px(width[0]) != 0
     if "text" in (style.get("background-clip"), style.get("-webkit-background-clip")):
         drawn_otherwise = True
     return Ink(colour, fill, _backdrop(get, style, parent.backdrop, colour), drawn_otherwise)
