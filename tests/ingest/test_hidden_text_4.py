@@ -15,6 +15,7 @@ import pytest
 
 from beleg.ingest.readers.markdown_hidden import blank_hidden
 from tests.ingest.test_hidden_text import docx_text, html_text, pdf_text
+from tests.ingest.test_hidden_text_3 import _rpr
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
@@ -111,3 +112,18 @@ def test_empty_values_are_ignored_as_a_browser_does(style: str) -> None:
     for hiding in (f"color:#fff;background:#fff;{style}", f"display:none;display:;{style}"):
         assert "Secret" not in html_text(f'<p style="{hiding}">Secret.</p>')
         assert "Secret" not in blank_hidden(f'Lead.\n\n<span style="{hiding}">Secret.</span>\n')
+
+
+# --- DOCX: numbers Word would not write -----------------------------------------------------
+
+
+@pytest.mark.parametrize("size", ["²", "٣", "abc", "", "1e5", "-5", "2.5", "24 ", "9" * 30, "\uff12"])
+def test_docx_odd_font_sizes_are_not_judged(size: str) -> None:
+    # Before: '²'.isdigit() let int() raise, and the whole document failed to read.
+    def build(document: Any) -> None:
+        p = document.add_paragraph("Lead. ")
+        _rpr(p.add_run("Shown odd size."), f'<w:sz w:val="{size}"/>')
+        _rpr(document.add_paragraph().add_run("Secret tiny."), '<w:sz w:val="2"/>')
+
+    text = docx_text(build)
+    assert "Shown odd size." in text and "Secret" not in text

@@ -43,7 +43,8 @@ SAME_COLOUR = 8
 _WHITE = "FFFFFF"
 _UNKNOWN = "unknown"  # a background we cannot tell (a pattern, a table style, an image)
 _NO_FILL = "none"
-_HEX_COLOUR = re.compile(r"^[0-9A-Fa-f]{6}$")
+_HEX_COLOUR = re.compile(r"^[0-9A-Fa-f]{6}\Z")  # \Z: '$' also matches before a final newline
+_DIGITS = re.compile(r"[0-9]{1,9}")
 # w:highlight's named colours (ST_HighlightColor).
 _HIGHLIGHTS = {
     "black": "000000", "blue": "0000FF", "cyan": "00FFFF", "green": "00FF00", "magenta": "FF00FF",
@@ -141,7 +142,9 @@ def _font_colour(rpr: Any) -> str | None:
 
 def _font_size(rpr: Any) -> int | None:
     value = _child_val(rpr, "w:sz")
-    return int(value) if value is not None and value.isdigit() else None
+    # ASCII digits only: '²'.isdigit() is true but int() refuses it, and one such run failed the
+    # whole document. Anything else (a unit, a sign, a fraction) is not a size we judge.
+    return int(value) if value is not None and _DIGITS.fullmatch(value) else None
 
 
 def _run_background(rpr: Any) -> str | None:
