@@ -9,12 +9,14 @@ while the old code did not finish (minutes to hours), which a suite timeout woul
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from beleg.ingest.readers.markdown_hidden import blank_hidden
-from tests.ingest.test_hidden_text import docx_text, html_text, pdf_text
+from beleg.ingest.readers.pdf import PdfReader
+from tests.ingest.test_hidden_text import docx_text, html_text, pdf_file, pdf_text
 from tests.ingest.test_hidden_text_3 import _rpr
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -127,3 +129,79 @@ def test_docx_odd_font_sizes_are_not_judged(size: str) -> None:
 
     text = docx_text(build)
     assert "Shown odd size." in text and "Secret" not in text
+
+
+# --- PDF: pages with two-byte (Type0, Identity-H) fonts -----------------------------------
+
+
+def _type0_pdf(lines: list[tuple[bytes, str]]) -> bytes:
+    """A page showing each ``(state, text)`` line in a Type0/Identity-H font, as fpdf2, Word
+    and LibreOffice embed TrueType: two-byte glyph codes (1, 2, ... per character, so some
+    are control bytes), mapped back to text by a ToUnicode CMap. ``state`` is content put
+    before the text in its BT block (a colour, a render mode)."""
+    chars = sorted({c for _, text in lines for c in text})
+    code = {c: i + 1 for i, c in enumerate(chars)}
+
+    def shown(text: str) -> bytes:
+        raw = b"".join(code[c].to_bytes(2, "big") for c in text)
+        return raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)").replace(b"\r", b"\\r")
+
+    # The font is set in a block of its own, as fpdf2 writes it: Tf outlives ET.
+    content = b"BT /F1 12 Tf ET\n" + b"".join(
+        b"BT 72 %d Td %s (%s) Tj ET\n" % (700 - 20 * i, state, shown(text)) for i, (state, text) in enumerate(lines)
+    )
+    bfchar = b"".join(b"<%04X> <%04X>\n" % (code[c], ord(c)) for c in chars)
+    cmap = (
+        b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+        b"/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n"
+        b"/CMapName /Adobe-Identity-UCS def /CMapType 2 def\n"
+        b"1 begincodespacerange <0000> <FFFF> endcodespacerange\n"
+        b"%d beginbfchar\n%sendbfchar\nendcmap CMapName currentdict /CMap defineresource pop end end"
+        % (len(chars), bfchar)
+    )
+    return pdf_file([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type0 /BaseFont /ABCDEF+DejaVuSans /Encoding /Identity-H "
+        b"/DescendantFonts [6 0 R] /ToUnicode 7 0 R >>",
+        b"<< /Type /Font /Subtype /CIDFontType2 /BaseFont /ABCDEF+DejaVuSans /CIDToGIDMap /Identity "
+        b"/CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 600 >>",
+        b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream",
+    ])  # fmt: skip
+
+
+_TYPE0_LINES = [
+    (b"", "Shown first: Grüße, café (naïve)."),
+    (b"1 1 1 rg", "Secret in white."),
+    (b"0 g", "Shown last."),
+]
+
+
+def test_pdf_type0_page_keeps_its_text_when_hidden_text_is_left_out() -> None:
+    # Before: the rewritten page extracted as control characters ('\x01\x02\x03...').
+    text = PdfReader().read(_type0_pdf(_TYPE0_LINES), Path("a.pdf")).text
+    assert text == "Shown first: Grüße, café (naïve).\nShown last."
+
+
+def test_pdf_rewrite_that_garbles_the_text_falls_back_to_the_page_as_it_is(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A rewrite that loses the encoding (as the old one did: strings parsed as text) must
+    # not be indexed: the page is extracted unchanged, and that is logged.
+    from pypdf.generic import ContentStream, NameObject
+
+    from beleg.ingest.readers import pdf
+
+    def garbling_rewrite(page: Any, reader: Any) -> bool:
+        stream = ContentStream(None, reader)
+        stream.operations = ContentStream(page.get_contents(), reader).operations
+        page[NameObject("/Contents")] = stream
+        return True
+
+    monkeypatch.setattr(pdf, "drop_invisible_text", garbling_rewrite)
+    text = PdfReader().read(_type0_pdf(_TYPE0_LINES), Path("a.pdf")).text
+    assert text == "Shown first: Grüße, café (naïve).\nSecret in white.\nShown last."
+    assert "garbled" in caplog.text

@@ -15,6 +15,7 @@ import io
 import logging
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,11 @@ def drop_invisible_text(page: Any, reader: Any) -> bool:
     removed and which paints an image keeps it: that is the OCR text layer of a scanned page
     (ocrmypdf and scanners write it in mode 3), and the reader sees the same words in the
     image. Returns whether the page was changed.
+
+    The content is parsed with its strings kept as bytes, as pypdf's text extraction parses
+    it: otherwise pypdf decodes each string as text when parsing, and extraction then uses
+    that text instead of decoding the bytes through the font (two-byte glyph codes of a
+    Type0/Identity-H font, the usual embedded TrueType, came out as control characters).
     """
     from pypdf.generic import ContentStream, NameObject
 
@@ -155,7 +161,7 @@ def drop_invisible_text(page: Any, reader: Any) -> bool:
     kept: list[tuple[list[Any], bytes]] = []
     dropped = visible = image = False
     seen: dict[int, tuple[bool, bool]] = {}  # per XObject: a form drawn many times is read once
-    for operands, operator in ContentStream(contents, reader).operations:
+    for operands, operator in ContentStream(contents, reader, "bytes").operations:
         if operator == b"q":
             saved.append(replace(state))
         elif operator == b"Q" and saved:
@@ -196,7 +202,7 @@ def drop_invisible_text(page: Any, reader: Any) -> bool:
         kept.append((operands, operator))
     if not dropped or (image and not visible):
         return False
-    stream = ContentStream(None, reader)
+    stream = ContentStream(None, reader, "bytes")
     stream.operations = kept
     # Set on the reader's in-memory page (replace_contents() is for pages of a writer).
     page[NameObject("/Contents")] = stream
@@ -387,9 +393,12 @@ class PdfReader:
         failures: list[str] = []
         for number, page in enumerate(pages, start=1):
             try:
-                if drop_invisible_text(page, reader):
-                    logger.debug("%s: page %d: invisible, white or tiny text left out", path.name, number)
+                original = page.get("/Contents")
+                rewritten = drop_invisible_text(page, reader)
                 raw = page.extract_text() or ""
+                if rewritten:
+                    logger.debug("%s: page %d: invisible, white or tiny text left out", path.name, number)
+                    raw = _unless_garbled(page, original, raw, f"{path.name}: page {number}")
             except LimitReachedError as exc:
                 # A resource limit is not damage: indexing the other pages would hide that
                 # this file is a decompression bomb (or needs the limit raised).
@@ -423,6 +432,33 @@ class PdfReader:
             raise IngestError(
                 "PDF is password-protected; save an unprotected copy (e.g. qpdf --decrypt) and ingest that"
             )
+
+
+#: A share of control characters (of the non-space text) past which a page's extraction is
+#: taken as garbage: text is letters, digits, punctuation, symbols.
+_GARBLED = 0.2
+
+
+def _control_share(text: str) -> float:
+    chars = [c for c in text if not c.isspace()]
+    return sum(unicodedata.category(c) == "Cc" for c in chars) / len(chars) if chars else 0.0
+
+
+def _unless_garbled(page: Any, original: Any, rewritten: str, where: str) -> str:
+    """``rewritten``, unless it is mostly control characters where the page's own content
+    extracts as text: then leaving out hidden text broke the fonts' encoding (a case not
+    foreseen), and the page is extracted unchanged, hidden text included, rather than
+    indexing garbage."""
+    from pypdf.generic import NameObject
+
+    if _control_share(rewritten) <= _GARBLED:
+        return rewritten
+    page[NameObject("/Contents")] = original
+    unchanged = page.extract_text() or ""
+    if _control_share(unchanged) > _GARBLED:
+        return rewritten  # garbled either way (a font without a usable ToUnicode map)
+    logger.warning("%s: leaving out hidden text garbled the page's text; extracted unchanged", where)
+    return unchanged
 
 
 def _one_line(exc: BaseException, limit: int = 200) -> str:
