@@ -205,3 +205,33 @@ def test_pdf_rewrite_that_garbles_the_text_falls_back_to_the_page_as_it_is(
     text = PdfReader().read(_type0_pdf(_TYPE0_LINES), Path("a.pdf")).text
     assert text == "Shown first: Grüße, café (naïve).\nSecret in white.\nShown last."
     assert "garbled" in caplog.text
+
+
+# --- Markdown: children that show their text again ------------------------------------------
+
+
+@pytest.mark.parametrize("body", [
+    '<div style="color:transparent">Secret own text. <span style="color:#000">Shown child.</span> Secret tail.</div>',
+    '<p style="font-size:0">Secret. <span style="font-size:16px">Shown child.</span></p>',
+    '<div style="color:#fff;background:#fff">Secret. <em><b style="color:#123">Shown grandchild.</b> Secret.</em></div>',
+    '<div style="color:transparent"><span>Secret inherited. <i style="color:red">Shown.</i></span> Secret.</div>',
+    # an inherited fill colour paints over any 'color': still unseen
+    '<div style="-webkit-text-fill-color:transparent">Secret. <span style="color:#000">Secret child.</span></div>',
+    '<div style="color:transparent">Secret. <span style="color:#000">Shown, unclosed.</div> After.',
+])  # fmt: skip
+def test_markdown_keeps_children_that_show_again_like_html(body: str) -> None:
+    # Before: Markdown blanked the whole element, children that set a colour or size again
+    # included; the HTML reader keeps them. Both now judge alike.
+    markdown = blank_hidden(f"Lead.\n\n{body}\n")
+    html = html_text(body)
+    assert "Secret" not in markdown and "Secret" not in html
+    shown = [w for w in ("Shown child.", "Shown grandchild.", "Shown.", "Shown, unclosed.", "After.") if w in body]
+    for words in shown:
+        assert words in markdown and words in html
+
+
+def test_markdown_deeply_nested_unseen_elements_are_blanked_whole() -> None:
+    # Past MAX_UNSEEN_NESTING levels an element is blanked whole, its children included.
+    nested = '<span style="color:transparent">Secret ' * 5_000 + '<b style="color:#000">Deep.</b>' + "</span>" * 5_000
+    out = blank_hidden(f"Lead.\n\n{nested}\n\nAfter.\n")
+    assert "Secret" not in out and "Deep." not in out and "Lead." in out and "After." in out

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import html
 import re
+from dataclasses import dataclass
 
 from beleg.ingest.readers.hidden import (
     Ink,
@@ -70,6 +71,9 @@ _BOGUS_END = {"<![": "]]>", "<?": "?>", "<!": ">"}
 _BACKTICKS = re.compile(r"`+")
 _ESCAPABLE = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _NEVER_SHOWN = {"script", "style", "template"}
+#: Elements followed inside an element whose own text is unseen; deeper ones are blanked whole
+#: (each level costs a search for its end tag).
+MAX_UNSEEN_NESTING = 32
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
 
@@ -88,6 +92,17 @@ def blank_hidden(text: str) -> str:
     return "".join(chars)
 
 
+@dataclass(slots=True)
+class _Open:
+    """An element inside which text is judged by inheritance: one whose own text is unseen
+    (transparent, coloured like its background, or of size zero), or one inside such."""
+
+    end: int  # after its end tag (or the end of the text)
+    ink: Ink
+    zero: bool
+    unseen: bool
+
+
 class _Scan:
     def __init__(self, text: str, sheet: StyleSheet) -> None:
         self.text = text
@@ -101,6 +116,8 @@ class _Scan:
         self._runs: dict[int, list[int]] = {}
         self._absent: set[str] = set()
         self._code_until = 0  # the end of the last code span across lines scanned inside  # end markers of bogus comments not found after some point
+        self._open: list[_Open] = []  # innermost last
+        self._blank_from: int | None = None  # where the innermost one's unseen text began
 
     def run(self) -> tuple[list[tuple[int, int]], list[str]]:
         text, pos, at_line_start = self.text, 0, True
@@ -134,7 +151,22 @@ class _Scan:
                     pos = eol + 1
                     continue
             pos, at_line_start = self._inline(pos, self._block_end(pos))
+        self._close_before(len(text) + 1)
         return self.hidden, self.styles
+
+    def _close_before(self, pos: int) -> None:
+        """Close the followed elements that end at or before ``pos``."""
+        while self._open and self._open[-1].end <= pos:
+            self._inner_changes(self._open.pop().end)
+
+    def _inner_changes(self, at: int) -> None:
+        """The innermost followed element changed at ``at``: text is blanked while it is unseen."""
+        unseen = bool(self._open) and self._open[-1].unseen
+        if unseen and self._blank_from is None:
+            self._blank_from = at
+        elif not unseen and self._blank_from is not None:
+            self.hidden.append((self._blank_from, at))
+            self._blank_from = None
 
     def _html_block_end(self, pos: int, eol: int, start: re.Match[str]) -> int:
         """Where an HTML block that starts at ``pos`` ends (CommonMark's end conditions)."""
@@ -254,15 +286,33 @@ class _Scan:
         if name in _VOID:
             return tag.end()
         attrs = _attributes(tag.group(2))
-        if name not in _NEVER_SHOWN:
+        self._close_before(pos)
+        parent = self._open[-1] if self._open else None
+        follow = False
+        if name not in _NEVER_SHOWN and len(self._open) < MAX_UNSEEN_NESTING:
             style = computed_style(name, attrs.get, self.sheet)
-            # Judged alone: the renderer's own CSS (a dark theme) decides what lies around it.
-            unseen_text = zero_font(style, False) or invisible_ink(text_ink(name, attrs.get, style, Ink()))
-            if not hides_subtree(attrs.get, style, name) and not unseen_text:
-                return tag.end()  # its content is scanned like any text
+            # Outside a followed element, judged alone: the renderer's own CSS (a dark theme)
+            # decides what lies around it. Inside one, colour, size and background are
+            # inherited from it, as in the HTML reader for a page's own styles.
+            zero = zero_font(style, parent is not None and parent.zero)
+            inherited = parent.ink if parent is not None else Ink()
+            ink = text_ink(name, attrs.get, style, inherited)
+            unseen = zero or invisible_ink(ink)
+            if not hides_subtree(attrs.get, style, name):
+                if parent is None and not unseen:
+                    return tag.end()  # its content is scanned like any text
+                follow = True
         close = len(text) if name in self._unclosed else _element_end(text, tag.end(), name, self._runs)
         if close == len(text):
             self._unclosed.add(name)
+        if follow:
+            # Its own text is blanked, and so is what its children inherit unseen, but a child
+            # that sets a visible colour or size again is shown (as the HTML reader does).
+            # A browser closes it with its parent at the latest.
+            close = min(close, parent.end) if parent is not None else close
+            self._open.append(_Open(close, ink, zero, unseen))
+            self._inner_changes(pos)
+            return tag.end()  # its content is scanned like any text
         if name == "style" and pos >= self._code_until and media_applies(attrs.get("media")):
             self.styles.append(text[tag.end() : close])
         # Unclosed, the element runs to the end: a browser nests everything after it inside.
