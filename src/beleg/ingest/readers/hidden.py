@@ -27,8 +27,12 @@ the colour of its background (``#fff``, ``white``, ``rgb()``, ``hsl()`` alike, w
 levels of 255). Screen-reader-only text (the ``.sr-only`` pattern: a clipped 1px box) is
 dropped too: a sighted reader does not see it, and what it says (a link's purpose, an
 icon's name) repeats what the page shows. An element's background counts for the text of
-its descendants only when the page loads no external style sheet, which may paint any
-element in between; white text with no background said is kept, since the page may be dark.
+its descendants only when the page loads no external style sheet and none of its own rules
+that Beleg does not match (``main .card-dark``) paints a background or colour, since either
+may paint any element in between; white text with no background said is kept, since the page
+may be dark, and so is text over a picture in the same element (a hero title over an
+``<img>``), over a background image (also ``<td background=…>``) or blended
+(``mix-blend-mode``).
 
 Not judged (the text stays): external style sheets, rules inside ``@media`` queries other
 than ``all``/``screen``, colours named other than the basic keywords, ``var()`` and
@@ -64,12 +68,14 @@ _NUMBER = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(%?)$")
 _RELATIVE_FONT_SIZE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:em|ex|ch|cap|ic|lh|%)$")
 _INHERITING = {"inherit", "unset", "smaller", "larger"}
 #: Properties whose declarations are kept; rules with none of them are dropped on reading.
+#: Properties that change what text is seen against (see paints_unjudged).
+_PAINT = frozenset({"color", "background", "background-color", "background-image", "-webkit-text-fill-color"})
 _JUDGED = frozenset({
     "display", "visibility", "opacity", "content-visibility", "font-size", "font",
     # the text's colour and what it is drawn on (see Ink)
     "color", "-webkit-text-fill-color", "background", "background-color", "background-image",
     "background-clip", "-webkit-background-clip", "text-shadow", "-webkit-text-stroke",
-    "-webkit-text-stroke-width",
+    "-webkit-text-stroke-width", "mix-blend-mode",
     # moved off-screen, clipped away, scaled to nothing, or a zero-sized box (see out_of_sight)
     "text-indent", "position", "left", "top", "right", "bottom", "float", "clip", "clip-path",
     "transform", "scale", "width", "height", "max-width", "max-height", "overflow", "overflow-x",
@@ -141,6 +147,10 @@ class StyleSheet:
         self._by_selector: dict[tuple[str | None, frozenset[str], frozenset[str]], _Rule] = {}
         self._count = 0
         self._checks = 0
+        #: A rule Beleg does not match (a combinator, an attribute, a pseudo-class) paints a
+        #: background or colour somewhere: then no ancestor's background is known for sure
+        #: ("main .card-dark{background:#111}" under white text).
+        self.paints_unjudged = False
         for source in sources:
             self._parse(strip_css_comments(_CDO_CDC.sub(" ", source)))
 
@@ -179,6 +189,8 @@ class StyleSheet:
                 selector = _CSS_ESCAPE.sub(_unescape, selector)
             match = _SIMPLE_SELECTOR.match(selector.strip())
             if match is None or not selector.strip():
+                if any(prop in _PAINT for prop, _, _ in declarations):
+                    self.paints_unjudged = True
                 continue  # a complex selector: not judged (see the module docstring)
             tag = match.group(1).lower() if match.group(1) else None
             parts = _SELECTOR_PART.findall(match.group(2))
@@ -553,6 +565,8 @@ def text_ink(tag: str, get: Callable[[str], str | None], style: dict[str, str], 
             drawn_otherwise = style[prop] not in ("none", "initial") and _px(width[0]) != 0
     if "text" in (style.get("background-clip"), style.get("-webkit-background-clip")):
         drawn_otherwise = True
+    if style.get("mix-blend-mode", "normal") not in ("normal", "initial", "inherit", "unset"):
+        drawn_otherwise = True  # blended with what lies below: its colour is not what is seen
     return Ink(colour, fill, _backdrop(get, style, parent.backdrop, colour), drawn_otherwise)
 
 
@@ -567,8 +581,8 @@ def _backdrop(
 ) -> Colour | None:
     """What the element's text is drawn on: its own background over the parent's backdrop."""
     image = style.get("background-image", "none") not in ("none", "initial")
-    if image or _BACKGROUND_IMAGE.search(style.get("background", "")):
-        return None  # an image: the text may show against it anywhere
+    if image or _BACKGROUND_IMAGE.search(style.get("background", "")) or get("background"):
+        return None  # an image (also the e-mail templates' <td background=…>): text may show anywhere
     layers: set[Colour | None] = set()
     for value in (style.get("background-color"), _background_colour_token(style.get("background"))):
         if value is None or value in ("inherit", "unset"):

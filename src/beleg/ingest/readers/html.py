@@ -152,6 +152,9 @@ def _declared_charset(data: bytes, encoding: str | None) -> str | None:
     )
 
 
+_PICTURES = frozenset({"img", "picture", "video", "canvas", "svg", "iframe", "object", "embed"})
+
+
 def _drop_invisible(doc: Any, sheet: StyleSheet, own_styles_only: bool) -> None:
     """Remove comments, processing instructions and hidden elements (tails stay).
 
@@ -173,7 +176,9 @@ def _drop_invisible(doc: Any, sheet: StyleSheet, own_styles_only: bool) -> None:
             _drop(el)  # its subtree goes with it, so it is not visited
             continue
         zero = zero_font(style, parent_zero)
-        if not own_styles_only:
+        if not own_styles_only or any(isinstance(c.tag, str) and c.tag.lower() in _PICTURES for c in el):
+            # Another sheet, or a picture in this element that may lie under its text (a hero
+            # title over an <img>): what the text is drawn on is not known.
             parent_ink = replace(parent_ink, backdrop=None)
         ink = text_ink(el.tag, el.get, style, parent_ink)
         if zero or invisible_ink(ink):
@@ -422,7 +427,8 @@ class HtmlReader:
         title = " ".join(title_el.text_content().split()) if title_el is not None else ""
         metadata = _metadata(doc)
 
-        _drop_invisible(doc, _style_sheet(doc), own_styles_only=not _has_external_styles(doc))
+        sheet = _style_sheet(doc)
+        _drop_invisible(doc, sheet, own_styles_only=not _has_external_styles(doc) and not sheet.paints_unjudged)
         root = _content_root(doc)
         _drop_boilerplate(root)
         builder = _TextBuilder()
