@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from beleg.errors import ConfigError
-from beleg.index.filters import And, Cmp, Expr, Not, Or, combine
+from beleg.index.filters import Cmp, Expr, combine, named_keys
 from beleg.query.dates import date_ranges
 from beleg.query.versions import asked_versions, version_spans
 from beleg.retrieve.fusion import rrf
@@ -229,15 +229,7 @@ def disabled_json() -> dict[str, Any]:
 
 def filter_keys(expr: Expr | None) -> set[str]:
     """Every metadata key a filter expression names."""
-    if expr is None:
-        return set()
-    if isinstance(expr, Cmp):
-        return {expr.key}
-    if isinstance(expr, Not):
-        return filter_keys(expr.item)
-    if isinstance(expr, (And, Or)):
-        return set().union(*(filter_keys(e) for e in expr.items))
-    return set()
+    return set(named_keys(expr))
 
 
 # ---------------------------------------------------------------------- inference
