@@ -8,7 +8,6 @@ its problems, never silently passed off as checked.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -185,7 +184,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     asked_statuses = statuses_from_filter(expr) or statuses_from_filter(
         inferred.overridden_by(expr).filter_expr() if inferred is not None else None)
     if asked_statuses:
-        target = dataclasses.replace(target, statuses=asked_statuses)
+        target = replace(target, statuses=asked_statuses)
 
     query = retrieval_query(question, context)
     queries = [query]
@@ -215,13 +214,13 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     sources = assess(hits, target, opts.policy)
     embedder = kb.embedder
     index = kb.search_index()
-    scorer = SentenceScorer(index, index.eligible(None, principal), embedder.embed_queries,
-                            embedder.embed_documents, kb.sentence_vectors)
+    visible = index.eligible(None, principal)
+    scorer = SentenceScorer(index, visible, embedder.embed_queries, embedder.embed_documents, kb.sentence_vectors)
     positions = {h.chunk_id: i for i, h in enumerate(hits)}
     scored = scorer.score(query, candidate_sentences(sources), positions)  # withheld sentences are no candidates
     eligible = [s for s in sources if s.eligible]
     coverage: float | None = scorer.coverage(query, eligible)
-    if not _same_language(query, eligible) or not _words_can_be_evidence(query, index, principal):
+    if not _same_language(query, eligible) or not _words_can_be_evidence(query, index, principal, visible.count):
         coverage = None  # terms cannot match across languages; the sentence score decides alone
     t_assess = time.perf_counter()
 
@@ -358,14 +357,14 @@ def _same_language(question: str, sources: Sequence[Source]) -> bool:
 MIN_LANGUAGE_CHUNKS = 50
 
 
-def _words_can_be_evidence(question: str, index: Any, principal: Principal) -> bool:
+def _words_can_be_evidence(question: str, index: Any, principal: Principal, visible: int) -> bool:
     """Whether the question's words, present or missing, are evidence: its language's side of
-    the index is large enough (MIN_LANGUAGE_CHUNKS), or it is the only side there is."""
+    the index is large enough (MIN_LANGUAGE_CHUNKS), or it is all of the ``visible`` chunks."""
     lang = detect_language(question, default="?")
     if lang == "?":
         return True
     own = index.eligible(Cmp("language", "=", lang), principal).count
-    return own >= MIN_LANGUAGE_CHUNKS or own == index.eligible(None, principal).count
+    return own >= MIN_LANGUAGE_CHUNKS or own == visible
 
 
 def _document_text(kb: KnowledgeBase) -> Callable[[str], str | None]:

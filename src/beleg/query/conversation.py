@@ -109,12 +109,12 @@ def _judge(question: str, previous: str) -> tuple[bool, str]:
         return False, f"names its own subject ({', '.join(words)}), no word of the previous question"
     if opener:
         return True, f"opens with '{opener.group(1)}'"
-    if pointer := _weak_reference(question):
+    if pointer := _weak_reference(question, language):
         return True, f"refers back with '{pointer}'"
     return False, "names its own subject" + (f" ({', '.join(subject)})" if subject else "")
 
 
-def _weak_reference(question: str) -> str | None:
+def _weak_reference(question: str, language: str) -> str | None:
     """'it'/'es'/'there' or a demonstrative used as a pronoun ("change that?", "Was kostet das?")."""
     tokens = re.findall(r"[^\W_]+|[?.!,;:]", question)
     for i, token in enumerate(tokens):
@@ -124,7 +124,7 @@ def _weak_reference(question: str) -> str | None:
             return token
         # "this error", "diese Datei": a determiner before its noun is no reference.
         if low in _DEMONSTRATIVES and (not after[0].isalnum() or after.casefold() in _STOP
-                                       or (after[0].islower() and detect_language(question) == "de")):
+                                       or (after[0].islower() and language == "de")):
             return token
     return None
 
