@@ -107,6 +107,10 @@ def text_codec(encoding: str) -> str:
     return info.name
 
 
+#: Text is unseen when no colour channel differs from what it is drawn on by more than this
+#: (of 255): '#fefefe' on white is as unreadable as '#fff'. One rule for HTML, DOCX and PDF.
+SAME_COLOUR = 8
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from beleg.errors import IngestError, missing_dependency
-from beleg.ingest.readers.base import iso_date, language_code, require_content
+from beleg.ingest.readers.base import SAME_COLOUR, iso_date, language_code, require_content
 from beleg.types import Heading, ParsedDocument
 
 logger = logging.getLogger(__name__)
@@ -38,8 +38,6 @@ _HIDING = ("w:vanish", "w:webHidden", "w:specVanish")
 _OFF = {"0", "false", "off"}  # an on/off property's w:val that turns it off
 #: Font sizes (``w:sz``, in half-points) at or below this are unreadable: 1pt.
 TINY_HALF_POINTS = 2
-#: A colour this close to its background (each channel, of 255) is unseen; as for HTML.
-SAME_COLOUR = 8
 _WHITE = "FFFFFF"
 _UNKNOWN = "unknown"  # a background we cannot tell (a pattern, a table style, an image)
 _NO_FILL = "none"

@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from beleg.errors import IngestError
+from beleg.ingest.readers.base import SAME_COLOUR
 
 # An unclosed comment runs to the end of the style sheet, as in CSS.
 _CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
@@ -469,9 +470,6 @@ def _tiny(style: dict[str, str], dimension: str) -> bool:
 
 Colour = tuple[float, float, float, float]  # red, green, blue (0-255), alpha (0-1)
 
-#: Text is unseen when no channel differs from its background by more than this (of 255):
-#: '#fefefe' on white is as unreadable as '#fff'.
-SAME_COLOUR = 8
 _TRANSPARENT: Colour = (0.0, 0.0, 0.0, 0.0)
 # The basic CSS colour keywords; a colour named otherwise is not judged (the text stays).
 _NAMED = {

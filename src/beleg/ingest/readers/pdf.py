@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from beleg.errors import IngestError, missing_dependency
-from beleg.ingest.readers.base import iso_date, language_code, require_content
+from beleg.ingest.readers.base import SAME_COLOUR, iso_date, language_code, require_content
 from beleg.types import ParsedDocument
 
 logger = logging.getLogger(__name__)
@@ -84,8 +84,8 @@ def clean_page(raw: str) -> str:
 
 #: Text drawn smaller than this (in points, after the text and page matrices) is unreadable.
 MIN_TEXT_SIZE = 1.0
-# A colour channel within 8/255 of white counts as white, as for HTML and DOCX.
-_NEAR_WHITE = 1 - 8 / 255
+# A colour channel within SAME_COLOUR/255 of white counts as white, as for HTML and DOCX.
+_NEAR_WHITE = 1 - SAME_COLOUR / 255
 _FILL_PAINTING = {b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*"}
 _STROKE_PAINTING = {b"S", b"s", b"B", b"B*", b"b", b"b*"}
 _FILLING_MODES = {0, 2, 4, 6}
