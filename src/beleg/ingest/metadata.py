@@ -279,7 +279,9 @@ def normalize(meta: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+#: Half of a surrogate pair: not a character, so no UTF-8 text (file, index, JSON) can hold it.
+#: (Also the readers' check of decoded text; defined here, which a search process loads anyway.)
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _storable(key: str, value: Any) -> None:
@@ -287,7 +289,7 @@ def _storable(key: str, value: Any) -> None:
     byte in a command-line argument) cannot be written as UTF-8, so it would fail the whole
     batch's commit instead of this one file."""
     if isinstance(value, str):
-        m = _SURROGATE.search(value)
+        m = LONE_SURROGATE.search(value)
         if m:
             shown = key.encode("utf-8", "backslashreplace").decode("utf-8")  # the key may be the culprit
             raise MetadataError(f"'{shown}' holds {m.group(0).encode('unicode_escape').decode()}, which is not a "

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from beleg.errors import IngestError, NoContent
+from beleg.ingest.metadata import LONE_SURROGATE
 from beleg.types import ParsedDocument
 
 
@@ -111,8 +112,6 @@ def text_codec(encoding: str) -> str:
 #: (of 255): '#fefefe' on white is as unreadable as '#fff'. One rule for HTML, DOCX and PDF.
 SAME_COLOUR = 8
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 def decode_as(data: bytes, codec: str) -> str:
     """``data.decode(codec)``, refusing text with unpaired surrogates; raises :exc:`UnicodeDecodeError`.
@@ -122,7 +121,7 @@ def decode_as(data: bytes, codec: str) -> str:
     the file would be indexed as a prefix of itself.
     """
     text = data.decode(codec)
-    bad = _SURROGATE.search(text)
+    bad = LONE_SURROGATE.search(text)
     if bad is not None:
         raise IngestError(
             f"decoding as {codec} gives an unpaired surrogate (U+{ord(bad.group()):04X}) at character "
