@@ -224,6 +224,8 @@ def main() -> int:
                       "notes": retrieval.notes},
         "answers": {"summary": answers.summary(), "by_group": answer_groups, "notes": answers.notes,
                     "per_query": [{"qid": r.qid, "type": r.type, "refused": r.refused, "verified": r.verified,
+                                   "supported": r.supported, "confidence": r.confidence,
+                                   "candidate_correct": r.candidate_correct,
                                    "contains_gold": r.contains_gold, "expected_refusal": r.expected_refusal,
                                    "answer": r.answer[:400], "cited": [c["doc"] for c in r.cited]}
                                   for r in answers.results]},

@@ -103,6 +103,12 @@ def plain(text: str) -> str:
     return _HOLE_RE.sub(lambda m: code[int(m.group(1))], out)
 
 
+def without_footnote_marks(text: str) -> str:
+    """``text`` without footnote references and definition labels ("mailcow[^1]:", "[^note]: ..."):
+    their labels are no numbers a reader sees as values ("[^1]" is no version 1)."""
+    return _FOOTNOTE.sub("", text)
+
+
 def unwrap_blocks(text: str) -> str:
     """Admonition and content-tab openers replaced by their title (or nothing), and their
     bodies dedented by the four columns that put them under the opener. The body of

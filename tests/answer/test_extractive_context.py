@@ -280,6 +280,17 @@ def test_the_language_twin_must_state_the_same_numbers() -> None:
     assert choose(scored, language="de").source.label == "S1"  # another fact, not a translation
 
 
+def test_the_scorer_reads_a_quote_as_the_type_check_does() -> None:
+    """A version only in a link's target or a footnote mark is none the support check sees; the
+    scorer must not prefer that sentence for it (it did: its type bonus read the raw Markdown)."""
+    linked = _source("The [setup guide](https://example.org/v2/setup) explains the Docker requirements.", "S1", 1)
+    marked = _source("Ferrolink[^1] runs on Docker.", "S2", 2)
+    stated = _source("Ferrolink needs Docker 24.0 or newer.", "S3", 3)
+    typed = {s.source.label: s for s in _stub_scorer().score("Which Docker version does Ferrolink need?",
+                                                              candidate_sentences([linked, marked, stated]))}
+    assert typed["S1"].type_match == -1 and typed["S2"].type_match == -1 and typed["S3"].type_match == 1
+
+
 def test_governance_never_prefers_a_sentence_without_the_asked_for_kind_of_value() -> None:
     """Two sentences score alike; the better-ranked source's holds no duration. "How long"
     is answered by the one that holds one; with a lower score it would not be."""

@@ -476,6 +476,14 @@ def test_a_link_target_is_no_name_the_reader_sees() -> None:
     assert _type_passes(q, "Run [`contao:maintenance-mode`](en/cli/maintenance-mode) to do so.") is True
 
 
+def test_a_footnote_mark_is_no_value() -> None:
+    """"mailcow[^1]" shows the reader a footnote mark, not a version 1 (a held-out realdocs
+    answer to "Which Docker version …" was the page's first sentence because of it)."""
+    q = "Welche Docker-Version setzt mailcow mindestens voraus?"
+    assert _type_passes(q, "mailcow[^1]: dockerized ist eine Groupware auf Docker Basis.") is False
+    assert _type_passes(q, "**Docker**: Version `>= 24.0.0`[^2]") is True
+
+
 def test_where_to_set_something_and_a_scene_ending_in_an_identifier_ask_how_to() -> None:
     assert asked_kind("Das Passwort ist zufällig. Wo setze ich ein eigenes?") == "instruction"
     assert asked_kind("Wo kann ich den Hostnamen der Instanz einstellen?") == "instruction"

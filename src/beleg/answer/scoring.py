@@ -362,7 +362,7 @@ class SentenceScorer:
         # kind of heating element": "alcohol burners") as for a name, and a German sentence
         # capitalises every noun; naming questions get the softer NAME_BONUS below. A yes/no
         # question names no kind a sentence could hold.
-        from beleg.answer.support import asked_kind, kind_present  # support imports this module
+        from beleg.answer.support import as_read, asked_kind, kind_present  # support imports this module
 
         kind = asked_kind(question)
         kind = None if kind in ("name", "yes-no") else kind
@@ -398,7 +398,7 @@ class SentenceScorer:
             type_match = 0
             if kind is not None:
                 # A sentence that introduces a code block carries the block's instruction.
-                holds = (kind == "instruction" and bool(s.code_context)) or kind_present(kind, s.text, question)[0]
+                holds = (kind == "instruction" and bool(s.code_context)) or kind_present(kind, as_read(s.text), question)[0]
                 type_match = 1 if holds else -1
             score = a * lexical + (1 - a) * dense[i] + TYPE_BONUS * type_match
             if opposite_action(question, s.text) is not None:

@@ -54,7 +54,7 @@ from beleg.answer.scoring import is_howto_question, is_question, names_in, quest
 from beleg.answer.types import Citation, Source
 from beleg.answer.values import expected_kind, extract_values, when_markers
 from beleg.index.analyzer import SUPPORTED_LANGUAGES, analyze, detect_language
-from beleg.markup import unwrap_blocks
+from beleg.markup import unwrap_blocks, without_footnote_marks
 from beleg.query.intent import without_pleasantries
 from beleg.query.versions import spellings
 from beleg.retrieve.coverage import TermCoverage
@@ -337,11 +337,18 @@ def _type_check(question: str, quote: str) -> Check:
     if kind is None or kind == "yes-no":
         return Check("answer_type", None, "the question asks for no particular kind of value"
                      if kind is None else "a yes/no question: the focus check decides")
-    # A link's target is not shown to the reader ("[command line](en/cli/maintenance-mode)"
-    # names no command): only its text can hold the asked-for name, command or setting. The
-    # body of an admonition is indented prose, not an indented code block (markup.unwrap_blocks).
-    ok, why = kind_present(kind, _LINK_TARGET.sub(r"\1", unwrap_blocks(quote)), question)
+    ok, why = kind_present(kind, as_read(quote), question)
     return Check("answer_type", ok, f"asks for {kind}: {why}", 1.0 if ok else 0.0)
+
+
+def as_read(quote: str) -> str:
+    """The quote as the kind checks read it, in the sentence scorer and in the support check
+    alike (so the scorer prefers sentences that can pass the check). A link's target is not
+    shown to the reader ("[command line](en/cli/maintenance-mode)" names no command, "[docs](…/v2/)"
+    no version): only its text can hold the asked-for name, command or setting. A footnote mark
+    is no value ("mailcow[^1]" holds no version 1). The body of an admonition is indented
+    prose, not an indented code block (markup.unwrap_blocks)."""
+    return without_footnote_marks(_LINK_TARGET.sub(r"\1", unwrap_blocks(quote)))
 
 
 _MARKDOWN_LINK = r"!?\[([^\]\n]*)\]\([^)\n]*\)"  # its text is group 1
