@@ -291,6 +291,24 @@ def test_the_scorer_reads_a_quote_as_the_type_check_does() -> None:
     assert typed["S1"].type_match == -1 and typed["S2"].type_match == -1 and typed["S3"].type_match == 1
 
 
+def test_a_labelled_list_item_the_question_names_wins_over_its_neighbours() -> None:
+    """"**Docker Compose**: …" shares "Docker" and a version with the question, but the list
+    names Docker itself one item below: labelled items are rows (a held-out realdocs answer to
+    "Welche Docker-Version …" was the Docker Compose item, marked supported)."""
+    text = ("Requirements:\n\n- **Docker Compose**: Version `>= 2.0` for the plugin\n"
+            "- **Docker**: Version `>= 24.0.0`\n- **Git**: any version\n")
+    assert _best("Which Docker version does the installation need?", text) == "**Docker**: Version `>= 24.0.0`"
+    # The question names no item's label: no item is penalised, as before.
+    scored = _stub_scorer().score("Which versions are needed?", candidate_sentences([_source(text)]))
+    assert len({round(s.score, 6) for s in scored if s.text.startswith("**Docker")}) == 1
+    # Items of two different lists in one chunk are no neighbours.
+    two = "- **Docker Compose**: Version `>= 2.0`\n\nSee below.\n\n- **Docker**: Version `>= 24.0.0`\n"
+    from beleg.answer.scoring import labelled_lists
+
+    groups = {g for g, _ in labelled_lists(candidate_sentences([_source(two)])).values()}
+    assert len(groups) == 2
+
+
 def test_governance_never_prefers_a_sentence_without_the_asked_for_kind_of_value() -> None:
     """Two sentences score alike; the better-ranked source's holds no duration. "How long"
     is answered by the one that holds one; with a lower score it would not be."""

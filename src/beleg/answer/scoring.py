@@ -22,7 +22,7 @@ set on XQuAD dev and the demo gold set (see docs/benchmarks.md, "Answers").
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -218,6 +218,35 @@ def _asked_row(row: str, q_terms: set[str], strong: Sequence[Anchor], source: So
     return _names_the_subject(row, q_terms, lang) or (bool(strong) and not missing_anchors(list(strong), row))
 
 
+# A labelled list item: "**Docker**: Version `>= 24.0.0`", "`PORT`: 8080", "Timeout: 30 s". Its
+# label names what the item is about, as a table row's first cell does.
+_ITEM_LABEL = re.compile(r"^(?:\*\*|__|`)?(?P<label>[^:*_`\n]{1,60}?)(?:\*\*|__|`)?\s*:\s+\S")
+# Between two items of one list: only blank space and list markers ("- ", "2. ").
+_ITEM_GAP = re.compile(r"[\s\-*+]*(?:\d{1,3}[.)])?\s*")
+
+
+def labelled_lists(sentences: Sequence[Sentence]) -> dict[int, tuple[tuple[str, int], str]]:
+    """For each labelled list item among ``sentences`` (by index): its list (chunk id and the
+    first item's offset) and its label. Items of one list follow each other in one chunk with
+    nothing but list markers between them."""
+    items: dict[str, list[tuple[int, int, int, str]]] = {}
+    for i, s in enumerate(sentences):
+        m = _ITEM_LABEL.match(s.text) if s.span.kind == "list-item" else None
+        if m:
+            items.setdefault(s.source.hit.chunk_id, []).append((s.span.start, s.span.end, i, m.group("label")))
+    out: dict[int, tuple[tuple[str, int], str]] = {}
+    for cid, found in items.items():
+        found.sort()
+        text = sentences[found[0][2]].source.hit.text
+        first, end = found[0][0], None
+        for a, b, i, label in found:
+            if end is not None and not _ITEM_GAP.fullmatch(text, end, a):
+                first = a
+            out[i] = ((cid, first), label)
+            end = b
+    return out
+
+
 def is_definition_question(question: str) -> bool:
     """"What is E-5031?", "Was bedeutet der Fehlercode E-4012?": a short subject, no further clause."""
     m = _DEFINITION.match(question)
@@ -375,6 +404,12 @@ class SentenceScorer:
         headers = [row_header(s.source, s.span) if s.span.kind == "table-row" else None for s in sentences]
         asked_tables = {(s.source.hit.chunk_id, h.start) for s, h in zip(sentences, headers)
                         if h is not None and _asked_row(s.text, q_term_set, strong, s.source)}
+        # Labelled list items are rows too: when the question names one item's label ("Docker"),
+        # the items labelled otherwise ("Docker Compose") answer for another subject.
+        lists = labelled_lists(sentences)
+        list_sizes = Counter(group for group, _ in lists.values())
+        asked_lists = {group for i, (group, label) in lists.items()
+                       if list_sizes[group] > 1 and _asked_row(label, q_term_set, (), sentences[i].source)}
         firsts: dict[str, int] = {}
         for s in sentences:  # the first answer-capable sentence of each chunk
             cid = s.source.hit.chunk_id
@@ -410,6 +445,9 @@ class SentenceScorer:
                 score += DEFINITION_BONUS  # a glossary or error-code table: the row whose key is the subject
             if header is not None and (s.source.hit.chunk_id, header.start) in asked_tables and \
                     not _asked_row(s.text, q_term_set, strong, s.source):
+                score -= OTHER_ROW_PENALTY
+            if i in lists and lists[i][0] in asked_lists and \
+                    not _asked_row(lists[i][1], q_term_set, strong, s.source):
                 score -= OTHER_ROW_PENALTY
             if positions is not None and s.source.hit.chunk_id in positions:
                 score += RETRIEVAL_PRIOR / (1 + positions[s.source.hit.chunk_id])
