@@ -207,7 +207,8 @@ class KnowledgeBase:
                metadata: dict[str, Any] | None = None, encoding: str | None = None,
                max_file_mb: float | None = None, progress: bool | str | None = None,
                sync: bool = False, allow_widen: bool = False, follow_symlinks: bool = False,
-               statuses: dict[str, str] | None = None, sentence_vectors: bool = False) -> IngestReport:
+               statuses: dict[str, str] | None = None, sentence_vectors: bool = False,
+               reuse_vectors: bool = True) -> IngestReport:
         """Ingest files, folders and globs. Returns a per-file report; bad files are reported, not raised.
 
         Args:
@@ -229,6 +230,12 @@ class KnowledgeBase:
             sentence_vectors: Also embed every sentence the offline answerer may score and store
                 it with the document (about twice the embedding time; without it the first
                 answer that needs a sentence embeds and stores it), see beleg.answer.sentence_vectors.
+            reuse_vectors: Take the stored vector (and LLM chunk context) of a text the index
+                holds already, in any document, instead of computing it. False for an ingest
+                on behalf of someone who may not read every document (an HTTP upload): reuse
+                made such an ingest measurably faster exactly when its text was stored, which
+                confirms a guessed passage of a document it may not read. The cost: every
+                changed document is embedded whole (unchanged files still embed nothing).
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
@@ -239,7 +246,8 @@ class KnowledgeBase:
         max_file_mb = DEFAULT_MAX_FILE_MB if max_file_mb is None else max_file_mb
         ingestor = self._ingestor(rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress,
                                   allow_widen=allow_widen, follow_symlinks=follow_symlinks, statuses=statuses,
-                                  claims=self._ingest_claims(), **self._sentence_option(sentence_vectors))
+                                  claims=self._ingest_claims(), reuse_vectors=reuse_vectors,
+                                  **self._sentence_option(sentence_vectors))
         report = ingestor.run([str(p) for p in paths], sync=sync)
         if sync:  # an erasure covers every version, as kb.delete does
             self._erase_elsewhere([f.doc_id for f in report.files if f.status == "deleted" and f.doc_id])
@@ -284,11 +292,15 @@ class KnowledgeBase:
         return {"sentence_fingerprint": lambda: self.embedder.fingerprint}
 
     def _ingestor(self, **options: Any) -> Ingestor:
+        from beleg.ingest.contextual import LLMContexts
         from beleg.ingest.pipeline import Ingestor
 
         # The embedder is looked up per call, so an ingest of unchanged files never loads it.
+        contextualize = self._contextualizer()
+        if not options.get("reuse_vectors", True) and isinstance(contextualize, LLMContexts):
+            contextualize.reuse_cached = False  # a cached context would time like a cached vector
         return Ingestor(self.catalog, self.config.chunking, lambda texts: self.embedder.embed_documents(texts),
-                        contextualize=self._contextualizer(), **options)
+                        contextualize=contextualize, **options)
 
     def _contextualizer(self) -> Any:
         """The chunk-context writer the index configuration asks for (contextual retrieval)."""

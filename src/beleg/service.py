@@ -24,6 +24,7 @@ from beleg.types import ANONYMOUS, Hit, Principal, add_file_positions, shown_met
 
 if TYPE_CHECKING:
     from beleg.answer.answerer import AnswerOptions
+    from beleg.answer.evidence import GovernancePolicy
     from beleg.answer.types import Answer
     from beleg.backends.llms.base import LLM
     from beleg.backends.rerankers.base import Reranker
@@ -183,13 +184,15 @@ class Service:
     def ingest_files(self, paths: Sequence[Path], principal: Principal | None = None) -> dict[str, Any]:
         """Ingest files already on disk as ``principal``: documents get the uploader's tenant
         (it binds: a file may only repeat it), a file that names another tenant under any
-        spelling or declares an ``id:`` is refused (:class:`AccessDenied`), and re-ingests that would widen a
-        document's access are refused, as on the CLI."""
+        spelling, an acl without the principal, a ranking status, authority or version, or an ``id:`` is
+        refused (:class:`AccessDenied`, see :func:`refuse_foreign_claims`), re-ingests that would widen a
+        document's access are refused, as on the CLI, and no stored vector is reused (kb.ingest's
+        ``reuse_vectors``: the time taken must not tell whether a text is stored elsewhere)."""
         principal = principal or Principal()
         rules = binding_rules(principal)
         for path in paths:
             refuse_foreign_claims(path, principal)
-        report = self.kb.ingest([str(p) for p in paths], rules=rules, progress=False)
+        report = self.kb.ingest([str(p) for p in paths], rules=rules, progress=False, reuse_vectors=False)
         out: dict[str, Any] = report.to_json()
         return out
 
@@ -206,13 +209,23 @@ class AccessDenied(BelegError, PermissionError):
     """The principal may not do this (the server answers 403)."""
 
 
-def refuse_foreign_claims(path: Path, principal: Principal) -> None:
+def refuse_foreign_claims(path: Path, principal: Principal, *, may_rank: bool = False,
+                          policy: GovernancePolicy | None = None) -> None:
     """What a tenant's key may not upload, refused with AccessDenied (403) before anything is
-    stored: a file that declares another tenant under any spelling ingest reads (``"tenant ":
-    beta`` is a tenant; :func:`binding_rules` is what guarantees the tenant, this check says
-    why), and a file that declares an ``id:``. Ids are one namespace across tenants, so
-    whether a declared id was taken would tell the key that another tenant's document exists
-    (and a free one could be squatted); an upload is identified by its tenant and file name."""
+    stored. Its metadata is trusted only as far as the key reaches, under any spelling of a key
+    that ingest reads (``"tenant ": beta`` is a tenant):
+
+    - another tenant (:func:`binding_rules` is what guarantees the tenant; this says why);
+    - an ``acl`` that leaves the uploader out: the document would be planted for others, out of
+      reach of the key that put it there (it could neither read, replace nor delete it);
+    - an ``id:``. Ids are one namespace across tenants, so whether a declared id was taken
+      would tell the key that another tenant's document exists (and a free one could be
+      squatted); an upload is identified by its tenant and file name;
+    - unless ``may_rank`` (an admin's key), a ``status`` or ``authority`` that ranks above an
+      undeclared document's in ``policy`` (``current``, ``contract``...), or a ``version``:
+      either would let the upload govern the tenant's answers over the documents the operator
+      ingested (a question naming a major version is held to its newest stored version).
+    """
     from beleg.ingest.metadata import declared_tenants, key_name
     from beleg.ingest.readers import reader_for
 
@@ -226,9 +239,59 @@ def refuse_foreign_claims(path: Path, principal: Principal) -> None:
     if other:
         raise AccessDenied(f"{path.name} declares tenant {other[0]!r}, but this key belongs to tenant "
                            f"{principal.tenant!r}; upload it with a key of that tenant or remove the field")
+    for acl in _declared_values(declared, "acl"):
+        if not principal.may_read({"acl": acl}):
+            raise AccessDenied(f"{path.name} declares 'acl' {acl}, which leaves out this key (user "
+                               f"{principal.user!r}, groups {list(principal.groups)}): it could neither read nor "
+                               "replace the document. Add user:NAME or one of the key's groups, or remove the field")
     if any(key_name(key) == "id" for key in declared):
         raise AccessDenied(f"{path.name} declares an 'id:', which uploads through a tenant's key may not do "
                            "(ids are shared by all tenants); remove it: the upload is known by its file name")
+    if not may_rank:
+        claim = _ranking_claim(declared, policy or _default_policy())
+        if claim is not None:
+            raise AccessDenied(f"{path.name} declares {claim[0]!r} {claim[1]!r}, which would rank it above the "
+                               "documents the operator ingested for this tenant; only an admin's key (or the "
+                               f"operator) may, so remove the field or declare a lower {claim[0]}")
+
+
+def _declared_values(declared: dict[str, Any], key: str) -> list[Any]:
+    """Every value ``declared`` gives ``key`` under any spelling, in the form ingest stores;
+    a value ingest would refuse is left out (that file fails at ingest)."""
+    from beleg.ingest.metadata import MetadataError, key_name, normalize
+
+    out = []
+    for raw_key, value in declared.items():
+        if key_name(raw_key) == key:
+            try:
+                out.append(normalize({key: value})[key])
+            except (MetadataError, KeyError):  # KeyError: a null value, which ingest drops
+                continue
+    return out
+
+
+def _ranking_claim(declared: dict[str, Any], policy: GovernancePolicy) -> tuple[str, str] | None:
+    """The first ``(field, value)`` of ``declared`` that would rank a document above one that
+    declares nothing (status and authority ``unknown``), or any ``version``; None when there is none."""
+    from beleg.ingest.metadata import DEFAULT_STATUS_SYNONYMS, STATUSES
+
+    versions = _declared_values(declared, "version")
+    if versions:
+        return "version", str(versions[0])
+    for status in _declared_values(declared, "status"):  # the governed word, as the server's ingest maps it
+        governed = status if status in STATUSES else DEFAULT_STATUS_SYNONYMS.get(status, "unknown")
+        if policy.status_rank(governed) < policy.status_rank("unknown"):
+            return "status", status
+    for authority in _declared_values(declared, "authority"):
+        if policy.authority_rank(authority) < policy.authority_rank("unknown"):
+            return "authority", authority
+    return None
+
+
+def _default_policy() -> GovernancePolicy:
+    from beleg.answer.evidence import GovernancePolicy
+
+    return GovernancePolicy()
 
 
 def binding_rules(principal: Principal) -> list[Any]:

@@ -451,13 +451,14 @@ def cmd_search(args: argparse.Namespace) -> int:
         result = service.search(request, _principal(args))
         hits, notes = result.hits, result.notes
         out = service.search_json(result) if args.json else None
+        locations = {h.doc_id: kb.catalog.location(h.doc_id) for h in hits}
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         style = Style(sys.stdout.isatty())
         for line in notes:  # say what the question's words changed, and how to switch it off
             print(style.dim(f"{line}  [--no-self-query: words only]"))
-        print(render_hits(hits, args.query, style))
+        print(render_hits(hits, args.query, style, locations))
     return 0
 
 
@@ -735,7 +736,8 @@ def _ask_once(kb: Any, args: argparse.Namespace, question: str, context: list[st
             print(style.dim("(the streamed answer failed citation checks; regenerated answer:)"))
         else:
             show_text = False
-    print(render_answer(answer, style, show_text=show_text))
+    locations = {s.hit.doc_id: kb.catalog.location(s.hit.doc_id) for s in answer.sources}
+    print(render_answer(answer, style, show_text=show_text, locations=locations))
     return answer
 
 

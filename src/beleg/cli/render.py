@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from beleg.index.analyzer import analyze, analyze_query
@@ -56,7 +57,8 @@ def snippet(text: str, query: str, language: str, style: Style, width: int = _SN
     return prefix + " ".join(parts) + suffix
 
 
-def render_hits(hits: Sequence[Hit], query: str, style: Style) -> str:
+def render_hits(hits: Sequence[Hit], query: str, style: Style, locations: Mapping[str, str | None] = {}) -> str:
+    """One block per hit; ``locations`` (doc_id → recorded file location) make its file openable (:func:`shown_source`)."""
     if not hits:
         return "No hits. (Nothing matched among the documents your filters allow.)"
     lines = []
@@ -67,7 +69,8 @@ def render_hits(hits: Sequence[Hit], query: str, style: Style) -> str:
             f"v{meta['version']}" if meta.get("version") else None, meta.get("status"), meta.get("authority"),
             meta.get("language"), meta.get("tenant") and f"tenant {meta['tenant']}") if x)
         lines.append(f"{rank:>2}. {hit.score:.4f}  {style.bold(path)}  {style.dim('[' + facts + ']')}")
-        lines.append(f"    {style.dim(printable(hit.source))}  {style.dim(f'chars {hit.start}-{hit.end}')}")
+        lines.append(f"    {style.dim(shown_source(hit.source, locations.get(hit.doc_id)))}  "
+                     f"{style.dim(f'chars {hit.start}-{hit.end}')}")
         # The snippet is read, not checked: markup is removed (offsets above stay the document's).
         lines.append("    " + snippet(plain(hit.text), query, str(meta.get("language", "en")), style))
     return "\n".join(lines)
@@ -109,6 +112,18 @@ def printable(name: str) -> str:
     return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), name)
 
 
+def shown_source(source: str, location: str | None) -> str:
+    """A document's file as it opens from the working directory: its recorded location (the
+    resolved path at ingest) relative to here when inside, else absolute. ``source`` is the
+    path as typed at ingest, relative to wherever that ran, so from another folder it named
+    nothing; it is shown only for a document without a location (a text, an older row)."""
+    if not location:
+        return printable(source)
+    relative = os.path.relpath(location, os.path.realpath(os.getcwd()))
+    outside = relative == os.pardir or relative.startswith(os.pardir + os.sep)
+    return printable(location if outside else relative)
+
+
 def render_documents(docs: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
     """``beleg documents``: one aligned line per ``(doc_id, source, metadata)``, under a header."""
     rows = [("id", "version", "status", "source", "title")] + [
@@ -135,8 +150,10 @@ def render_ingest(report: Any, style: Style) -> str:
     return "\n".join(lines)
 
 
-def render_answer(answer: Any, style: Style, *, show_text: bool = True) -> str:
-    """The answer, its conflicts, then each source with title, section, version, status and date."""
+def render_answer(answer: Any, style: Style, *, show_text: bool = True,
+                  locations: Mapping[str, str | None] = {}) -> str:
+    """The answer, its conflicts, then each source with title, section, version, status, date
+    and its file (:func:`shown_source`, through ``locations``: doc_id → recorded location)."""
     # Imported here, not at the top: a search process prints hits and needs no answering code.
     from beleg.answer.conflicts import conflict_lines
     from beleg.answer.quarantine import shown_heading_path, shown_value
@@ -157,7 +174,7 @@ def render_answer(answer: Any, style: Style, *, show_text: bool = True) -> str:
         facts = " · ".join(shown_value(x) for x in (f"version {s.version}" if s.version else None, s.status,
                                                     s.authority, s.date) if x)
         lines.append(f"  [{s.label}] {style.bold(shown_heading_path(s.hit.heading_path) or shown_value(s.hit.title))}")
-        lines.append(f"       {style.dim(printable(s.hit.source) + '  ·  ' + facts)}")
+        lines.append(f"       {style.dim(shown_source(s.hit.source, locations.get(s.hit.doc_id)) + '  ·  ' + facts)}")
         note = _withheld_note(s)
         if note:
             lines.append(f"       {style.mark(note)}")

@@ -65,13 +65,16 @@ class LLMContexts:
         self.get = get
         self.put = put
         self.calls = 0
+        #: Look contexts up in the cache first; False writes every one afresh (an ingest that
+        #: must not reveal whether a text is stored: see KnowledgeBase.ingest's reuse_vectors).
+        self.reuse_cached = True
 
     def __call__(self, doc: Document, chunks: Sequence[Chunk]) -> list[str]:
         lead = doc.text[:LEAD_CHARS]
         prompts = [PROMPT.format(lead=lead, previous=chunks[i - 1].text if i else "(none)", chunk=c.text)
                    for i, c in enumerate(chunks)]
         keys = [hashlib.sha256(f"{self.llm.name}\x1f{p}".encode()).hexdigest() for p in prompts]
-        cached = self.get(keys)
+        cached = self.get(keys) if self.reuse_cached else {}
         fresh = []
         for key, prompt in zip(keys, prompts):
             if key not in cached:

@@ -252,8 +252,12 @@ class Ingestor:
                  contextualize: Callable[[Document, Sequence[Chunk]], list[str]] | None = None,
                  statuses: dict[str, str] | None = None, allow_widen: bool = False,
                  follow_symlinks: bool = False, claims: IngestClaims | None = None,
-                 sentence_fingerprint: Callable[[], str] | None = None) -> None:
+                 sentence_fingerprint: Callable[[], str] | None = None, reuse_vectors: bool = True) -> None:
         self.catalog = catalog
+        #: Take the stored vector of a chunk text the index holds already (any document's) instead
+        #: of embedding it; False for an ingest on behalf of someone who may not read the whole
+        #: index (kb.ingest's reuse_vectors).
+        self.reuse_vectors = reuse_vectors
         #: The embedder fingerprint, when each document's sentence vectors are embedded at ingest
         #: and committed with its chunks (None: the answerer embeds them lazily; see
         #: beleg.answer.sentence_vectors).
@@ -631,9 +635,9 @@ class Ingestor:
             return
         pending, self._pending = self._pending, []
         hashes = [h for p in pending for h in p.hashes]
-        cached = self.catalog.cached_vectors(hashes)
+        cached = self.catalog.cached_vectors(hashes) if self.reuse_vectors else {}
         todo = {h: t for p in pending for h, t in zip(p.hashes, p.texts) if h not in cached}
-        awaited = self._claim_texts(todo)
+        awaited = self._claim_texts(todo) if self.reuse_vectors else []  # waiting would tell as much
         # Sentence vectors (when on) are embedded in the same model calls; stored ones are reused.
         sentences = {k: t for p in pending for k, t in p.sentences.items()}
         stored_sentences = self.catalog.sentence_vectors(list(sentences)) if sentences else {}
@@ -757,8 +761,9 @@ class Ingestor:
             if any(p.replaces for p in pending):
                 self.catalog.drop_orphan_terms()
             # An upsert above may have dropped a vector as unused that a later document of this
-            # batch reuses (a paragraph moving between documents): put such vectors back.
-            self.catalog.put_vectors(cached)
+            # batch reuses (a paragraph moving between documents): put such vectors back. Without
+            # reuse, such a vector was embedded afresh (the stored one was not looked at).
+            self.catalog.put_vectors(cached if self.reuse_vectors else {**cached, **fresh})
         self.report.embedded += len(fresh)
         self._shown.add_embedded(len(fresh))
         self._shown.add_committed(len(pending) - len(lost))

@@ -28,6 +28,7 @@ from beleg.service import AccessDenied, Service, binding_rules, refuse_foreign_c
 from beleg.types import Principal
 
 if TYPE_CHECKING:
+    from beleg.answer.evidence import GovernancePolicy
     from beleg.server.app import Api
 
 MAX_FILES = 50
@@ -231,13 +232,19 @@ async def ingest(request: Request, identity: Identity | None) -> Response:
     uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
     if not uploads:
         raise ConfigError("no files: send them in a multipart field named 'files'")
+    others = sorted(set(form.keys()) - {"files"})
+    if others:
+        # Ignored, a field named tenant, acl or status would look as if it had set them.
+        raise ConfigError(f"the upload has the field(s) {', '.join(map(repr, others))}; only 'files' is read: a "
+                          "document's tenant comes from the key, its other metadata from the file itself")
     staging = api.upload_dir / ".staging" / secrets.token_hex(8)
     staging.mkdir(parents=True, exist_ok=True)
     try:
         staged = [await _stage(upload, staging) for upload in uploads]
         # One writer call from the check to the end of the ingest: parsing is kept off the
         # event loop, and no other upload can touch the same files in between.
-        out = await api.writer.call(lambda svc: _ingest_uploads(svc, staged, who, api.upload_dir, staging))
+        policy = getattr(api.settings.answer_options, "policy", None)  # what the server's answers rank by
+        out = await api.writer.call(lambda svc: _ingest_uploads(svc, staged, who, api.upload_dir, staging, policy))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     api.audit(who, "ingest", None, [f["doc_id"] for f in out.get("files", []) if f.get("doc_id")])
@@ -245,13 +252,13 @@ async def ingest(request: Request, identity: Identity | None) -> Response:
 
 
 def _ingest_uploads(svc: Service, staged: list[Path], who: Identity, upload_dir: Path,
-                    staging: Path) -> dict[str, Any]:
+                    staging: Path, policy: GovernancePolicy | None = None) -> dict[str, Any]:
     """Check, move into place and ingest staged uploads; a file the ingest does not accept
     leaves the one it would have replaced on disk (or nothing, when there was none)."""
     principal = who.principal
     rules = binding_rules(principal)
-    for path in staged:  # before anything is stored: a file naming another tenant or an id is refused
-        refuse_foreign_claims(path, principal)
+    for path in staged:  # before anything is stored: metadata beyond what the key may claim is refused
+        refuse_foreign_claims(path, principal, may_rank="admin" in who.scopes, policy=policy)
     targets = [_upload_target(svc, upload_dir, who, path.name) for path in staged]
     for target in targets:
         _refuse_unreadable_replace(svc, target, principal)
@@ -267,7 +274,10 @@ def _ingest_uploads(svc: Service, staged: list[Path], who: Identity, upload_dir:
                 target.replace(backup)
             moved.append((target, backup))
             path.replace(target)
-        report = svc.kb.ingest([str(target) for target, _ in moved], rules=rules, progress=False)
+        # Embedded afresh, never from a vector some other document stored: how long the upload
+        # took would otherwise tell whether its text is indexed anywhere (another tenant's too).
+        report = svc.kb.ingest([str(target) for target, _ in moved], rules=rules, progress=False,
+                               reuse_vectors=False)
     except BaseException:
         for target, backup in moved:
             _put_back(target, backup)
