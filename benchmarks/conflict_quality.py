@@ -4,7 +4,9 @@ Each case is a question, 2-4 short passages with metadata (version, status, auth
 language, heading) and the conflicts a person expects: which passage's value disagrees
 with the governing value and how it stands to it (``superseded`` / ``contradicts``).
 Cases without expected conflicts are same-unit non-conflicts (other attributes in the
-same section, headers, timeouts) or sources that agree.
+same section, headers, timeouts) or sources that agree. A case may have a ``topic``
+("languages, same version": German and English pages of one version; "clock time"): the
+results also score each topic's cases on their own.
 
 Scoring is held fixed so that only the attribute logic is measured: every sentence of
 every passage is a candidate with the same score as the governing sentence (the one in
@@ -127,8 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     payload: dict[str, Any] = {"benchmark": "conflict_quality", "data": "tests/data/conflicts/{dev,test}.jsonl"}
     modes = {"attributes, no embedder": None} if args.no_embed else {"attributes, no embedder": None,
                                                                      "attributes + e5 cross-lingual": default_embed()}
+    cases = {split: load_cases(split) for split in SPLITS}
+    topics = sorted({c["topic"] for split in SPLITS for c in cases[split] if c.get("topic")})
     for mode, embed in modes.items():
-        payload[mode] = {split: score_split(load_cases(split), embed) for split in SPLITS}
+        payload[mode] = {split: score_split(cases[split], embed) for split in SPLITS}
+        payload[mode]["topics"] = {t: score_split([c for split in SPLITS for c in cases[split] if c.get("topic") == t],
+                                                  embed) for t in topics}
     payload["seconds"] = round(time.perf_counter() - t0, 2)
     payload["machine"] = _common.machine_info()
     _common.write_result("conflict_quality", payload, args.out)

@@ -255,3 +255,123 @@ def test_a_later_version_reads_as_a_change() -> None:
                                                           value("50 GB", "S2", "2.10", "later"))))
     assert lines[0] == "Later values of the file size limit:"
     assert "50 GB in S2: changed in 2.10" in lines[1] and "contradicts" not in "\n".join(lines)
+
+
+# --- German and English pages of one version; clock times --------------------------------
+
+
+def _scored(src: Source, score: float) -> list[Sentence]:
+    return [Sentence(s.source, s.span, s.doc_start, s.doc_end, s.values, score=score) for s in _sentences(src)]
+
+
+def test_another_language_is_measured_against_its_own_best_sentence() -> None:
+    """The scorer weighs a German question's words little in English sentences: an English page
+    stating the same fact scores far below the German answer, below the answerer's floor too.
+    Measured against the best English sentence it is a candidate (an identifier both pages
+    share makes it the same attribute without an embedder)."""
+    gov = _source("S1", "Für max_batch_size gilt ein Limit von **10 MB** pro Anfrage.", "Limits", version="4.0",
+                  language="de")
+    english = _source("S2", "The max_batch_size limit is 5 MB per request.", "Limits", version="4.0")
+    other = _source("S3", "Requests are signed with HMAC.", "Signing", version="4.0")
+    scored = _scored(gov, 0.81) + _scored(other, 0.40) + _scored(english, 0.34)
+    conflicts, _ = detect_conflicts("Wie groß darf max_batch_size sein?", scored[0], scored, 0.35)
+    assert conflicts, "the English page's value was not compared"
+    values = {v.value: v.relation for v in conflicts[0].values}
+    assert values == {"10 MB": "governs", "5 MB": "contradicts"}
+
+
+def test_names_written_alike_keep_other_plans_apart_across_languages(embedder) -> None:
+    """e5 puts the German Business price as close to the Team row (0.87-0.93) as to the Business
+    row; the plan names, written alike in both languages, tell them apart."""
+    question = "Was kostet das Business-Paket pro Monat?"
+    table = "| Plan | Price |\n|------|-------|\n| Team | €29 / month |\n| Business | €59 / month |"
+    gov = _source("S1", "Das Business-Paket kostet **49 €** pro Monat.", "Pakete", version="2.0", language="de")
+    rows = _source("S2", table, "Plans", version="2.0")
+    seats = _source("S3", "Extra storage costs €5 per month.", "Add-ons", version="2.0")
+    scored = _sentences(gov) + _sentences(rows) + _sentences(seats)
+    conflicts, _ = detect_conflicts(question, scored[0], scored, 0.35, embed=embedder.embed_documents)
+    assert [(v.value, v.relation) for v in conflicts[0].values] == [("49 €", "governs"), ("€59", "contradicts")]
+    assert "| Business |" in conflicts[0].values[1].quote
+    # The same value in the other language is no conflict, whatever the other rows say.
+    agree = _source("S2", table.replace("€59", "€49"), "Plans", version="2.0")
+    scored = _sentences(gov) + _sentences(agree) + _sentences(seats)
+    assert detect_conflicts(question, scored[0], scored, 0.35, embed=embedder.embed_documents)[0] == ()
+
+
+def test_a_start_time_and_an_end_time_are_two_attributes() -> None:
+    start, end = _attr("Maintenance starts every Sunday at 02:00.", "02:00"), _attr("Maintenance ends at 04:00.", "04:00")
+    later = _attr("Maintenance starts every Sunday at 03:00.", "03:00")
+    window = _attr("The maintenance window is 02:00–04:00.", "04:00")
+    focus = question_focus("At what time does maintenance start?")
+    assert (start.role, end.role, window.role) == ("start", "end", "end")
+    assert [_attr("Die Wartung läuft zwischen 2 und 4 Uhr.", raw, lang="de").role for raw in ("2", "4 Uhr")] == [
+        "start", "end"]  # a window, not the spacing "between two attempts"
+    assert not same_attribute(start, end, focus) and not same_attribute(start, window, focus)
+    assert same_attribute(start, later, focus)
+    assert "time" not in focus and "uhr" not in question_focus("Um wie viel Uhr beginnt die Wartung?")
+
+
+def test_clock_times_conflict_as_instants() -> None:
+    question = "At what time does scheduled maintenance start?"
+    gov = _source("S1", "Scheduled maintenance starts at **02:00 CET**.", "Maintenance", version="3.0")
+    same_instant = _source("S2", "Scheduled maintenance starts at 01:00 UTC.", "Maintenance", version="3.0")
+    other_instant = _source("S3", "Scheduled maintenance starts at 02:00 UTC.", "Maintenance", version="3.0")
+    unknown_offset = _source("S4", "Scheduled maintenance starts at 03:00 CST.", "Maintenance", version="3.0")
+    scored = [s for src in (gov, same_instant, other_instant, unknown_offset) for s in _sentences(src)]
+    conflicts, _ = detect_conflicts(question, scored[0], scored, 0.35)
+    assert [(v.value, v.relation) for v in conflicts[0].values] == [("02:00 CET", "governs"),
+                                                                     ("02:00 UTC", "contradicts")]
+
+
+@pytest.fixture(scope="module")
+def bilingual_kb(tmp_path_factory: pytest.TempPathFactory, embedder):
+    """German and English pages of one product version that disagree (a tester's corpus)."""
+    import beleg
+
+    pages = {
+        "preise.md": ("de", "Preise", "## Pakete\n\nDas Starter-Paket ist kostenlos und für kleine Teams gedacht.\n\n"
+                      "Das Business-Paket kostet 49 € pro Monat und enthält Support per E-Mail.\n\n"
+                      "Das Enterprise-Paket wird individuell verhandelt."),
+        "pricing.md": ("en", "Pricing", "## Plans\n\n| Plan | Price |\n|------|-------|\n| Starter | free |\n"
+                       "| Team | €29 / month |\n| Business | €59 / month |\n| Enterprise | on request |"),
+        "aufbewahrung.md": ("de", "Aufbewahrung", "## Protokolle\n\nAudit-Protokolle werden 30 Tage aufbewahrt."),
+        "retention.md": ("en", "Retention", "## Logs\n\nAudit logs are kept for 90 days."),
+        "wartung.md": ("de", "Betrieb", "## Wartungsfenster\n\nDie Wartung beginnt jeden Sonntag um 02:00 Uhr und "
+                       "endet spätestens um 04:00 Uhr."),
+        "maintenance.md": ("en", "Operations", "## Maintenance window\n\nMaintenance starts every Sunday at 03:00 "
+                           "(CET) and ends at 04:00 CET at the latest."),
+    }
+    folder = tmp_path_factory.mktemp("bilingual")
+    for name, (lang, title, body) in pages.items():
+        (folder / name).write_text(f'---\ntitle: "{title}"\nproduct: acme\nversion: "2.0"\nstatus: current\n'
+                                   f"authority: reference\nlanguage: {lang}\n---\n\n# {title}\n\n{body}\n",
+                                   encoding="utf-8")
+    kb = beleg.open(folder / "kb", embedder=embedder)
+    kb.ingest([str(folder)], progress=False)
+    yield kb
+    kb.close()
+
+
+@pytest.mark.parametrize("question, governing, other", [
+    ("Was kostet das Business-Paket?", "49 €", "€59"),  # German prose against an English table row
+    ("Wie lange werden Audit-Protokolle aufbewahrt?", "30 Tage", "90 days"),  # prose against prose
+    ("Um wie viel Uhr beginnt die Wartung?", "02:00 Uhr", "03:00 (CET)"),  # clock times; not the end
+])
+def test_german_and_english_pages_of_one_version_disagree(bilingual_kb, question: str, governing: str,
+                                                          other: str) -> None:
+    from beleg.answer.answerer import AnswerOptions
+
+    a = bilingual_kb.ask(question, options=AnswerOptions(min_confidence=0))
+    assert a.conflicts, a.trace["sentences"]
+    values = [(v.value, v.relation) for v in a.conflicts[0].values]
+    assert values == [(governing, "governs"), (other, "contradicts")], values
+    assert "Sources disagree on" in a.answer
+
+
+def test_language_and_clock_time_cases_of_the_labelled_set(embedder) -> None:
+    # Development cases (d27-d38, written with this rule): measured 8 of 9 predicted pairs right,
+    # all 8 expected found; the wrong one is the known "extra seats of the plan" limit (d30).
+    cases = [c for c in conflict_quality.load_cases("dev") if c.get("topic")]
+    assert len(cases) >= 12 and {c["topic"] for c in cases} == {"languages, same version", "clock time"}
+    scores = conflict_quality.score_split(cases, embedder.embed_documents)
+    assert scores["recall"] == 1.0 and scores["precision"] >= 0.85, scores["errors"]

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from beleg.answer.values import Value, expected_kind, extract_values, same_value
+from beleg.answer.values import Value, comparable, expected_kind, extract_values, same_value
 from beleg.sentences import split_sentences
 
 CORPUS = Path(__file__).resolve().parents[2] / "demo" / "corpus"
@@ -144,7 +144,8 @@ def test_counts_and_what_is_not_a_count() -> None:
         "https://ops.ferrolink.example/v5, call +49 30 5550 1800 from 08:00 to 18:00, "
         "TLS 1.2 and version 1.2.3."
     )
-    assert found(not_counts) == []
+    # The clock times are values of their own kind now; nothing else in it is a value.
+    assert found(not_counts) == [("time", "08:00", 480.0), ("time", "18:00", 1080.0)]
     assert found("## 5. Leistungsgrenzen") == []
     assert found("1. Öffnen Sie das Dashboard") == []
     assert found("Invalidenstraße 117, 10115 Berlin") == [("count", "117", 117.0)]
@@ -261,3 +262,54 @@ def test_a_day_of_a_month_without_a_year_is_a_date(text: str, raw: str, normaliz
     # report compared 30 with 31.
     dates = [v for v in extract_values(text) if v.kind == "date"]
     assert [(v.raw, v.normalized) for v in dates] == [(raw, normalized)]
+
+
+@pytest.mark.parametrize("text, raw, minutes, zone", [
+    ("Die Wartung beginnt um 02:00 Uhr.", "02:00 Uhr", 120, ""),
+    ("Maintenance starts at 03:00 (CET).", "03:00 (CET)", 180, "CET"),
+    ("Maintenance starts at 2:00 AM.", "2:00 AM", 120, ""),
+    ("Orders received by 2 pm ship today.", "2 pm", 840, ""),
+    ("Orders received by 2 p.m. ship today.", "2 p.m.", 840, ""),
+    ("The window closes at 14:30.", "14:30", 870, ""),
+    ("Annahmeschluss ist 14.30 Uhr.", "14.30 Uhr", 870, ""),
+    ("Die Sicherung beginnt um 2 Uhr nachts.", "2 Uhr nachts", 120, ""),
+    ("Der Bericht kommt um 8 Uhr abends.", "8 Uhr abends", 1200, ""),
+    ("Der Export läuft um 06:00 Uhr MEZ.", "06:00 Uhr MEZ", 360, "CET"),
+    ("The export runs at 06:00 UTC+2.", "06:00 UTC+2", 360, "UTC+02:00"),
+    ("The export runs at 06:00 GMT.", "06:00 GMT", 360, "UTC"),
+    ("Midnight is 12 am, noon 12 pm.", "12 am", 0, ""),
+    ("Beginn um 14:00 h.", "14:00 h", 840, ""),  # "h" right after "um": a time, not 14 hours
+])
+def test_clock_times(text: str, raw: str, minutes: int, zone: str) -> None:
+    times = [v for v in extract_values(text) if v.kind == "time"]
+    assert times and (times[0].raw, times[0].normalized, times[0].unit) == (raw, float(minutes), zone), times
+
+
+def test_what_is_not_a_clock_time() -> None:
+    # A duration written H:MM, a version, a ratio, a scale, a score, the German "am".
+    assert found("Die Wartung dauert höchstens 2:30 h.") == [("duration", "2:30 h", 9000.0)]
+    assert found("An average call lasts 4:30 min.") == [("duration", "4:30 min", 270.0)]
+    assert all(k != "time" for k, _, _ in found("Upgrade to version 3.0 before 10.30 is released."))
+    assert all(k != "time" for k, _, _ in found("Agents keep a 3:1 ratio and a 16:9 screen."))
+    assert found("Die Karte ist im Maßstab 1:25 gezeichnet.") == []
+    assert found("The home team won 2:10 against the visitors.") == []
+    assert found("Wir rufen 2 am Montag an.") == [("count", "2", 2.0)]
+
+
+def test_ranges_share_their_uhr_and_zone() -> None:
+    assert [(v.raw, v.normalized, v.unit) for v in extract_values("Support von 8 bis 18 Uhr.")] == [
+        ("8", 480.0, ""), ("18 Uhr", 1080.0, "")]
+    assert [(v.raw, v.unit) for v in extract_values("Wartung 08:00–17:00 MEZ.")] == [("08:00", "CET"), ("17:00 MEZ", "CET")]
+    assert [(v.raw, v.unit) for v in extract_values("Maintenance from 02:00 to 04:00 UTC.")] == [
+        ("02:00", "UTC"), ("04:00 UTC", "UTC")]
+
+
+def test_clock_times_compare_as_instants_where_zones_allow() -> None:
+    cet, utc_1, utc_2, local = (one(t) for t in ("at 02:00 CET", "at 01:00 UTC", "at 02:00 UTC", "um 02:00 Uhr"))
+    assert same_value(cet, utc_1)  # the same instant
+    assert not same_value(cet, utc_2) and comparable(cet, utc_2)  # an hour apart: a disagreement
+    assert same_value(local, cet) and same_value(local, utc_2)  # no zone: read in the other's
+    assert same_value(one("at 2:00 AM"), one("um 2 Uhr")) and not same_value(one("at 2 pm"), one("um 2 Uhr"))
+    ambiguous = one("at 02:00 CST")  # US Central or China: no offset to compare with
+    assert not comparable(ambiguous, utc_2) and not same_value(ambiguous, utc_2)
+    assert comparable(ambiguous, one("at 03:00 CST")) and comparable(ambiguous, local)

@@ -17,8 +17,12 @@ are three attributes. The attribute of a value is read from its sentence, in cod
 :func:`same_attribute` whether two attributes measure the same thing: they must share
 weighted terms, every head of the other value must be known (named by the question or
 by the governing attribute), and an identifier bound to the other value must be named by
-the question or the governing attribute. Across languages, where stems cannot meet, a shared identifier or an e5
-similarity of the two attribute phrases (when an embedder is given) stands in.
+the question or the governing attribute. Across languages, where stems cannot meet, the
+words written alike in both (names: identifiers and their parts, acronyms, a table row's
+first cell, capitalised words inside an English sentence) must not name another subject,
+and then a shared identifier or an e5 similarity of the two attribute phrases (when an
+embedder is given) stands in. A table row's value is also bound to its column's header
+("| Business | €59 / month |" under "| Plan | Price |" measures the price).
 """
 
 from __future__ import annotations
@@ -63,8 +67,8 @@ _FILLERS = frozenset("""
     """.split())
 # Question words that ask for the kind of value, not for an attribute.
 _QUESTION_WORDS = frozenset("""
-    long many much often large big soon tell know default current currently now
-    lang lange viel viele oft groß gross aktuell derzeit
+    long many much often large big soon tell know default current currently now when
+    lang lange viel viele oft groß gross aktuell derzeit wann uhr uhrzeit
     """.split())
 
 
@@ -88,6 +92,13 @@ class Attribute:
     #: The value's head words as written, in text order ("retries delivery").
     head_words: str = ""
     heading: str = ""
+    #: Words the value is bound to that are written alike in every language (casefolded):
+    #: identifiers and their parts, acronyms, a table row's first cell, capitalised words
+    #: inside an English sentence ("Business" in "the Business plan costs").
+    names: frozenset[str] = frozenset()
+    #: Every word of the sentence, its heading and its table header as written (casefolded,
+    #: compounds also split at - _ .): where another language's names are looked up.
+    words: frozenset[str] = frozenset()
 
     @property
     def described(self) -> str:
@@ -120,11 +131,15 @@ def _clause_bounds(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def attribute_of(text: str, value: Value, heading_path: Sequence[str] = (), lang: str | None = None,
-                 values: Sequence[Value] = ()) -> Attribute:
-    """The attribute ``value`` (found in ``text``) measures; ``values`` are the sentence's others."""
+                 values: Sequence[Value] = (), header: str = "", page: str = "") -> Attribute:
+    """The attribute ``value`` (found in ``text``) measures; ``values`` are the sentence's others,
+    ``header`` the header row of the table ``text`` is a row of, ``page`` the words that frame
+    the whole page (title, product, upper headings): the product a sentence names is no
+    subject of its own ("Ferrolink retries …" on a Ferrolink page)."""
     lang = _language(text, lang)
     # A table row is one clause: its first cells name what the value cells measure.
-    lo, hi = (0, len(text)) if text.lstrip().startswith("|") else _clause_bounds(text, value.start, value.end)
+    row = text.lstrip().startswith("|")
+    lo, hi = (0, len(text)) if row else _clause_bounds(text, value.start, value.end)
     others = [(v.start, v.end) for v in values if v.start != value.start]
     left: list[list[str]] = []
     right: list[list[str]] = []
@@ -156,6 +171,10 @@ def attribute_of(text: str, value: Value, heading_path: Sequence[str] = (), lang
         terms[term] = max(terms.get(term, 0.0), weight)
 
     heads: set[str] = set()
+    column = _column_header(text, value, header) if row else ""
+    if column:  # the column's header names what the cell measures ("Price"), as a word next to it would
+        left.append([s for s in analyze(column, lang) if s not in _FILLERS])
+        left_words.append(column)
     nearest = {s for side in (left[-1:], right[:1]) for stems in side for s in stems}
     for side in (left[::-1], right):
         for i, stems in enumerate(side):
@@ -174,8 +193,71 @@ def attribute_of(text: str, value: Value, heading_path: Sequence[str] = (), lang
     counted = frozenset(right[0]) if value.kind == "count" and right and re.match(
         r"[\s*_`]*[^\W\d_]", text[value.end:]) else frozenset()
     head_words = " ".join(left_words[-HEAD_SPAN:] + right_words[:HEAD_SPAN])
+    if column:
+        phrase = f"{column}: {phrase}"
+    framing = _surface_words(page)
+    names = _names(text, value, values, lo, hi, lang, row) - framing
+    words = _surface_words(" ".join((text, heading, header))) | framing
     return Attribute(phrase, terms, frozenset(heads), frozenset(nearest), frozenset(identifiers), lang,
-                     value_role(text, value, text[lo:hi]), counted, head_words, heading)
+                     value_role(text, value, text[lo:hi]), counted, head_words, heading, names, words)
+
+
+def _cells(row: str) -> list[tuple[int, int]]:
+    """The (start, end) of each cell of a Markdown table row."""
+    bars = [i for i, ch in enumerate(row) if ch == "|"]
+    return [(a + 1, b) for a, b in zip(bars, bars[1:])]
+
+
+def _column_header(row: str, value: Value, header: str) -> str:
+    """The header cell above the value's cell ("Price" for "€59" in "| Business | €59 / month |")."""
+    if not header:
+        return ""
+    cells = _cells(row)
+    index = next((i for i, (a, b) in enumerate(cells) if a <= value.start < b), None)
+    heads = [header[a:b].strip().strip("*_` ") for a, b in _cells(header)]
+    return heads[index] if index is not None and index < len(heads) and len(heads) == len(cells) else ""
+
+
+# Capitalised in English and translated into German: no names.
+_TRANSLATED = frozenset("""
+    monday tuesday wednesday thursday friday saturday sunday january february march april may june july
+    august september october november december i
+    """.split())
+_ACRONYM = re.compile(r"[A-Z].*[A-Z]|[^\W\d_].*\d|\d.*[^\W\d_]")
+
+
+def _surface_words(text: str) -> frozenset[str]:
+    out: set[str] = set()
+    for m in _TOKEN.finditer(text):
+        token = m.group(0).strip(".").casefold()
+        out.add(token)
+        out.update(p for p in re.split(r"[\-_.]", token) if p)
+    return frozenset(out)
+
+
+def _names(text: str, value: Value, values: Sequence[Value], lo: int, hi: int, lang: str, row: bool) -> frozenset[str]:
+    """The words bound to the value that another language writes alike (see ``Attribute.names``)."""
+    first_cell = _cells(text)[0] if row and _cells(text) else (0, 0)
+    if first_cell[0] <= value.start < first_cell[1]:
+        first_cell = (0, 0)  # the value is the key itself
+    taken = [(v.start, v.end) for v in values] + [(value.start, value.end)]
+    sentence_start = len(text) - len(text.lstrip(" *_#>|-"))
+    out: set[str] = set()
+    for m in _TOKEN.finditer(text, lo, hi):
+        a, b = m.span()
+        token = m.group(0).strip(".")
+        if not token or _NUMBER.match(token) or any(x < b and a < y for x, y in taken):
+            continue
+        low = token.casefold()
+        if _is_identifier(token):
+            out.add(low)
+            out.update(p for p in re.split(r"[\-_.]", low) if len(p) > 1 and not p.isdigit())
+        elif _ACRONYM.search(token) or first_cell[0] <= a < first_cell[1]:
+            out.add(low)
+        elif lang == "en" and token[0].isupper() and a > sentence_start and low not in _TRANSLATED \
+                and not re.search(r"[.!?:]\s*[*_]*\Z", text[:a]):
+            out.add(low)
+    return frozenset(out - _FILLERS)
 
 
 _CONDITION = re.compile(
@@ -184,22 +266,57 @@ _CONDITION = re.compile(
     r"länger\s+als|kürzer\s+als|größer\s+als|überschreitet)\s*[*_`]*\s*$", re.IGNORECASE)
 _FREQUENCY = re.compile(r"(?:every|each|alle|jede[nrs]?)\s*[*_`]*\s*$", re.IGNORECASE)
 _SPACING = re.compile(r"\b(?:between|zwischen)\b", re.IGNORECASE)
+# A time of day starts or ends something: the preposition right before it says which, else
+# the clause's verb ("Die Wartung beginnt um 02:00 Uhr", "Maintenance ends at 04:00").
+_START_BEFORE = re.compile(r"\b(?:from|since|starting(?:\s+at)?|between|ab|von|seit|zwischen)\s*[*_`]*\s*$",
+                           re.IGNORECASE)
+_END_BEFORE = re.compile(r"(?:\b(?:until|till|to|by|through|before|no\s+later\s+than|bis|vor|spätestens(?:\s+um)?)|"
+                         r"\b(?:between|zwischen)\s+\S+\s+(?:and|und)|[\u2013\u2014-])\s*[*_`]*\s*$", re.IGNORECASE)
+_START_VERB = re.compile(r"\b(?:begin|begins|began|start|starts|started|open|opens|opened|beginnt|beginnen|begann|"
+                         r"startet|starten|öffnet|öffnen|eröffnet)\b", re.IGNORECASE)
+_END_VERB = re.compile(r"\b(?:end|ends|ended|finish|finishes|finished|close|closes|closed|endet|enden|endete|"
+                       r"schließt|schliesst|schließen)\b", re.IGNORECASE)
+_RANGE_AFTER = re.compile(r"\s*(?:[\u2013\u2014-]|to|until|till|bis)\s*\d", re.IGNORECASE)
 
 
 def value_role(text: str, value: Value, clause: str = "") -> str:
     """What the value does in its sentence: states the attribute, sets a threshold, or an
-    interval ("every 24 hours", "24 hours between two attempts")."""
+    interval ("every 24 hours", "24 hours between two attempts"); a time of day instead
+    starts or ends something, or is stated (:func:`_time_role`)."""
     before = text[max(0, value.start - 24):value.start]
     if _CONDITION.search(before):
         return "condition"
+    if value.kind == "time":  # "between 02:00 and 04:00" is a window, not the spacing of attempts
+        return _time_role(text, value, clause)
     if _FREQUENCY.search(before) or _SPACING.search(clause):
         return "frequency"
     return "statement"
 
 
+def _time_role(text: str, value: Value, clause: str) -> str:
+    before = text[max(0, value.start - 24):value.start]
+    if _START_BEFORE.search(before):
+        return "start"
+    if _END_BEFORE.search(before):
+        return "end"
+    if _RANGE_AFTER.match(text, value.end):
+        return "start"  # the first end of "02:00–04:00"
+    starts, ends = bool(_START_VERB.search(clause)), bool(_END_VERB.search(clause))
+    return "start" if starts and not ends else "end" if ends and not starts else "statement"
+
+
+def _roles_agree(a: str, b: str) -> bool:
+    """The same role; a time stated without a start or end word may be either."""
+    return a == b or ("statement" in (a, b) and {a, b} <= {"statement", "start", "end"})
+
+
+_TIME_ASKED = re.compile(r"\b(?:at|by|until|till|from)?\s*what\s+time\b|\btime\s+of\s+(?:the\s+)?day\b", re.IGNORECASE)
+
+
 def question_focus(question: str) -> frozenset[str]:
     """The stemmed content terms of the question, without the words that ask for a kind of value."""
     lang = detect_language(question, default="en")
+    question = _TIME_ASKED.sub(" ", question)  # "at what time": the kind, not what is timed
     skip = {s for w in _QUESTION_WORDS | _FILLERS for s in analyze(w, lang)} | _QUESTION_WORDS | _FILLERS
     return frozenset(t for t in analyze(question, lang) if t not in skip)
 
@@ -275,40 +392,79 @@ def other_subject(other: Attribute, governing: Attribute, focus: frozenset[str])
     return bool(novel) and len(missing) * 2 > len(asked)
 
 
-def _similar(a: str, b: str, embed: Callable[[list[str]], np.ndarray] | None, floor: float) -> bool:
+def _cosine(a: str, b: str, embed: Callable[[list[str]], np.ndarray] | None) -> float | None:
     if embed is None or not a or not b:
-        return False
+        return None
     vectors = embed([a, b])
-    return float(vectors[0] @ vectors[1]) >= floor
+    return float(vectors[0] @ vectors[1])
+
+
+def _similar(a: str, b: str, embed: Callable[[list[str]], np.ndarray] | None, floor: float) -> bool:
+    cos = _cosine(a, b, embed)
+    return cos is not None and cos >= floor
+
+
+def similarity(a: Attribute, b: Attribute, embed: Callable[[list[str]], np.ndarray] | None) -> float:
+    """e5 cosine of the two attributes' heading + clause (0 without an embedder)."""
+    return _cosine(a.described, b.described, embed) or 0.0
+
+
+def _written_in(name: str, words: frozenset[str]) -> bool:
+    """``name`` is one of ``words``, or starts or ends one ("business" in "businesspaket")."""
+    return name in words or (len(name) >= 4 and any(w.startswith(name) or w.endswith(name) for w in words))
+
+
+def foreign_names(a: Attribute, words: frozenset[str]) -> bool:
+    """``a``'s value is bound to names ("Team", "Enterprise-Paket") none of which ``words`` hold:
+    across languages, where nothing else can be compared word for word, another subject."""
+    return bool(a.names) and not any(_written_in(n, words) for n in a.names)
 
 
 def same_attribute(governing: Attribute, other: Attribute, focus: frozenset[str],
-                   embed: Callable[[list[str]], np.ndarray] | None = None) -> bool:
-    """True when ``other`` measures the attribute ``governing`` measures (and the question asks)."""
-    if other.role != governing.role:
-        return False  # a threshold or an interval is not the value of the attribute
+                   embed: Callable[[list[str]], np.ndarray] | None = None,
+                   asked: frozenset[str] = frozenset()) -> bool:
+    """True when ``other`` measures the attribute ``governing`` measures (and the question asks).
+
+    ``asked``: the question's words as written (:func:`question_words`), where names of the
+    other language may be found too."""
+    if not _roles_agree(other.role, governing.role):
+        return False  # a threshold, an interval or the end of a window is not the value of the attribute
+    if other.language != governing.language:
+        return _same_across_languages(governing, other, asked, embed)
     if governing.counted and other.counted and not (governing.counted & other.counted):
         return False  # "3 users" and "10 projects" count different things
     # An identifier only the other value is bound to ("Retry-After" next to a retry window)
     # names another attribute; the governing one's identifier may be paraphrased by the other.
     if foreign_identifier(other, governing, focus):
         return False
-    if other.language == governing.language:
-        if focus_match(other, focus) < MIN_FOCUS or overlap(governing, other) < MIN_OVERLAP:
-            return False
-        if other_subject(other, governing, focus):
-            return False
-        # Heads are checked both ways: the other value's next to a word the question and the
-        # governing clause do not name, or the governing value next to one (the answer quoted
-        # a "Retry-After header of 6 hours") that the question and the other do not name.
-        # Such a word may be a synonym ("retained" for "kept"): e5 decides, if given.
-        if unknown_heads(other, governing, focus) or unknown_heads(governing, other, focus):
-            return _similar(governing.phrase, other.phrase, embed, MIN_SYNONYM_COSINE)
-        return True
-    # Across languages stems cannot meet: a shared identifier, else the phrases' e5 vectors.
+    if focus_match(other, focus) < MIN_FOCUS or overlap(governing, other) < MIN_OVERLAP:
+        return False
+    if other_subject(other, governing, focus):
+        return False
+    # Heads are checked both ways: the other value's next to a word the question and the
+    # governing clause do not name, or the governing value next to one (the answer quoted
+    # a "Retry-After header of 6 hours") that the question and the other do not name.
+    # Such a word may be a synonym ("retained" for "kept"): e5 decides, if given.
+    if unknown_heads(other, governing, focus) or unknown_heads(governing, other, focus):
+        return _similar(governing.phrase, other.phrase, embed, MIN_SYNONYM_COSINE)
+    return True
+
+
+def _same_across_languages(governing: Attribute, other: Attribute, asked: frozenset[str],
+                           embed: Callable[[list[str]], np.ndarray] | None) -> bool:
+    """Stems cannot meet: names written alike must not point at another subject either way,
+    then a shared identifier, else the phrases' e5 vectors. e5 alone puts a German price of
+    the Business plan as close to the Team plan's row (0.87-0.93) as to its own (0.90-0.95)."""
+    if foreign_names(other, governing.words | asked) or foreign_names(governing, other.words):
+        return False
     if governing.identifiers & other.identifiers:
         return True
     return _similar(governing.described, other.described, embed, MIN_CROSS_LINGUAL_COSINE)
+
+
+def question_words(question: str) -> frozenset[str]:
+    """The question's words as written, casefolded (names are compared in this form)."""
+    return _surface_words(question)
 
 
 def attribute_name(attr: Attribute) -> str:

@@ -4,13 +4,21 @@ A conflict is two values for the *same attribute* of the same subject (the retry
 of webhook deliveries), not two values of the same unit kind. Checked in code:
 
 1. the governing sentence holds a typed value (duration, size, percentage, amount, date,
-   count) of the kind the question asks for; with several, the one the author emphasised,
-   else the one whose attribute best covers the question's focus;
+   clock time, count) of the kind the question asks for; with several, the one the author
+   emphasised, else the one whose attribute best covers the question's focus;
 2. another source's sentence scores within ``CONFLICT_MARGIN`` of it and holds a value of
    that kind whose attribute (:mod:`beleg.answer.attributes`: the words bound to the value,
-   plus the heading) covers the question's focus and is the governing value's attribute;
-3. the values differ. A document that also states the governing value for the attribute
-   ("72 hours instead of 24 hours") is not in conflict: it mentions the other as history.
+   plus the heading) covers the question's focus and is the governing value's attribute.
+   A sentence in another language than the governing one is measured against the best
+   sentence of its own language instead: the scorer weighs the question's words less
+   across languages, so a German question's best English sentence scores far below the
+   German answer even when it states the same fact. Across languages only the closest
+   statement (e5) of each language and version counts: a translated twin is closer to the
+   governing clause than its neighbours, while no fixed similarity tells them apart;
+3. the values differ and can be compared (:func:`beleg.answer.values.comparable`: clock
+   times in two zones of unknown offset cannot). A document that also states the governing
+   value for the attribute ("72 hours instead of 24 hours") is not in conflict: it mentions
+   the other as history.
 
 Each other value gets a ``relation`` to the governing one: ``superseded`` (an older
 version, or a historical/deprecated source), ``later`` (a newer version than the one that
@@ -38,11 +46,14 @@ from beleg.answer.attributes import (
     focus_match,
     overlap,
     question_focus,
+    question_words,
     same_attribute,
+    similarity,
 )
-from beleg.answer.scoring import Sentence
+from beleg.answer.scoring import Sentence, row_header
 from beleg.answer.types import Conflict, ConflictValue, Source
-from beleg.answer.values import Value, expected_kind, same_value
+from beleg.answer.values import Value, asks_clock_time, comparable, expected_kind, same_value
+from beleg.index.analyzer import detect_language
 from beleg.index.filters import number_key
 
 #: A competing sentence must score within this of the governing one to be "about the same fact".
@@ -73,9 +84,17 @@ def _emphasised(s: Sentence, vals: Sequence[Value]) -> list[Value]:
     return [v for v in vals if any(a <= v.start < b for a, b in bold)]
 
 
-def _attribute(s: Sentence, v: Value) -> Attribute:
+def _language(s: Sentence) -> str:
     lang = s.source.hit.metadata.get("language")
-    return attribute_of(s.text, v, s.source.hit.heading_path, str(lang) if lang else None, s.values)
+    return str(lang) if lang else detect_language(s.text, default="en")
+
+
+def _attribute(s: Sentence, v: Value) -> Attribute:
+    hit = s.source.hit
+    header = row_header(s.source, s.span) if s.span.kind == "table-row" else None
+    page = " ".join((hit.title, str(hit.metadata.get("product") or ""), *hit.heading_path[:-1]))
+    return attribute_of(s.text, v, hit.heading_path, _language(s), s.values, header.text if header is not None else "",
+                        page)
 
 
 def _governing_value(s: Sentence, kind: str, focus: frozenset[str]) -> tuple[Value, Attribute] | None:
@@ -119,19 +138,59 @@ def _chunk_range(s: Sentence) -> tuple[int, int]:
 
 
 def _document_values(candidates: Sequence[Sentence], kind: str, gov_attr: Attribute, focus: frozenset[str],
-                     embed: Callable[[list[str]], np.ndarray] | None) -> list[tuple[Sentence, Value, float]]:
+                     asked: frozenset[str], embed: Callable[[list[str]], np.ndarray] | None,
+                     ) -> list[tuple[Sentence, Value, float]]:
     """One document's statements of the governing attribute: (sentence, value, closeness), best first.
 
-    A sentence with several differing values for the attribute and no single emphasised
-    one is ambiguous and dropped."""
+    Closeness is the focus and term overlap in the governing language, the e5 similarity
+    across languages (where no term is shared). A sentence with several differing values
+    for the attribute and no single emphasised one is ambiguous and dropped."""
     out: list[tuple[Sentence, Value, float]] = []
     for s in candidates:
-        matched = [(v, a) for v in _typed(s, kind) if same_attribute(gov_attr, a := _attribute(s, v), focus, embed)]
+        matched = [(v, a) for v in _typed(s, kind)
+                   if same_attribute(gov_attr, a := _attribute(s, v), focus, embed, asked)]
         if len({str(v.normalized) for v, _ in matched}) > 1:
             bold = _emphasised(s, [v for v, _ in matched])
             matched = [(v, a) for v, a in matched if v in bold] if len(bold) == 1 else []
-        out.extend((s, v, focus_match(a, focus) + overlap(gov_attr, a)) for v, a in matched)
+        out.extend((s, v, focus_match(a, focus) + overlap(gov_attr, a) if a.language == gov_attr.language
+                    else similarity(gov_attr, a, embed)) for v, a in matched)
     return sorted(out, key=lambda x: -x[2])
+
+
+def _closest_per_language(stated: dict[str, list[tuple[Sentence, Value, float]]], gov_lang: str,
+                          ) -> dict[str, list[tuple[Sentence, Value, float]]]:
+    """Of the documents in another language than the governing one, keep for each language and
+    version the one whose statement is closest to the governing attribute."""
+    best: dict[tuple[str, str], tuple[str, float]] = {}
+    for doc, values in stated.items():
+        s, _, closeness = values[0]
+        lang = _language(s)
+        if lang == gov_lang:
+            continue
+        key = (lang, s.source.version or "")
+        if key not in best or closeness > best[key][1]:
+            best[key] = (doc, closeness)
+    keep = {doc for doc, _ in best.values()}
+    return {doc: values for doc, values in stated.items() if _language(values[0][0]) == gov_lang or doc in keep}
+
+
+def _thresholds(governing: Sentence, scored: Sequence[Sentence], floor: float) -> dict[str, float]:
+    """The score a sentence of each language needs to be a candidate.
+
+    Scores are comparable within one language only: the scorer weighs the question's words
+    less across languages, so an English page that states the fact a German answer quotes
+    scores far below it (0.35 against 0.81), below even ``floor``, the answerer's bar for
+    sentences of the question's language. In a language whose best sentence scores below the
+    governing one, that best sentence stands in for it and the floor does not apply; the
+    attribute checks decide, across languages strictly (names, e5, the closest only)."""
+    gov_lang = _language(governing)
+    out: dict[str, float] = {}
+    for s in scored:  # best first
+        lang = _language(s)
+        if lang not in out:
+            own = lang == gov_lang or s.score >= governing.score
+            out[lang] = max(floor, governing.score - CONFLICT_MARGIN) if own else s.score - CONFLICT_MARGIN
+    return out
 
 
 def _memoised(embed: Callable[[list[str]], np.ndarray] | None) -> Callable[[list[str]], np.ndarray] | None:
@@ -156,7 +215,9 @@ def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Senten
 
     ``embed`` (e5 passages, normalised) lets a value in another language than the
     governing one match by the similarity of the two attribute phrases."""
-    kind = expected_kind(question)
+    kind = "time" if asks_clock_time(question) else expected_kind(question)
+    if kind == "date" and not _typed(governing, "date") and _typed(governing, "time"):
+        kind = "time"  # "Wann beginnt die Wartung?" is answered by a time of day as well as by a date
     if kind is None or not _typed(governing, kind):
         # No kind asked for, or the chosen answer holds none ("notice period for price
         # changes" is a duration, not money): the answer's own value decides.
@@ -169,19 +230,26 @@ def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Senten
         return (), []
     gv, gov_attr = found
     embed = _memoised(embed)
-    threshold = max(floor, governing.score - CONFLICT_MARGIN)
+    asked = question_words(question)
+    gov_lang = _language(governing)
     by_doc: dict[str, list[Sentence]] = {}
+    thresholds = _thresholds(governing, scored, floor)
     for s in scored:
         doc = s.source.hit.doc_id
         # Withheld (instruction-like) sentences are not among the candidates at all.
-        if s.score < threshold or doc == governing.source.hit.doc_id or s.source.quarantine.overlaps(*_chunk_range(s)):
+        if s.score < thresholds[_language(s)] or doc == governing.source.hit.doc_id or \
+                s.source.quarantine.overlaps(*_chunk_range(s)):
             continue
         by_doc.setdefault(doc, []).append(s)
+    stated_by_doc: dict[str, list[tuple[Sentence, Value, float]]] = {}
+    for doc, candidates in by_doc.items():  # in order of each document's best-scoring sentence
+        stated = [x for x in _document_values(candidates, kind, gov_attr, focus, asked, embed) if comparable(x[1], gv)]
+        if stated:
+            stated_by_doc[doc] = stated
     others: list[tuple[Sentence, Value]] = []
-    for candidates in by_doc.values():  # in order of each document's best-scoring sentence
-        stated = _document_values(candidates, kind, gov_attr, focus, embed)
-        if not stated or any(same_value(v, gv) for _, v, _ in stated):
-            continue  # silent on the attribute, or states the governing value too
+    for stated in _closest_per_language(stated_by_doc, gov_lang).values():
+        if any(same_value(v, gv) for _, v, _ in stated):
+            continue  # states the governing value too
         others.append(stated[0][:2])
     if not others:
         return (), []

@@ -1,4 +1,4 @@
-"""Typed values in text (durations, sizes, percentages, money, dates, counts).
+"""Typed values in text (durations, sizes, percentages, money, dates, clock times, counts).
 
 Conflict detection compares the *same fact* across sources: "72 Stunden" in a German
 contract and "72 hours" in an English reference agree, "24 hours" in an old support note
@@ -10,6 +10,16 @@ does not. So each value is normalised to a comparable form:
   1,048,576 bytes, so :func:`same_value` also accepts the binary reading of KB/MB/GB/TB,
 * percent → the number (99.95), money → ``"EUR 3.50"``, date → ISO ``"2026-01-15"``
   (``"2026-01"`` for month and year, ``"1870"`` for a bare year after a cue word),
+* time (of day) → minutes since midnight ("02:00 Uhr" = "2:00 AM" = "2 Uhr" = 120,
+  "2 pm" = "14:00" = 840), with the time zone it names (``unit``: "CET", "UTC",
+  "UTC+02:00"; "" for none; MEZ is CET, MESZ CEST, GMT UTC). Two times with zones of known
+  offset are compared as instants ("02:00 CET" = "01:00 UTC"); a time without a zone is
+  read in the zone the other names (a page that says "02:00 Uhr" and one that says
+  "03:00 (CET)" disagree); two different zones of unknown offset are not compared at all
+  (:func:`comparable`). A bare "H:MM" is a time unless a ratio or score word stands next
+  to it ("im Verhältnis 1:10"); "H:MM" before an hour or minute unit is a duration
+  ("2:30 h" = 2.5 hours, "4:30 min" = 270 seconds), except "h" right after "um"/"at"
+  ("um 14:00 h" is a time);
 * count → the number, for bare integers that are not labels (versions, error codes,
   paths, section numbers, phone numbers, times), and for the number words one..twelve
   and eins..zwölf; articles ("an hour", "einer Stunde") count as 1 only before a unit.
@@ -25,16 +35,17 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Value", "expected_kind", "extract_values", "same_value", "when_markers"]
+__all__ = ["Value", "asks_clock_time", "comparable", "expected_kind", "extract_values", "same_value", "when_markers"]
 
 
 @dataclass(frozen=True, slots=True)
 class Value:
     """One typed value; ``text[start:end] == raw``."""
 
-    kind: str  # duration | size | percent | money | date | count
+    kind: str  # duration | size | percent | money | date | time | count
     raw: str
     normalized: float | str
     unit: str
@@ -145,13 +156,58 @@ _EXCLUDED = [
     re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
     re.compile(r"(?<![\w/])/[\w.{}~-]+(?:/[\w.{}~-]*)*"),  # API and file paths
     re.compile(r"\+\d[\d \u00a0()/-]{5,}\d"),  # phone numbers
-    re.compile(r"(?<![\w:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])"),  # clock times
     # heading and list numbering ("## 5. Limits", "1. Open"), but not "15. Januar 2026"
     re.compile(rf"^[ \t]*(?:#{{1,6}}[ \t]+\d+(?:\.\d+)*\.?|\d+(?:\.\d+)*[.)])(?=[ \t]+(?!{_MONTH}))",
                re.MULTILINE),
     # postcodes after a street number ("Invalidenstraße 117, 10115 Berlin")
     re.compile(r"(?:(?<=\d, )|(?<=\bD-))\d{5}(?= [A-ZÄÖÜ])"),
 ]
+# "H:MM" spans: their digits are no counts whether or not they are read as a time or a
+# duration ("1:10" in a ratio is neither).
+_CLOCK_DIGITS = re.compile(r"(?<![\w:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])")
+
+# Time zones by canonical name, with their offset from UTC in minutes (None: the name is
+# ambiguous, "CST" is US Central and China Standard Time, so it only equals itself).
+_ZONE_OFFSETS: dict[str, int | None] = {
+    "UTC": 0, "CET": 60, "CEST": 120, "WET": 0, "WEST": 60, "EET": 120, "EEST": 180, "BST": 60,
+    "EST": -300, "EDT": -240, "CST": None, "CDT": -300, "MST": -420, "MDT": -360, "PST": -480, "PDT": -420,
+}
+_ZONE_ALIASES = {"GMT": "UTC", "MEZ": "CET", "MESZ": "CEST", "WEZ": "WET", "WESZ": "WEST", "OEZ": "EET",
+                 "OESZ": "EEST"}
+_ZONE = (r"(?:(?:UTC|GMT)(?:[ ]?[+\-\u2212][ ]?\d{1,2}(?::?\d\d)?)?|"
+         + "|".join(sorted({*_ZONE_OFFSETS, *_ZONE_ALIASES} - {"UTC", "GMT"}, key=len, reverse=True)) + r")(?![\w+\-])")
+_ZONE_SUFFIX = rf"(?:{_SP}*\({_SP}*(?P<zone1>{_ZONE}){_SP}*\)|{_SP}+(?P<zone2>{_ZONE}))?"
+# German day parts after "Uhr": "8 Uhr abends" is 20:00, "2 Uhr nachts" stays 02:00.
+_AFTERNOON = r"nachmittags|abends"
+_DAY_PART = rf"(?:{_SP}+(?P<part>{_AFTERNOON}|morgens|früh|vormittags|nachts|mittags))?"
+_TIME_24 = re.compile(
+    rf"(?<![\w:.,])(?P<h>[01]?\d|2[0-4]):(?P<m>[0-5]\d)(?::(?P<s>[0-5]\d))?(?![\w:]|[.,]\d)"
+    rf"(?:{_SP}*(?P<uhr>Uhr|h){_NOT_LETTER})?{_DAY_PART}{_ZONE_SUFFIX}")
+_TIME_UHR = re.compile(
+    rf"(?<![\w:.,])(?P<h>[01]?\d|2[0-4])(?:\.(?P<m>[0-5]\d))?{_SP}*(?P<uhr>Uhr)\b{_DAY_PART}{_ZONE_SUFFIX}")
+# "am" without dots is also the German "am Montag": then it must not be followed by a capital.
+_TIME_12 = re.compile(
+    rf"(?<![\w:.,])(?P<h>1[0-2]|0?[1-9])(?:[:.](?P<m>[0-5]\d))?{_SP}?(?P<ampm>[ap])(?:\.{_SP}?m\.|m\b)"
+    rf"{_ZONE_SUFFIX}", re.IGNORECASE)
+_CAPITAL_NEXT = re.compile(rf"{_SP}+[A-ZÄÖÜ]")
+# The first end of a German range takes the "Uhr" of the second ("von 8 bis 18 Uhr", "8–18 Uhr").
+_RANGE_START = re.compile(
+    rf"(?<![\w:.,])(?P<h>[01]?\d|2[0-4])(?:[.:](?P<m>[0-5]\d))?(?={_SP}*(?:[\u2013\u2014-]|bis|und){_SP}*"
+    rf"(?:[01]?\d|2[0-4])(?:[.:][0-5]\d)?{_SP}*Uhr\b)")
+# Two ends of a range share the zone named after the second: "02:00–04:00 UTC".
+_RANGE_JOIN = re.compile(rf"{_SP}*(?:[\u2013\u2014-]|to|until|till|through|bis|and|und){_SP}*", re.IGNORECASE)
+# "H:MM" before a unit is a duration ("2:30 h", "4:30 min"), unless a time preposition comes
+# right before an "h" ("um 14:00 h").
+_COLON_DURATION = re.compile(
+    rf"(?<![\w:.,])(?P<a>\d{{1,3}}):(?P<b>[0-5]\d){_SP}?(?P<unit>hours?|hrs?|Stunden?|Std\.?|h|minutes?|mins?|"
+    rf"Minuten?|min){_NOT_LETTER}", re.IGNORECASE)
+_TIME_PREPOSITION = re.compile(r"\b(?:um|at|gegen|ab)\s*\Z", re.IGNORECASE)
+# "im Verhältnis 1:10", "a 16:9 screen" (one-digit minutes never match), "won 2:10": no time.
+_RATIO_WORDS = (r"ratio|verhältnis|seitenverhältnis|scale|maßstab|massstab|score|ergebnis|endstand|"
+                r"spielstand|won|lost|beat|gewann|gewinnt|verlor|verliert|siegte|odds|quote")
+_RATIO_BEFORE = re.compile(rf"\b(?:{_RATIO_WORDS})\W+(?:\w+\W+)?\Z", re.IGNORECASE)
+_RATIO_AFTER = re.compile(rf"\A\W*(?:{_RATIO_WORDS})\b", re.IGNORECASE)
+
 # A number right after one of these is a label, not a quantity ("HTTP 429", "Abschnitt 11").
 _LABEL_BEFORE = re.compile(
     r"(?:\b(?:HTTP(?:-Status)?|status(?:code)?|status\s+code|error|fehler|code|port|version|"
@@ -182,11 +238,14 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
     """
     lang = lang or _guess_language(text)
     blocked = [(m.start(), m.end()) for rx in _EXCLUDED for m in rx.finditer(text)]
+    clock_digits = [(m.start(), m.end()) for m in _CLOCK_DIGITS.finditer(text)]
     claimed: list[tuple[int, int]] = []
     out: list[Value] = []
 
-    def add(kind: str, start: int, end: int, normalized: float | str, unit: str) -> None:
-        if any(a < end and start < b for a, b in claimed) or any(a < end and start < b for a, b in blocked):
+    def add(kind: str, start: int, end: int, normalized: float | str, unit: str, *, colon: bool = False) -> None:
+        """``colon``: the value is read from an "H:MM" span, which other kinds may not take."""
+        spans = blocked if colon else blocked + clock_digits
+        if any(a < end and start < b for a, b in claimed) or any(a < end and start < b for a, b in spans):
             return
         if start >= 2 and text[start - 1] == "-" and text[start - 2].isalpha():
             return  # identifier such as E-4130 or UTF-8
@@ -205,6 +264,15 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
             day, month = (m.group(1), m.group(2)) if day_first else (m.group(2), m.group(1))
             if 1 <= int(day) <= 31:
                 add("date", m.start(), m.end(), f"--{_MONTHS[month.lower()]:02d}-{int(day):02d}", "day of year")
+    for m in _COLON_DURATION.finditer(text):
+        unit = m.group("unit").lower()
+        if unit == "h" and _TIME_PREPOSITION.search(text, 0, m.start()):
+            continue  # "um 14:00 h" is a time of day
+        a, b = int(m.group("a")), int(m.group("b"))
+        hours = unit.startswith(("h", "s"))  # h, hours, hrs, Stunden, Std.
+        add("duration", m.start(), m.end(), float(a * 3600 + b * 60 if hours else a * 60 + b),
+            "h" if hours else "min", colon=True)
+    _add_times(text, lang, add)
     for m in _MONEY.finditer(text):
         parsed = _parse_number(m.group("num1") or m.group("num2"), lang)
         if parsed is not None:
@@ -251,6 +319,59 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
             amount *= _MULTIPLIERS[mult.lower().rstrip(".")]
         add("count", m.start(), m.end(), amount, "")
     out.sort(key=lambda v: v.start)
+    return _share_range_zones(text, out)
+
+
+def _add_times(text: str, lang: str | None, add: Callable[..., None]) -> None:
+    """Clock times: "2:00 AM", "2 pm", "14:30", "14.30 Uhr", "2 Uhr nachts", with a zone after them
+    (12-hour forms first, so "2:00 AM" is not read as "2:00")."""
+    for m in _TIME_12.finditer(text):
+        if lang != "en" and m.group(0).rstrip().endswith("am") and not _zone(m) and _CAPITAL_NEXT.match(text, m.end()):
+            continue  # the German "2 am Montag"
+        hour = int(m.group("h")) % 12 + (12 if m.group("ampm").lower() == "p" else 0)
+        add("time", m.start(), m.end(), float(hour * 60 + int(m.group("m") or 0)), _zone(m), colon=True)
+    for m in _TIME_24.finditer(text):
+        hour, minute = int(m.group("h")), int(m.group("m")) + int(m.group("s") or 0) / 60
+        if hour == 24 and minute:
+            continue
+        if not m.group("uhr") and not _zone(m) and (
+                _RATIO_BEFORE.search(text, 0, m.start()) or _RATIO_AFTER.match(text, m.end())):
+            continue  # "im Verhältnis 1:10", "won 2:10"
+        add("time", m.start(), m.end(), float(_day_part(hour, m.group("part")) * 60 + minute), _zone(m), colon=True)
+    for m in _TIME_UHR.finditer(text):
+        hour, minute = int(m.group("h")), int(m.group("m") or 0)
+        if hour == 24 and minute:
+            continue
+        add("time", m.start(), m.end(), float(_day_part(hour, m.group("part")) * 60 + minute), _zone(m))
+    for m in _RANGE_START.finditer(text):
+        add("time", m.start(), m.end(), float(int(m.group("h")) * 60 + int(m.group("m") or 0)), "", colon=True)
+
+
+def _zone(m: re.Match[str]) -> str:
+    """The canonical name of the zone a time match names, "" for none."""
+    raw = m.group("zone1") or m.group("zone2")
+    if not raw:
+        return ""
+    raw = raw.replace(" ", "").replace("\u2212", "-").upper()
+    offset = re.fullmatch(r"(?:UTC|GMT)([+-])(\d{1,2}):?(\d\d)?", raw)
+    if offset:
+        return f"UTC{offset.group(1)}{int(offset.group(2)):02d}:{offset.group(3) or '00'}"
+    return _ZONE_ALIASES.get(raw, raw)
+
+
+def _day_part(hour: int, part: str | None) -> int:
+    """"8 Uhr abends" is 20 o'clock."""
+    return hour + 12 if part and re.fullmatch(_AFTERNOON, part, re.IGNORECASE) and 1 <= hour < 12 else hour
+
+
+def _share_range_zones(text: str, values: list[Value]) -> list[Value]:
+    """The first end of a range takes the zone named after the second ("02:00–04:00 UTC")."""
+    out = list(values)
+    for i in range(len(out) - 2, -1, -1):
+        first, second = out[i], out[i + 1]
+        if first.kind == second.kind == "time" and not first.unit and second.unit and \
+                _RANGE_JOIN.fullmatch(text, first.end, second.start):
+            out[i] = Value("time", first.raw, first.normalized, second.unit, first.start, first.end)
     return out
 
 
@@ -279,14 +400,44 @@ def when_markers(text: str) -> list[str]:
     return [raw for _, raw in sorted(found)]
 
 
+def comparable(a: Value, b: Value) -> bool:
+    """Whether ``a`` and ``b`` can be compared at all: the same kind, and for clock times no
+    two different zones of which one has no known offset ("02:00 CST" and "02:00 UTC" may
+    or may not be the same instant; neither equal nor a disagreement can be told)."""
+    return a.kind == b.kind and (a.kind != "time" or _time_pair(a, b) is not None)
+
+
+def _time_pair(a: Value, b: Value) -> tuple[float, float] | None:
+    """Two times as comparable minutes: as UTC instants when both zones have known offsets,
+    as clock readings when they name the same zone or at most one names one; else None."""
+    x, y = float(a.normalized), float(b.normalized)
+    if not a.unit or not b.unit or a.unit == b.unit:
+        return x, y
+    off_a, off_b = _zone_offset(a.unit), _zone_offset(b.unit)
+    if off_a is None or off_b is None:
+        return None
+    return (x - off_a) % 1440, (y - off_b) % 1440
+
+
+def _zone_offset(zone: str) -> int | None:
+    m = re.fullmatch(r"UTC([+-])(\d\d):(\d\d)", zone)
+    if m:
+        return (1 if m.group(1) == "+" else -1) * (int(m.group(2)) * 60 + int(m.group(3)))
+    return _ZONE_OFFSETS.get(zone)
+
+
 def same_value(a: Value, b: Value) -> bool:
     """True if ``a`` and ``b`` state the same quantity (same kind, equal within 1e-9).
 
     Sizes in KB/MB/GB/TB also match their binary reading, because documentation uses
-    "1 MB" for 1,048,576 bytes as often as for 1,000,000.
+    "1 MB" for 1,048,576 bytes as often as for 1,000,000. Clock times are compared as
+    :func:`comparable` says; times that cannot be compared are not the same.
     """
     if a.kind != b.kind:
         return False
+    if a.kind == "time":
+        pair = _time_pair(a, b)
+        return pair is not None and _close(*pair)
     if isinstance(a.normalized, str) or isinstance(b.normalized, str):
         return a.normalized == b.normalized
     if a.kind == "size":
@@ -336,6 +487,20 @@ _TOPIC_WORDS: list[tuple[str, re.Pattern[str]]] = [
     ("duration", re.compile(r"\btimeout\b|\bretention\s+period\b|\bretry\s+window\b|wiederholungsfenster|"
                             r"\bfrist\b|\bzeitraum\b", re.IGNORECASE)),
 ]
+
+# Questions for a time of day. Not one of expected_kind's forms: the answer-type check
+# (support.asked_kind) reads those and has no test for this kind; a "when" question
+# (expected_kind "date") is answered by a time as well (when_markers).
+_CLOCK_QUESTION = re.compile(
+    r"\b(?:(?:at|by|until|till|from)\s+what\s+time|what\s+time\b|time\s+of\s+(?:the\s+)?day|"
+    r"(?:um|ab|bis|gegen)\s+wie\s*viel\s+Uhr|(?:um|zu|ab|bis)\s+welche[rm]?\s+Uhrzeit|welche\s+Uhrzeit|Uhrzeit)",
+    re.IGNORECASE)
+
+
+def asks_clock_time(question: str) -> bool:
+    """"At what time …", "Um wie viel Uhr …", "Zu welcher Uhrzeit …": a time of day is asked for."""
+    return _CLOCK_QUESTION.search(question) is not None
+
 
 _BEHAVIOUR_QUESTION = re.compile(
     r"^\W*(?:why|how\s+(?:do|does|can|could|should|to)|what\s+happens|what\s+if|is\s+it|can\s+i|"
