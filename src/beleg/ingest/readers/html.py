@@ -38,6 +38,7 @@ from beleg.ingest.readers.hidden import (
     hides_subtree,
     invisible_ink,
     media_applies,
+    revealed_style,
     text_ink,
     zero_font,
 )
@@ -174,16 +175,22 @@ def _drop_invisible(doc: Any, sheet: StyleSheet, own_styles_only: bool) -> None:
             continue
         if el.tag == "head":
             continue  # not content (its <title> and <style> are read before this)
-        style = computed_style(el.tag, el.get, sheet)
-        if hides_subtree(el.get, style, el.tag):
+        # Text a reader can show with a click, a link or the pointer (an accordion's panel) is
+        # content: it is judged as it looks then too (revealed_style).
+        looks = [computed_style(el.tag, el.get, sheet)]
+        revealed = revealed_style(el.tag, el.get, sheet)
+        if revealed is not None:
+            looks.append(revealed)
+        looks = [style for style in looks if not hides_subtree(el.get, style, el.tag)]
+        if not looks:
             _drop(el)  # its subtree goes with it, so it is not visited
             continue
-        zero = zero_font(style, parent_zero)
         if not own_styles_only or any(isinstance(c.tag, str) and c.tag.lower() in _PICTURES for c in el):
             # Another sheet, or a picture in this element that may lie under its text (a hero
             # title over an <img>): what the text is drawn on is not known.
             parent_ink = replace(parent_ink, backdrop=None)
-        ink = text_ink(el.tag, el.get, style, parent_ink)
+        painted = [(zero_font(style, parent_zero), text_ink(el.tag, el.get, style, parent_ink)) for style in looks]
+        zero, ink = next(((z, i) for z, i in painted if not (z or invisible_ink(i))), painted[0])
         if zero or invisible_ink(ink):
             el.text = None
             for child in el:
@@ -522,6 +529,10 @@ class HtmlReader:
         metadata = _metadata(doc)
 
         sheet = _style_sheet(doc)
+        sheet.find_interactions(
+            ((el.tag, el.get) for el in doc.iter() if isinstance(el.tag, str)),
+            ((el.get("href") or "").strip()[1:] for el in doc.iter("a", "area") if (el.get("href") or "").strip().startswith("#")),
+        )
         _drop_invisible(doc, sheet, own_styles_only=not _has_external_styles(doc) and not sheet.paints_unjudged)
         root = _content_root(doc)
         _drop_boilerplate(root)
