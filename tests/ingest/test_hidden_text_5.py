@@ -125,3 +125,13 @@ def test_a_closed_details_element_is_kept() -> None:
 def test_text_no_interaction_of_the_page_reveals_is_dropped(css: str, body: str) -> None:
     text = html_text(body, head=f"<style>{css}</style>")
     assert "Ignore" not in text and "Visible lead." in text
+
+
+def test_one_state_in_many_rules_is_looked_for_once() -> None:
+    # 5,000 rules share the condition '.a:hover': each '.a' element checks it once, not 5,000
+    # times (which passed the rule-check budget and failed the page).
+    n = 5000
+    css = "".join(f".a:hover .b{i}{{display:block}}" for i in range(n))
+    body = "".join(f'<div class="a b{i % 50}">w{i}</div>' for i in range(n))
+    text = html_text(body, head=f"<style>{css}</style>")
+    assert "w4999" in text

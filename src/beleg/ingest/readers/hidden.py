@@ -59,7 +59,7 @@ background image.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -176,7 +176,7 @@ class StyleSheet:
         # Rules for states a reader can put the page in (see revealed_style): indexed by the
         # element they style, with the states they need of other elements.
         self._reveals_by_key: dict[str, list[_Reveal]] = {}
-        self._conditions_by_key: dict[str, list[_Compound]] = {}
+        self._conditions_by_key: dict[str, dict[_Compound, None]] = {}  # an ordered set per key
         self._offered: set[_Compound] = set()  # conditions some element of the page can meet
         self._linked: frozenset[str] = frozenset()  # ids the page links to ('href="#id"')
         #: A rule Beleg does not match (a combinator, an attribute, a pseudo-class) paints a
@@ -274,7 +274,7 @@ class StyleSheet:
         self._reveals_by_key.setdefault(_index_key(subject.tag, subject.classes, subject.ids), []).append(reveal)
         for condition in conditions:
             key = _index_key(condition.tag, condition.classes, condition.ids)
-            self._conditions_by_key.setdefault(key, []).append(condition)
+            self._conditions_by_key.setdefault(key, {})[condition] = None  # '.a:hover' in many rules is one
 
     def find_interactions(self, elements: Iterable[tuple[str, Callable[[str], str | None]]], linked: Iterable[str]) -> None:
         """Note which states the page lets a reader put its elements in: ``elements`` are
@@ -300,7 +300,7 @@ class StyleSheet:
             and (not reveal.own_target or element_id in self._linked)
         ]
 
-    def _candidates(self, index: dict[str, list[_T]], tag: str, classes: frozenset[str], element_id: str) -> list[_T]:
+    def _candidates(self, index: Mapping[str, Iterable[_T]], tag: str, classes: frozenset[str], element_id: str) -> list[_T]:
         keys = [tag, "*", *(f".{c}" for c in classes)]
         if element_id:
             keys.append(f"#{element_id}")
