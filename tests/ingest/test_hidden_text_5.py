@@ -135,3 +135,10 @@ def test_one_state_in_many_rules_is_looked_for_once() -> None:
     body = "".join(f'<div class="a b{i % 50}">w{i}</div>' for i in range(n))
     text = html_text(body, head=f"<style>{css}</style>")
     assert "w4999" in text
+
+
+def test_a_reveal_rule_repeated_many_times_is_one_rule() -> None:
+    n = 5000
+    css = ".p{display:none}" + "input:checked ~ .p{display:block}" * n
+    body = '<input type="checkbox">' + "".join(f'<div class="p">w{i}</div>' for i in range(n))
+    assert "w4999" in html_text(body, head=f"<style>{css}</style>")

@@ -176,6 +176,7 @@ class StyleSheet:
         # Rules for states a reader can put the page in (see revealed_style): indexed by the
         # element they style, with the states they need of other elements.
         self._reveals_by_key: dict[str, list[_Reveal]] = {}
+        self._reveal_by_selector: dict[tuple[object, ...], _Reveal] = {}
         self._conditions_by_key: dict[str, dict[_Compound, None]] = {}  # an ordered set per key
         self._offered: set[_Compound] = set()  # conditions some element of the page can meet
         self._linked: frozenset[str] = frozenset()  # ids the page links to ('href="#id"')
@@ -265,13 +266,20 @@ class StyleSheet:
         order = self._count
         self._count += 1
         ids, classes, tags = zip(*(compound.specificity for compound in compounds))
-        rule = _Rule(subject.tag, subject.classes, subject.ids, (sum(ids), sum(classes), sum(tags)), {})
+        specificity = (sum(ids), sum(classes), sum(tags))
+        # Rules for one element in one state are merged (as simple rules with one selector are):
+        # repeating a rule cannot multiply the work per element.
+        same = (subject.tag, subject.classes, subject.ids, frozenset(conditions), "target" in subject.states, specificity)
+        reveal = self._reveal_by_selector.get(same)
+        if reveal is None:
+            rule = _Rule(subject.tag, subject.classes, subject.ids, specificity, {})
+            reveal = _Reveal(rule, tuple(conditions), "target" in subject.states)
+            self._reveal_by_selector[same] = reveal
+            self._reveals_by_key.setdefault(_index_key(subject.tag, subject.classes, subject.ids), []).append(reveal)
         for prop, value, important in declarations:
-            held = rule.declarations.get(prop)
+            held = reveal.rule.declarations.get(prop)
             if held is None or (important, order) >= held[:2]:
-                rule.declarations[prop] = (important, order, value)
-        reveal = _Reveal(rule, tuple(conditions), "target" in subject.states)
-        self._reveals_by_key.setdefault(_index_key(subject.tag, subject.classes, subject.ids), []).append(reveal)
+                reveal.rule.declarations[prop] = (important, order, value)
         for condition in conditions:
             key = _index_key(condition.tag, condition.classes, condition.ids)
             self._conditions_by_key.setdefault(key, {})[condition] = None  # '.a:hover' in many rules is one
