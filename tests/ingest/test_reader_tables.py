@@ -186,6 +186,18 @@ def test_html_key_value_table_and_one_row_table_have_no_header_line() -> None:
     assert html("<table><tr><td>Size</td><td>M8</td></tr></table>") == "# Prices\n\n| Size | M8 |"
 
 
+def test_html_comparison_table_with_an_empty_corner_cell_has_its_header() -> None:
+    text = html(
+        "<table><tr><td></td><th>Starter</th><th>Business</th></tr>"
+        "<tr><th>Price</th><td>10 EUR</td><td>49 EUR</td></tr><tr><th>Users</th><td>3</td><td>25</td></tr></table>"
+    )
+    assert (
+        text
+        == "# Prices\n\n|  | Starter | Business |\n| --- | --- | --- |\n| Price | 10 EUR | 49 EUR |\n| Users | 3 | 25 |"
+    )
+    assert read_rows(text) == ["Price; Starter: 10 EUR; Business: 49 EUR", "Users; Starter: 3; Business: 25"]
+
+
 def test_html_layout_tables_are_read_as_their_blocks() -> None:
     # One column (an e-mail template), a spacer column, role=presentation, a heading in a cell.
     one_column = (

@@ -432,9 +432,13 @@ class _TextBuilder:
             row.extend([None] * (width - len(row)))
         head = len(parts[0])
         if not head:
-            # Leading rows of <th> only; with no <th> at all, the first row. Where <th> cells
-            # only name rows (a key/value table), no row names the columns.
-            all_th = [bool(cells) and all(c.tag == "th" for c in cells) for cells in cell_rows]
+            # Leading rows of <th> only (an empty corner cell may be a <td>); with no <th> at
+            # all, the first row. Where <th> cells only name rows (a key/value table), no row
+            # names the columns.
+            all_th = [
+                any(c.tag == "th" for c in cells) and all(c.tag == "th" or not c.text_content().strip() for c in cells)
+                for cells in cell_rows
+            ]
             head = next((n for n, is_th in enumerate(all_th) if not is_th), len(all_th))
             if not head and not any(c.tag == "th" for cells in cell_rows for c in cells):
                 head = 1
