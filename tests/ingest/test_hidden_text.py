@@ -312,7 +312,7 @@ def test_docx_hidden_text_in_tables_and_hyperlinks() -> None:
         cell[1].paragraphs[0].add_run("The rating is 8 bar.").font.hidden = True
 
     text = docx_text(build)
-    assert "Size | M8" in text and "rating" not in text
+    assert "| Size | M8 |" in text and "rating" not in text
 
 
 # --- PDF: invisible text render modes ---------------------------------------------------

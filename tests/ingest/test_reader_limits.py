@@ -389,7 +389,7 @@ HIDDEN_PAGE = b"""<html><body><main>
 def test_html_drops_what_a_reader_would_not_see() -> None:
     doc = HtmlReader().read(HIDDEN_PAGE, Path("a.html"))
     assert "VERSTECKT" not in doc.text
-    assert doc.text == "# Titel\n\nsichtbar AUFKLAPPBAR\n\nSICHTBAR-2\n\na | b\n\n## Zwei\n\nEnde, offen"
+    assert doc.text == "# Titel\n\nsichtbar AUFKLAPPBAR\n\nSICHTBAR-2\n\n| a | b |\n\n## Zwei\n\nEnde, offen"
     assert [(h.level, h.title) for h in doc.headings] == [(1, "Titel"), (2, "Zwei")]
     for h in doc.headings:
         assert doc.text[h.start :].startswith("#" * h.level + " " + h.title + "\n")

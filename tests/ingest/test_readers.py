@@ -185,7 +185,7 @@ def test_html_keeps_main_content_and_drops_boilerplate() -> None:
     assert "Die Zustellung erfolgt werktags. Größere Päckchen werden an der Filiale hinterlegt." in doc.text
     assert "- Erster Versuch am Werktag\n- Zweiter Versuch\n  - nur nach Absprache" in doc.text
     assert "if versuch > 2:\n    hinterlegen()" in doc.text  # <pre> verbatim
-    assert "Leistung | Preis\nNachsendung | 5 €" in doc.text
+    assert "| Leistung | Preis |\n| --- | --- |\n| Nachsendung | 5 € |" in doc.text
     assert "Adresse:\nPoststraße 1\n50667 Köln" in doc.text  # <br> is a line break
     assert [(h.level, h.title) for h in doc.headings] == [
         (1, "Zustellung von Päckchen"),  # inside <article><header>: kept
@@ -227,7 +227,7 @@ def test_html_class_words_do_not_remove_the_content_itself() -> None:
         b"</div></body></html>"
     )
     doc = HtmlReader().read(raw, Path("a.html"))
-    assert doc.text == "## Abschnitt\n\nDer eigentliche Inhalt des Artikels, lang genug.\n\nSpalte | Wert\na | 1"
+    assert doc.text == "## Abschnitt\n\nDer eigentliche Inhalt des Artikels, lang genug.\n\n| Spalte | Wert |\n| --- | --- |\n| a | 1 |"
 
 
 def test_html_honours_meta_charset() -> None:
@@ -311,7 +311,7 @@ def test_docx_headings_lists_tables_and_metadata() -> None:
         assert doc.text[h.start :].startswith("#" * h.level + " " + h.title + "\n")
     assert "Dieses Handbuch beschreibt die Zustellung von Päckchen." in doc.text
     assert "- Erster Versuch am Werktag\n- Zweiter Versuch am Folgetag" in doc.text
-    assert "## Gebühren\n\nLeistung | Preis\nNachsendung | 5 €\nLagerung | 2 €\n\n## Rückfragen" in doc.text
+    assert "## Gebühren\n\n| Leistung | Preis |\n| --- | --- |\n| Nachsendung | 5 € |\n| Lagerung | 2 € |\n\n## Rückfragen" in doc.text
     assert doc.title == "Handbuch Zustellung"
     assert doc.metadata == {
         "title": "Handbuch Zustellung",

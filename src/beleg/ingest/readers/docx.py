@@ -1,6 +1,8 @@
 """Word ``.docx`` files: body paragraphs and tables in document order.
 
-Heading styles become ``#`` lines (as for HTML) so every format chunks alike. Page
+Heading styles become ``#`` lines (as for HTML) so every format chunks alike, and tables
+Markdown pipe tables with their header row (:mod:`beleg.ingest.readers.tables`; a merged
+cell is repeated in each row and column it covers). Page
 headers, footers, comments and footnotes are left out: they are page furniture or
 annotations, not the document's running text. Runs formatted as hidden are left out too
 (directly or by style), as Word does not show or print them, and so are runs no reader can
@@ -25,6 +27,7 @@ from typing import Any
 
 from beleg.errors import IngestError, missing_dependency
 from beleg.ingest.readers.base import SAME_COLOUR, iso_date, language_code, require_content
+from beleg.ingest.readers.tables import GridCell, Row, cell_line, pipe_table
 from beleg.types import Heading, ParsedDocument
 
 logger = logging.getLogger(__name__)
@@ -88,11 +91,11 @@ def _heading_level(style_name: str) -> int | None:
     return min(int(match.group(1)), _MAX_LEVEL) if match and int(match.group(1)) > 0 else None
 
 
-def _is_list_item(paragraph: Any, style_name: str) -> bool:
+def _is_list_item(p: Any, style_name: str) -> bool:
     if style_name.lower().startswith(("list", "liste", "aufzählung")):
         return True
     # Direct numbering (w:numPr) without a list style, as pasted lists often have.
-    ppr = paragraph._p.pPr
+    ppr = p.pPr
     return ppr is not None and ppr.numPr is not None
 
 
@@ -360,26 +363,79 @@ def _nothing_behind_the_text(document: Any) -> bool:
     return True
 
 
-def _paragraph_text(paragraph: Any, hidden: _HiddenText) -> str:
+def _paragraph_text(p: Any, hidden: _HiddenText) -> str:
     # Keep manual line breaks (Shift+Enter) but collapse runs of spaces and tabs.
-    lines = (" ".join(line.split()) for line in hidden.paragraph_text(paragraph._p).split("\n"))
+    lines = (" ".join(line.split()) for line in hidden.paragraph_text(p).split("\n"))
     return "\n".join(line for line in lines if line)
 
 
-def _table_rows(table: Any, hidden: _HiddenText) -> list[str]:
-    rows: list[str] = []
-    for row in table.rows:
-        cells: list[str] = []
-        previous = None
-        for cell in row.cells:
-            # A horizontally merged cell is returned once per grid column; count it once.
-            if previous is not None and cell._tc is previous:
-                continue
-            previous = cell._tc
-            cells.append(" ".join(" ".join(hidden.paragraph_text(p._p) for p in cell.paragraphs).split()))
-        if any(cells):
-            rows.append(" | ".join(cells))
-    return rows
+#: Grid positions (a cell spanning n columns takes n) all tables of a document may have
+#: together; Word's tables have at most 63 columns, so real documents stay far below.
+MAX_TABLE_POSITIONS = MAX_ELEMENTS
+_WORD_MAX_COLUMNS = 63
+
+
+class _Tables:
+    """Word tables as pipe tables (:mod:`beleg.ingest.readers.tables`), or as their cells'
+    paragraphs where the table is layout."""
+
+    def __init__(self, hidden: _HiddenText) -> None:
+        self.hidden = hidden
+        self._positions_left = MAX_TABLE_POSITIONS
+
+    def pipe_table(self, tbl: Any) -> str | None:
+        if self._is_layout(tbl):
+            return None
+        from docx.oxml.ns import qn
+
+        rows: list[Row] = []
+        header: list[bool] = []
+        heading = True  # leading rows marked "repeat as header row" (w:tblHeader)
+        for r, tr in enumerate(tbl.iterchildren(qn("w:tr"))):
+            trpr = tr.find(qn("w:trPr"))
+            flag = trpr.find(qn("w:tblHeader")) if trpr is not None else None
+            heading = heading and flag is not None and flag.get(qn("w:val"), "true").lower() not in _OFF
+            header.append(heading)
+            row: Row = [None] * self._grid_value(trpr, "w:gridBefore")
+            for tc in tr.iterchildren(qn("w:tc")):
+                tcpr = tc.find(qn("w:tcPr"))
+                span = max(self._grid_value(tcpr, "w:gridSpan"), 1)
+                column = len(row)
+                above = rows[r - 1][column] if r and column < len(rows[r - 1]) else None
+                merge = tcpr.find(qn("w:vMerge")) if tcpr is not None else None
+                if merge is not None and merge.get(qn("w:val"), "continue") == "continue" and above is not None:
+                    cell = above  # the rows of a vertical merge each repeat its text
+                else:
+                    text = " ".join(self.hidden.paragraph_text(p) for p in tc.iterchildren(qn("w:p")))
+                    cell = GridCell(cell_line(text), id(tc))
+                self._positions_left -= span
+                if self._positions_left < 0:
+                    raise IngestError(f"tables span more than {MAX_TABLE_POSITIONS:,} cells, the most Beleg lays out")
+                row.extend([cell] * span)
+            rows.append(row)
+        if header and not any(header):
+            header[0] = True  # no row marked: the first row names the columns
+        width = max((len(row) for row in rows), default=0)
+        for row in rows:
+            row.extend([None] * (width - len(row)))
+        return pipe_table(rows, header)
+
+    @staticmethod
+    def _grid_value(properties: Any, name: str) -> int:
+        """A row's skipped grid columns or a cell's span, at most Word's column count."""
+        value = _child_val(properties, name)
+        return min(int(value), _WORD_MAX_COLUMNS) if value is not None and _DIGITS.fullmatch(value) else 0
+
+    def _is_layout(self, tbl: Any) -> bool:
+        """A table with another table or a heading in a cell arranges the page, not data."""
+        from docx.oxml.ns import qn
+
+        if next(tbl.iterdescendants(qn("w:tbl")), None) is not None:
+            return True
+        return any(
+            _heading_level(self.hidden.style_name(p)) is not None and _paragraph_text(p, self.hidden)
+            for p in tbl.iterdescendants(qn("w:p"))
+        )
 
 
 def _core_metadata(document: Any) -> dict[str, Any]:
@@ -511,7 +567,7 @@ class DocxReader:
     suffixes: tuple[str, ...] = (".docx",)
 
     def read(self, data: bytes, path: Path, encoding: str | None = None) -> ParsedDocument:
-        """Body text with heading lines, tables as ``a | b`` rows, core properties as metadata.
+        """Body text with heading lines, tables as pipe tables, core properties as metadata.
 
         ``encoding`` is ignored: DOCX is XML with its own declared encoding.
         """
@@ -540,8 +596,8 @@ class DocxReader:
         offset = 0
         previous_kind = ""
         for kind, text, level in blocks:
-            # List items and rows of one table stay on consecutive lines.
-            together = kind == previous_kind and kind.startswith(("item", "row"))
+            # List items stay on consecutive lines.
+            together = kind == previous_kind == "item"
             sep = "" if not parts else ("\n" if together else "\n\n")
             offset += len(sep)
             if kind == "heading":
@@ -560,25 +616,36 @@ class DocxReader:
 
     @staticmethod
     def _blocks(document: Any) -> list[tuple[str, str, int]]:
-        """(kind, text, heading level) for each non-empty paragraph and table row."""
-        from docx.table import Table
-
+        """(kind, text, heading level) for each non-empty paragraph and table."""
         hidden = _HiddenText(document)
         blocks: list[tuple[str, str, int]] = []
-        for number, item in enumerate(document.iter_inner_content()):
-            if isinstance(item, Table):
-                # The kind names the table, so two adjacent tables stay two blocks.
-                blocks.extend((f"row-{number}", row, 0) for row in _table_rows(item, hidden))
-                continue
-            text = _paragraph_text(item, hidden)
-            if not text:
-                continue
-            style = hidden.style_name(item._p)
-            level = _heading_level(style)
-            if level is not None:
-                blocks.append(("heading", " ".join(text.split()), level))
-            elif _is_list_item(item, style):
-                blocks.append(("item", "- " + text.replace("\n", " "), 0))
-            else:
-                blocks.append(("para", text, 0))
+        _read_blocks(document.element.body, hidden, _Tables(hidden), blocks)
         return blocks
+
+
+def _read_blocks(container: Any, hidden: _HiddenText, tables: _Tables, blocks: list[tuple[str, str, int]]) -> None:
+    """Append the blocks of the paragraphs and tables directly in ``container`` (the body,
+    or a cell of a layout table, read in place of the table)."""
+    from docx.oxml.ns import qn
+
+    for item in container.iterchildren(qn("w:p"), qn("w:tbl")):
+        if item.tag == qn("w:tbl"):
+            text = tables.pipe_table(item)
+            if text is not None:
+                blocks.append(("table", text, 0))
+            else:
+                for tr in item.iterchildren(qn("w:tr")):
+                    for tc in tr.iterchildren(qn("w:tc")):
+                        _read_blocks(tc, hidden, tables, blocks)
+            continue
+        text = _paragraph_text(item, hidden)
+        if not text:
+            continue
+        style = hidden.style_name(item)
+        level = _heading_level(style)
+        if level is not None:
+            blocks.append(("heading", " ".join(text.split()), level))
+        elif _is_list_item(item, style):
+            blocks.append(("item", "- " + text.replace("\n", " "), 0))
+        else:
+            blocks.append(("para", text, 0))

@@ -17,6 +17,21 @@ only keep text, never invent it. The cascade is followed as far as these selecto
 need: ``!important`` first, then the inline style, then specificity, then source order,
 so ``.sr{display:none}`` is undone by ``style="display:inline"`` as in a browser.
 
+Text a reader reveals through an interaction the page itself provides is content, as a
+closed ``<details>`` is: a CSS-only accordion shuts its panel (``.panel{max-height:0;
+overflow:hidden}``) and opens it with ``input:checked ~ .panel{max-height:40em}``. So an
+element that its rules hide is kept when it is not hidden as it looks in such a state
+(:func:`revealed_style`): a rule whose selector puts another element in a state a reader
+brings about (``:checked``, ``:target``, ``:hover``, ``:focus``, ``:focus-within``,
+``:focus-visible``, ``:active``, ``details[open]``), or ``:target`` on the element itself,
+and whose other parts are tags, classes, ids and attributes. The page must have an element
+that can enter that state (a checkbox or radio button that is not disabled, an element a
+link on the page points to, a focusable element...), found by
+:meth:`StyleSheet.find_interactions`; where that element stands is not checked (no selector
+engine), which gives a page nothing it could not have by placing its control right. The
+hidden element's own ``:hover`` or ``:focus`` does not count (what is not shown cannot be
+pointed at), nor do JavaScript toggles.
+
 The classic concealment tricks are judged in their general form (:func:`hides_subtree`,
 :func:`invisible_ink`): text moved off-screen (``text-indent``, ``left``/``top``/``right``/
 ``bottom`` of a positioned box, ``translate`` at or past -999px), clipped away (``clip:
@@ -44,8 +59,9 @@ background image.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from beleg.errors import IngestError
 from beleg.ingest.readers.base import SAME_COLOUR
@@ -61,6 +77,15 @@ _IMPORTANT = re.compile(r"!\s*important\s*$")
 # Compound selectors without combinators: an optional tag (or '*') and .class/#id parts.
 _SIMPLE_SELECTOR = re.compile(r"^(?:([a-z][a-z0-9-]*)|\*)?((?:[.#][\w-]+)*)$", re.IGNORECASE)
 _SELECTOR_PART = re.compile(r"([.#])([\w-]+)")
+# A compound of a selector with combinators: a tag (or '*') and .class, #id, :pseudo-class
+# and [attribute] parts; then the combinator to the next compound.
+_COMPOUND = re.compile(r"(\*|[a-z][a-z0-9-]*)?((?:[.#][\w-]+|:[a-z-]+|\[[^\[\]]*\])*)", re.IGNORECASE)
+_COMPOUND_PART = re.compile(r"([.#:])([\w-]+)|\[\s*([\w-]+)[^\]]*\]")
+_COMBINATOR = re.compile(r"\s*[>~+]\s*|\s+")
+#: Pseudo-classes for states a reader puts an element in: ticking a box, following a link
+#: to it, pointing at or focusing it. ("open" stands for '[open]' on a <details>.)
+_STATES = frozenset({"checked", "target", "hover", "focus", "focus-within", "focus-visible", "active"})
+_FOCUSABLE = frozenset({"button", "select", "textarea", "summary", "iframe"})
 _BLOCK_EDGE = re.compile(r"[{}]")
 # A length of zero in any unit: 0, 0.0, .0, 0px, 0em, 0%.
 _ZERO_LENGTH = re.compile(r"^[+-]?(?:0+(?:\.0*)?|\.0+)(?:[a-z]+|%)?$")
@@ -148,6 +173,13 @@ class StyleSheet:
         self._by_selector: dict[tuple[str | None, frozenset[str], frozenset[str]], _Rule] = {}
         self._count = 0
         self._checks = 0
+        # Rules for states a reader can put the page in (see revealed_style): indexed by the
+        # element they style, with the states they need of other elements.
+        self._reveals_by_key: dict[str, list[_Reveal]] = {}
+        self._reveal_by_selector: dict[tuple[object, ...], _Reveal] = {}
+        self._conditions_by_key: dict[str, dict[_Compound, None]] = {}  # an ordered set per key
+        self._offered: set[_Compound] = set()  # conditions some element of the page can meet
+        self._linked: frozenset[str] = frozenset()  # ids the page links to ('href="#id"')
         #: A rule Beleg does not match (a combinator, an attribute, a pseudo-class) paints a
         #: background or colour somewhere: then no ancestor's background is known for sure
         #: ("main .card-dark{background:#111}" under white text).
@@ -192,7 +224,8 @@ class StyleSheet:
             if match is None or not selector.strip():
                 if any(prop in _PAINT for prop, _, _ in declarations):
                     self.paints_unjudged = True
-                continue  # a complex selector: not judged (see the module docstring)
+                self._add_reveal(selector, declarations)
+                continue  # otherwise a complex selector is not judged (see the module docstring)
             tag = match.group(1).lower() if match.group(1) else None
             parts = _SELECTOR_PART.findall(match.group(2))
             classes = frozenset(name for kind, name in parts if kind == ".")
@@ -207,31 +240,181 @@ class StyleSheet:
                 self._by_selector[(tag, classes, ids)] = rule
                 # Indexed under one part the element must have, so an element only checks
                 # rules that could match it.
-                key = f"#{min(ids)}" if ids else f".{min(classes)}" if classes else tag or "*"
-                self._by_key.setdefault(key, []).append(rule)
+                self._by_key.setdefault(_index_key(tag, classes, ids), []).append(rule)
             for prop, value, important in declarations:
                 held = rule.declarations.get(prop)
                 if held is None or (important, order) >= held[:2]:
                     rule.declarations[prop] = (important, order, value)
 
     def matching(self, tag: str, classes: frozenset[str], element_id: str) -> list[_Rule]:
+        candidates = self._candidates(self._by_key, tag, classes, element_id)
+        return [rule for rule in candidates if _matches(rule, tag, classes, element_id)]
+
+    def _add_reveal(self, selector: str, declarations: Declarations) -> None:
+        """Keep a rule that styles an element while a reader has put the page in some state:
+        ``input:checked ~ .panel``, ``#faq:target .answer``, ``.card:hover .more``,
+        ``details[open] .x``, ``.panel:target``. The state must be of another element (an
+        ancestor or an earlier sibling), or ``:target`` of the element itself: a hidden
+        element cannot be pointed at or focused."""
+        compounds = _compounds(selector)
+        if compounds is None:
+            return
+        subject, others = compounds[-1], compounds[:-1]
+        conditions = [compound for compound in others if compound.states]
+        if subject.attributes or not subject.states <= {"target"} or not (conditions or subject.states):
+            return
+        order = self._count
+        self._count += 1
+        ids, classes, tags = zip(*(compound.specificity for compound in compounds))
+        specificity = (sum(ids), sum(classes), sum(tags))
+        # Rules for one element in one state are merged (as simple rules with one selector are):
+        # repeating a rule cannot multiply the work per element.
+        same = (subject.tag, subject.classes, subject.ids, frozenset(conditions), "target" in subject.states, specificity)
+        reveal = self._reveal_by_selector.get(same)
+        if reveal is None:
+            rule = _Rule(subject.tag, subject.classes, subject.ids, specificity, {})
+            reveal = _Reveal(rule, tuple(conditions), "target" in subject.states)
+            self._reveal_by_selector[same] = reveal
+            self._reveals_by_key.setdefault(_index_key(subject.tag, subject.classes, subject.ids), []).append(reveal)
+        for prop, value, important in declarations:
+            held = reveal.rule.declarations.get(prop)
+            if held is None or (important, order) >= held[:2]:
+                reveal.rule.declarations[prop] = (important, order, value)
+        for condition in conditions:
+            key = _index_key(condition.tag, condition.classes, condition.ids)
+            self._conditions_by_key.setdefault(key, {})[condition] = None  # '.a:hover' in many rules is one
+
+    def find_interactions(self, elements: Iterable[tuple[str, Callable[[str], str | None]]], linked: Iterable[str]) -> None:
+        """Note which states the page lets a reader put its elements in: ``elements`` are
+        every element's (tag, attribute getter), ``linked`` the ids its links point to."""
+        self._linked = frozenset(target for target in linked if target)
+        if not self._conditions_by_key:
+            return
+        for tag, get in elements:
+            tag = tag.lower()
+            classes = frozenset((get("class") or "").split())
+            element_id = (get("id") or "").strip()
+            for condition in self._candidates(self._conditions_by_key, tag, classes, element_id):
+                if condition not in self._offered and _matches(condition, tag, classes, element_id) \
+                        and all(_can_enter(state, tag, get, self._linked) for state in condition.states):
+                    self._offered.add(condition)
+
+    def revealing(self, tag: str, classes: frozenset[str], element_id: str) -> list[_Rule]:
+        """The rules that style this element in a state a reader can bring about."""
+        return [
+            reveal.rule
+            for reveal in self._candidates(self._reveals_by_key, tag, classes, element_id)
+            if _matches(reveal.rule, tag, classes, element_id) and all(c in self._offered for c in reveal.conditions)
+            and (not reveal.own_target or element_id in self._linked)
+        ]
+
+    def _candidates(self, index: Mapping[str, Iterable[_T]], tag: str, classes: frozenset[str], element_id: str) -> list[_T]:
         keys = [tag, "*", *(f".{c}" for c in classes)]
         if element_id:
             keys.append(f"#{element_id}")
-        candidates = [rule for key in keys for rule in self._by_key.get(key, ())]
-        self._checks += len(candidates)
+        candidates = [item for key in keys for item in index.get(key, ())]
+        self._count_checks(len(candidates))
+        return candidates
+
+    def _count_checks(self, checks: int) -> None:
+        self._checks += checks
         if self._checks > MAX_RULE_CHECKS:
             # Failing closed: without the style sheet we cannot tell which text is hidden.
             raise IngestError(
                 f"the page's <style> rules are too costly to apply (over {MAX_RULE_CHECKS:,} "
                 "element x rule checks); hidden text could not be determined"
             )
-        return [
-            rule
-            for rule in candidates
-            if (rule.tag is None or rule.tag == tag) and rule.classes <= classes
-            and all(i == element_id for i in rule.ids)
-        ]
+
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Compound:
+    """One compound of a selector: what an element must be, and the states it must be in."""
+
+    tag: str | None
+    classes: frozenset[str]
+    ids: frozenset[str]
+    states: frozenset[str]
+    attributes: int  # [attribute] conditions, not checked (only counted for specificity)
+
+    @property
+    def specificity(self) -> tuple[int, int, int]:
+        return (len(self.ids), len(self.classes) + len(self.states) + self.attributes, int(self.tag is not None))
+
+
+@dataclass(frozen=True, slots=True)
+class _Reveal:
+    rule: _Rule
+    conditions: tuple[_Compound, ...]  # states other elements must be able to enter
+    own_target: bool  # ':target' on the element itself: a link must point to its id
+
+
+def _compounds(selector: str) -> list[_Compound] | None:
+    """The compounds of ``selector`` (the combinators between them are not kept), or None
+    when it uses anything but tags, classes, ids, attributes and the states in _STATES."""
+    selector = selector.strip()
+    compounds: list[_Compound] = []
+    pos = 0
+    while True:
+        match = _COMPOUND.match(selector, pos)
+        if match is None or match.end() == pos:
+            return None
+        tag = match.group(1).lower() if match.group(1) and match.group(1) != "*" else None
+        classes: set[str] = set()
+        ids: set[str] = set()
+        states: set[str] = set()
+        attributes = 0
+        for part in _COMPOUND_PART.finditer(match.group(2)):
+            kind, name, attribute = part.groups()
+            if attribute is not None:
+                attributes += 1
+                if attribute.lower() == "open" and tag == "details":
+                    states.add("open")  # a <details> the reader has opened
+            elif kind == ":":
+                if name.lower() not in _STATES:
+                    return None
+                states.add(name.lower())
+            else:
+                (classes if kind == "." else ids).add(name)
+        compounds.append(_Compound(tag, frozenset(classes), frozenset(ids), frozenset(states), attributes))
+        pos = match.end()
+        if pos == len(selector):
+            return compounds
+        combinator = _COMBINATOR.match(selector, pos)
+        if combinator is None or combinator.end() == pos:
+            return None
+        pos = combinator.end()
+
+
+def _index_key(tag: str | None, classes: frozenset[str], ids: frozenset[str]) -> str:
+    """Rules are indexed under one part the element must have."""
+    return f"#{min(ids)}" if ids else f".{min(classes)}" if classes else tag or "*"
+
+
+def _matches(what: _Rule | _Compound, tag: str, classes: frozenset[str], element_id: str) -> bool:
+    return (what.tag is None or what.tag == tag) and what.classes <= classes and all(i == element_id for i in what.ids)
+
+
+def _can_enter(state: str, tag: str, get: Callable[[str], str | None], linked: frozenset[str]) -> bool:
+    """Can a reader put this element in ``state``?"""
+    kind = (get("type") or "").strip().lower()
+    enabled = get("disabled") is None
+    if state == "checked":
+        return tag == "input" and kind in ("checkbox", "radio") and enabled
+    if state == "target":
+        return (get("id") or "").strip() in linked
+    if state == "open":
+        return tag == "details"
+    if state in ("focus", "focus-visible"):
+        focusable = (
+            tag in _FOCUSABLE or (tag in ("a", "area") and get("href") is not None)
+            or (tag == "input" and kind != "hidden") or get("tabindex") is not None
+            or (get("contenteditable") or "false").strip().lower() != "false"
+        )  # fmt: skip
+        return focusable and enabled
+    return True  # hover, active, focus-within: any element
 
 
 def media_applies(media: str | None) -> bool:
@@ -249,6 +432,37 @@ def _at_rule_applies(prelude: str) -> bool:
 
 def computed_style(tag: str, get: Callable[[str], str | None], sheet: StyleSheet) -> dict[str, str]:
     """The judged properties of one element after the cascade (not inheritance)."""
+    if not sheet:
+        return _cascade(get, [])
+    return _cascade(get, sheet.matching(tag.lower(), *_identity(get)))
+
+
+def revealed_style(tag: str, get: Callable[[str], str | None], sheet: StyleSheet) -> dict[str, str] | None:
+    """The element's judged properties once a reader has done what the page offers to show
+    it, or ``None`` when no rule styles it so: ticked the box of a CSS-only accordion
+    (``input:checked ~ .panel { max-height: 40em }``), followed a link to it (``:target``),
+    pointed at or focused an element around it (``.menu:hover .sub``), opened a ``<details>``.
+
+    Only states that some element of the page can enter count (``find_interactions``): a
+    rule for a checkbox the page does not have reveals nothing. Whether that element stands
+    where the selector needs it (an earlier sibling, an ancestor) is not checked; a page that
+    hides text behind a real control shows it to whoever uses the control anyway.
+    """
+    if not sheet:
+        return None
+    classes, element_id = _identity(get)
+    states = sheet.revealing(tag.lower(), classes, element_id)
+    if not states:
+        return None
+    return _cascade(get, [*sheet.matching(tag.lower(), classes, element_id), *states])
+
+
+def _identity(get: Callable[[str], str | None]) -> tuple[frozenset[str], str]:
+    return frozenset((get("class") or "").split()), (get("id") or "").strip()
+
+
+def _cascade(get: Callable[[str], str | None], rules: Iterable[_Rule]) -> dict[str, str]:
+    """The winning value of each property among ``rules`` and the inline style."""
     best: dict[str, tuple[tuple[bool, bool, tuple[int, int, int], int], str]] = {}
 
     def offer(declarations: Declarations, inline: bool, specificity: tuple[int, int, int], order: int) -> None:
@@ -257,11 +471,9 @@ def computed_style(tag: str, get: Callable[[str], str | None], sheet: StyleSheet
             if prop not in best or key >= best[prop][0]:
                 best[prop] = (key, value)
 
-    if sheet:
-        classes = frozenset((get("class") or "").split())
-        for rule in sheet.matching(tag.lower(), classes, (get("id") or "").strip()):
-            for prop, (important, order, value) in rule.declarations.items():
-                offer(((prop, value, important),), False, rule.specificity, order)
+    for rule in rules:
+        for prop, (important, order, value) in rule.declarations.items():
+            offer(((prop, value, important),), False, rule.specificity, order)
     offer(parse_declarations(get("style") or ""), True, (0, 0, 0), 0)
     return {prop: value for prop, (_, value) in best.items()}
 

@@ -1,6 +1,8 @@
 """HTML pages: the main content as Markdown-like text, without navigation and chrome.
 
-Headings become ``#`` lines so that HTML, DOCX and Markdown documents chunk alike. Text a
+Headings become ``#`` lines so that HTML, DOCX and Markdown documents chunk alike, and data
+tables Markdown pipe tables with their header row (:mod:`beleg.ingest.readers.tables` says
+how spans and layout tables are read). Text a
 reader of the page would not see is left out too: comments, ``<template>``, and elements
 hidden by attributes, inline styles or the page's own ``<style>`` rules
 (:mod:`beleg.ingest.readers.hidden` says which).
@@ -36,9 +38,11 @@ from beleg.ingest.readers.hidden import (
     hides_subtree,
     invisible_ink,
     media_applies,
+    revealed_style,
     text_ink,
     zero_font,
 )
+from beleg.ingest.readers.tables import GridCell, Row, cell_line, pipe_table
 from beleg.types import Heading, ParsedDocument
 
 logger = logging.getLogger(__name__)
@@ -171,16 +175,22 @@ def _drop_invisible(doc: Any, sheet: StyleSheet, own_styles_only: bool) -> None:
             continue
         if el.tag == "head":
             continue  # not content (its <title> and <style> are read before this)
-        style = computed_style(el.tag, el.get, sheet)
-        if hides_subtree(el.get, style, el.tag):
+        # Text a reader can show with a click, a link or the pointer (an accordion's panel) is
+        # content: it is judged as it looks then too (revealed_style).
+        looks = [computed_style(el.tag, el.get, sheet)]
+        revealed = revealed_style(el.tag, el.get, sheet)
+        if revealed is not None:
+            looks.append(revealed)
+        looks = [style for style in looks if not hides_subtree(el.get, style, el.tag)]
+        if not looks:
             _drop(el)  # its subtree goes with it, so it is not visited
             continue
-        zero = zero_font(style, parent_zero)
         if not own_styles_only or any(isinstance(c.tag, str) and c.tag.lower() in _PICTURES for c in el):
             # Another sheet, or a picture in this element that may lie under its text (a hero
             # title over an <img>): what the text is drawn on is not known.
             parent_ink = replace(parent_ink, backdrop=None)
-        ink = text_ink(el.tag, el.get, style, parent_ink)
+        painted = [(zero_font(style, parent_zero), text_ink(el.tag, el.get, style, parent_ink)) for style in looks]
+        zero, ink = next(((z, i) for z, i in painted if not (z or invisible_ink(i))), painted[0])
         if zero or invisible_ink(ink):
             el.text = None
             for child in el:
@@ -269,6 +279,47 @@ def _content_root(doc: Any) -> Any:
     return body if body is not None else doc
 
 
+# A layout table's parts are read as blocks: each cell is a paragraph of its own.
+_LAYOUT_TABLE_PARTS = {"table", "thead", "tbody", "tfoot", "tr", "td", "th"}
+# The HTML standard's limits on spans: larger values are read as these.
+_MAX_COLSPAN, _MAX_ROWSPAN = 1000, 65534
+# Inside a cell these start a new line of text, which the cell folds to a space.
+_CELL_BREAKS = _BLOCKS | _LAYOUT_TABLE_PARTS | {"li", "br", "pre", *_HEADINGS}
+
+
+def _is_layout(table: Any) -> bool:
+    """A table that arranges the page rather than holding data: marked so, or with a heading
+    or another table in a cell (the first one found ends the search)."""
+    if (table.get("role") or "").strip().lower() in ("presentation", "none"):
+        return True
+    inside = table.iter("table", *_HEADINGS)
+    next(inside)  # the table itself
+    return next(inside, None) is not None
+
+
+def _span(value: str | None, least: int, most: int) -> int:
+    """A colspan/rowspan attribute as a browser reads it: leading digits, else 1."""
+    digits = re.match(r"\s*\+?(\d+)", value or "")
+    return min(max(int(digits.group(1)[:6]), least), most) if digits else 1
+
+
+def _cell_text(cell: Any) -> str:
+    """A cell's text on one line (:func:`~beleg.ingest.readers.tables.cell_line`), with blocks
+    and line breaks inside it kept apart by a space."""
+    from lxml import etree  # loaded already: the page was parsed with it
+
+    parts: list[str] = []
+    for event, el in etree.iterwalk(cell, events=("start", "end")):
+        tag = el.tag if isinstance(el.tag, str) else ""
+        if tag in _CELL_BREAKS:
+            parts.append(" ")
+        if event == "start":
+            parts.append(el.text or "")
+        elif el is not cell:
+            parts.append(el.tail or "")
+    return cell_line("".join(parts))
+
+
 class _TextBuilder:
     """Collects blocks (paragraphs, headings, list items, rows) in document order."""
 
@@ -276,6 +327,7 @@ class _TextBuilder:
         self.blocks: list[tuple[str, str, int]] = []  # (kind, text, heading level or 0)
         self._inline: list[str] = []
         self._prefix = ""  # "- " before the next paragraph of a list item
+        self._cells_left = MAX_HTML_ELEMENTS  # grid positions all tables together may span
 
     def flush(self) -> None:
         lines = (" ".join(part.split()) for part in "".join(self._inline).split(_BREAK))
@@ -305,8 +357,8 @@ class _TextBuilder:
                 self.add("heading", title, _HEADINGS[tag])
             elif tag == "pre":
                 self.add("pre", el.text_content().strip("\n").rstrip())
-            elif tag == "table":
-                self._table(el)
+            elif tag == "table" and self._table(el):
+                pass
             elif tag == "br":
                 self._inline.append(_BREAK)
             elif tag:
@@ -322,7 +374,7 @@ class _TextBuilder:
         if tag == "li":
             self.flush()
             self._prefix = "  " * max(list_depth - 1, 0) + "- "
-        elif tag in _BLOCKS:
+        elif tag in _BLOCKS or tag in _LAYOUT_TABLE_PARTS:
             self.flush()
         if el.text:
             self._inline.append(el.text)
@@ -331,21 +383,74 @@ class _TextBuilder:
         if el.tag == "li":
             self.flush()
             self._prefix = ""
-        elif el.tag in _BLOCKS:
+        elif el.tag in _BLOCKS or el.tag in _LAYOUT_TABLE_PARTS:
             self.flush()
         if el.tail:
             self._inline.append(el.tail)
 
-    def _table(self, table: Any) -> None:
+    def _table(self, table: Any) -> bool:
+        """Write a data table as a pipe table (:mod:`beleg.ingest.readers.tables`); ``False``
+        for a layout table, whose cells the caller then reads as ordinary blocks."""
+        if _is_layout(table):
+            return False
+        rows, header = self._grid(table)
+        text = pipe_table(rows, header)
+        if text is None:
+            return False
         self.flush()
         caption = table.find("caption")
         if caption is not None:
-            self.add("para", " ".join(caption.text_content().split()))
-        for row in table.xpath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr"):
-            cells = [" ".join(c.text_content().split()) for c in row if c.tag in ("td", "th")]
-            if any(cells):
-                # The kind names the table, so two adjacent tables stay two blocks.
-                self.add(f"row-{id(table)}", " | ".join(cells))
+            self.add("para", _cell_text(caption))
+        self.add("table", text)
+        return True
+
+    def _grid(self, table: Any) -> tuple[list[Row], list[bool]]:
+        """The table's grid, with each spanned cell repeated in every position it covers, and
+        which rows are header rows."""
+        parts = (table.xpath("./thead/tr"), table.xpath("./tr | ./tbody/tr"), table.xpath("./tfoot/tr"))
+        trs = [tr for part in parts for tr in part]  # a browser shows <tfoot> last, wherever it stands
+        # A cell spans rows of its own group (<thead>, body, <tfoot>) only, as in a browser.
+        group_end = [sum(len(p) for p in parts[: g + 1]) for g, part in enumerate(parts) for _ in part]
+        rows: list[Row] = [[] for _ in trs]
+        cell_rows: list[list[Any]] = [[c for c in tr if c.tag in ("td", "th")] for tr in trs]
+        for r, cells in enumerate(cell_rows):
+            column = 0
+            for cell in cells:
+                while column < len(rows[r]) and rows[r][column] is not None:
+                    column += 1  # taken by a cell spanning down from a row above
+                colspan = _span(cell.get("colspan"), 1, _MAX_COLSPAN)
+                rowspan = _span(cell.get("rowspan"), 0, _MAX_ROWSPAN) or group_end[r] - r  # 0: to the group's end
+                placed = GridCell(_cell_text(cell), id(cell))
+                for below in range(r, min(r + rowspan, group_end[r])):
+                    self._charge(colspan)
+                    row = rows[below]
+                    row.extend([None] * (column + colspan - len(row)))
+                    row[column : column + colspan] = [placed] * colspan
+                column += colspan
+        width = max((len(row) for row in rows), default=0)
+        for row in rows:
+            row.extend([None] * (width - len(row)))
+        head = len(parts[0])
+        if not head:
+            # Leading rows of <th> only (an empty corner cell may be a <td>); with no <th> at
+            # all, the first row. Where <th> cells only name rows (a key/value table), no row
+            # names the columns.
+            all_th = [
+                any(c.tag == "th" for c in cells) and all(c.tag == "th" or not c.text_content().strip() for c in cells)
+                for cells in cell_rows
+            ]
+            head = next((n for n, is_th in enumerate(all_th) if not is_th), len(all_th))
+            if not head and not any(c.tag == "th" for cells in cell_rows for c in cells):
+                head = 1
+        return rows, [r < head for r in range(len(trs))]
+
+    def _charge(self, positions: int) -> None:
+        self._cells_left -= positions
+        if self._cells_left < 0:
+            raise IngestError(
+                f"the page's tables span more than {MAX_HTML_ELEMENTS:,} cells (colspan/rowspan), the most "
+                "Beleg lays out; split it"
+            )
 
     def result(self) -> tuple[str, tuple[Heading, ...]]:
         self.flush()
@@ -354,8 +459,8 @@ class _TextBuilder:
         offset = 0
         previous = ""
         for kind, text, level in self.blocks:
-            # Consecutive list items and table rows stay together; everything else is a paragraph.
-            together = kind == previous and kind.startswith(("item", "row"))
+            # Consecutive list items stay together; everything else is a paragraph.
+            together = kind == previous == "item"
             sep = "" if not parts else ("\n" if together else "\n\n")
             offset += len(sep)
             if kind == "heading":
@@ -428,6 +533,10 @@ class HtmlReader:
         metadata = _metadata(doc)
 
         sheet = _style_sheet(doc)
+        sheet.find_interactions(
+            ((el.tag, el.get) for el in doc.iter() if isinstance(el.tag, str)),
+            ((el.get("href") or "").strip()[1:] for el in doc.iter("a", "area") if (el.get("href") or "").strip().startswith("#")),
+        )
         _drop_invisible(doc, sheet, own_styles_only=not _has_external_styles(doc) and not sheet.paints_unjudged)
         root = _content_root(doc)
         _drop_boilerplate(root)
