@@ -36,6 +36,7 @@ from beleg.types import ANONYMOUS, Chunk, Document, Hit, Principal
 
 if TYPE_CHECKING:  # the ingest pipeline (readers, progress bars) is imported by the first ingest, not by a search
     from beleg.ingest.pipeline import Ingestor, IngestReport, TextSource
+    from beleg.query.conversation import Conversation
     from beleg.query.self_query import Inferred
 
 log = logging.getLogger(__name__)
@@ -534,8 +535,11 @@ class KnowledgeBase:
         return finish(self, query, hits, final_k, used, principal or ANONYMOUS)
 
     def infer_constraints(self, question: str, principal: Principal | None = None, *, filters: FilterLike = None,
-                          where: str | None = None, context: Sequence[str] = (), llm: Any = None) -> Inferred:
+                          where: str | None = None, context: Conversation = (), llm: Any = None) -> Inferred:
         """The constraints ``question`` states (self-query), from values ``principal`` may see.
+
+        ``context`` holds the conversation's earlier questions, or their judgement for this
+        question (:func:`beleg.query.conversation.judged`) when the caller made it already.
 
         Constraints on keys that ``filters``/``where`` name are marked overridden. Pass the
         result to :meth:`search` (``self_query=``) to apply it; its ``to_json()`` is the trace.
@@ -543,12 +547,14 @@ class KnowledgeBase:
         the values ``principal`` may see, the rules winning where they decided
         (:mod:`beleg.query.self_query_llm`).
         """
-        from beleg.query.conversation import follow_up
+        from beleg.query.conversation import judged
         from beleg.query.self_query import infer_constraints
 
         # The model, too, sees earlier questions only for a follow-up (as the rules do).
-        context = follow_up(question, context).context
-        inferred = infer_constraints(question, lambda key: self.metadata_values(key, principal), context=context)
+        conversation = judged(question, context)
+        context = conversation.context
+        inferred = infer_constraints(question, lambda key: self.metadata_values(key, principal),
+                                     context=conversation)
         if llm is not None:
             from beleg.query.self_query_llm import infer_with_llm
 

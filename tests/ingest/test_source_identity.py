@@ -289,3 +289,32 @@ def test_a_text_cannot_replace_a_files_document(kb, tmp_path: Path) -> None:
     # A text still updates its own document.
     assert kb.ingest_texts([TextSource(source="note-z", text="One.", doc_id="note-z")]).files[0].status == "added"
     assert kb.ingest_texts([TextSource(source="note-z", text="Two.", doc_id="note-z")]).files[0].status == "updated"
+
+
+def test_an_incremental_ingest_reads_each_files_stored_row_once(kb, tmp_path: Path, monkeypatch) -> None:
+    # The checks of whose document a file is and the "record where it is" update share one
+    # read of the stored state and recorded location; a moved file still gets its new location.
+    from collections import Counter
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("a", "b", "c"):
+        _write(tmp_path / "corpus" / f"{name}.md", f"# {name.upper()}\n\nThe {name} notes.\n")
+    kb.ingest(["corpus"], progress=False)
+    reads: Counter[tuple[str, str]] = Counter()
+    catalog = type(kb.catalog)
+    for method in ("location", "document_state"):
+        original = getattr(catalog, method)
+
+        def spy(self, doc_id: str, _original=original, _method=method):  # type: ignore[no-untyped-def]
+            reads[(_method, doc_id)] += 1
+            return _original(self, doc_id)
+
+        monkeypatch.setattr(catalog, method, spy)
+    assert [f.status for f in kb.ingest(["corpus"], progress=False).files] == ["unchanged"] * 3
+    assert reads and max(reads.values()) == 1, reads
+    # The same sources from another folder: unchanged, and their new location is recorded.
+    shutil.move(tmp_path / "corpus", tmp_path / "moved" / "corpus")
+    monkeypatch.chdir(tmp_path / "moved")
+    assert [f.status for f in kb.ingest(["corpus"], progress=False).files] == ["unchanged"] * 3
+    assert set(kb.catalog.locations().values()) == {os.path.realpath(tmp_path / "moved" / "corpus" / f"{n}.md")
+                                                    for n in "abc"}

@@ -7,6 +7,7 @@ tests ask a small versioned corpus with a conversation, as `beleg chat` and /v1/
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,3 +134,44 @@ def test_a_follow_up_still_inherits_the_version(nimbus_kb) -> None:
     assert answer.trace["conversation"]["follow_up"] is True
     assert answer.trace["target"] == {"version": "1.2", "origin": "conversation", "unknown": []}
     assert "5 GB" in answer.answer
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "rewrite", "auto"])
+def test_each_question_of_a_chat_is_judged_once(nimbus_kb, monkeypatch: pytest.MonkeyPatch, strategy: str) -> None:
+    # The self-query, the version target, the search query and a strategy all need the
+    # judgement; they take the one ``ask`` made instead of judging the question again.
+    import sys
+
+    from beleg.answer.answerer import AnswerOptions
+    from beleg.query import conversation
+
+    judged: list[str] = []
+    original = conversation.follow_up
+
+    def counting(question: str, context: Any) -> conversation.FollowUp:
+        judged.append(question)
+        return original(question, context)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("beleg.")]:
+        if getattr(module, "follow_up", None) is original:
+            monkeypatch.setattr(module, "follow_up", counting)
+    chat = ["How many snapshots could a vault hold in Nimbus 1.2?", "And how large may a file be there?",
+            "What does KB-1042 mean?"]
+    for n, question in enumerate(chat):
+        judged.clear()
+        answer = nimbus_kb.ask(question, context=chat[:n], options=AnswerOptions(strategy=strategy))
+        assert judged == [question], f"{question!r} ({strategy}) was judged {len(judged)} times"
+        if n == 1:
+            assert answer.trace["conversation"]["follow_up"] is True
+            assert answer.trace["target"]["version"] == "1.2"
+
+
+def test_a_judgement_is_taken_for_its_own_question_only() -> None:
+    from beleg.query.conversation import judged
+
+    earlier = ["What is the retry window in Ferrolink 3.0?"]
+    judgement = follow_up("And in 2.4?", earlier)
+    assert judged("And in 2.4?", judgement) is judgement
+    assert retrieval_query("And in 2.4?", judgement) == retrieval_query("And in 2.4?", earlier)
+    with pytest.raises(ValueError, match="judgement passed is of 'And in 2.4\\?'"):
+        retrieval_query("What about 1.8?", judgement)

@@ -169,16 +169,18 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     expr = combine(filters, where)
     # Earlier questions count only for a follow-up: one that names its own subject is searched
     # and answered as if asked alone (no inherited version, no earlier question in its search).
-    conversation = follow_up(question, context) if context else None
-    context = conversation.context if conversation is not None else ()
+    # Judged once: the self-query, the version target, the search query and a strategy take this judgement.
+    conversation = follow_up(question, context)
+    traced_conversation = bool(context)
+    context = conversation.context
     # Self-query reads the user's question (and conversation) once; every search applies it.
     sq_mode = self_query_mode(opts.self_query, llm is not None)
-    inferred = kb.infer_constraints(question, principal, filters=expr, context=context,
+    inferred = kb.infer_constraints(question, principal, filters=expr, context=conversation,
                                     llm=llm if sq_mode == "llm" else None) if sq_mode != "off" else None
     self_query = inferred if inferred is not None else False
     versions = kb.metadata_values("version", principal)
     products = kb.metadata_values("product", principal)
-    target = find_target(question, expr, context, versions, products)
+    target = find_target(question, expr, conversation, versions, products)
     # "older versions", "veraltete Dokumente" or "--where status = historical": the asker asked
     # for those sources, so they may answer (the self-query filter already narrowed to them).
     asked_statuses = statuses_from_filter(expr) or statuses_from_filter(
@@ -186,7 +188,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     if asked_statuses:
         target = replace(target, statuses=asked_statuses)
 
-    query = retrieval_query(question, context)
+    query = retrieval_query(question, conversation)
     queries = [query]
     strategy_trace: dict[str, Any] | None = None
     groups: dict[str, list[Hit]] | None = None
@@ -194,7 +196,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         from beleg.strategies import run_strategy
 
         planned = run_strategy(kb, opts.strategy, question, principal=principal, filters=expr, k=opts.k,
-                               mode=opts.mode, llm=llm, context=context, self_query=self_query,
+                               mode=opts.mode, llm=llm, context=conversation, self_query=self_query,
                                search_options=opts.search_options())
         hits, strategy_trace, queries = planned.hits[:opts.k], planned.trace.to_json(), list(planned.trace.queries)
         if planned.groups and len(planned.groups) > 1:
@@ -226,7 +228,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
 
     trace: dict[str, Any] = {
         "target": {"version": target.version, "origin": target.origin, "unknown": list(target.unknown)},
-        **({"conversation": conversation.to_json()} if conversation is not None else {}),
+        **({"conversation": conversation.to_json()} if traced_conversation else {}),
         "queries": queries,
         "retrieval": {"mode": opts.mode, "k": opts.k, "filter": None if expr is None else repr(expr),
                       "fusion": opts.fusion, "weights": list(opts.weights), "mmr": opts.mmr,

@@ -25,6 +25,7 @@ from beleg.answer.quarantine import Quarantine, quarantine_hit
 from beleg.answer.types import Source
 from beleg.errors import ConfigError
 from beleg.index.filters import And, Cmp, Expr
+from beleg.query.conversation import Conversation
 
 # One version rule for search (self-query), answering and strategies; re-exported here for
 # the modules that import it from this one.
@@ -116,7 +117,7 @@ class Target:
     statuses: tuple[str, ...] = ()
 
 
-def find_target(question: str, expr: Expr | None, context: Sequence[str], known_versions: set[str],
+def find_target(question: str, expr: Expr | None, context: Conversation, known_versions: set[str],
                 products: Iterable[str]) -> Target:
     """Decide the version a question is about; a filter wins over the question, the question over context.
 

@@ -213,6 +213,10 @@ def legacy_id(path: Path) -> str:
     return hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
+#: A stored document's ``(content_hash, metadata, source)`` (:meth:`Catalog.document_state`).
+_StoredState = tuple[str, dict[str, Any], str]
+
+
 def _whose(stored_source: str, location: str | None, path: Path) -> str:
     """Whether a stored document is the file at ``path``: ``"this"``, ``"other"`` (another
     file, still there), ``"gone"`` (nothing is at its recorded absolute location any more:
@@ -478,7 +482,7 @@ class Ingestor:
         doc_id = printable(str(declared_id)) if declared else fallback_id
         location = os.path.realpath(path) if path is not None else None
         result.doc_id = doc_id  # a refusal below is about this id (the server hides ids the uploader may not read)
-        doc_id, stored, replaces = self._stored(doc_id, source, path, declared, text)
+        doc_id, stored, replaces, recorded = self._stored(doc_id, source, location, path, declared, text)
         result.doc_id = doc_id
         self._claimed[doc_id] = source
         if stored is not None:
@@ -489,7 +493,7 @@ class Ingestor:
         content_hash = content_hash or hashlib.sha256(data).hexdigest()
         if stored and replaces is None and stored[0] == content_hash and not self._changes_text(stored[1], meta):
             if stored[1] == meta and stored[2] == source:
-                if location is not None and self.catalog.location(doc_id) != location:
+                if location is not None and recorded != location:
                     with self.catalog.transaction():  # an older row, or a moved file: record where it is
                         self.catalog.set_location(doc_id, location)
                 result.status = "unchanged"
@@ -546,10 +550,11 @@ class Ingestor:
         return {passage_key(fingerprint, t): t for c in chunks for t in chunk_passages(c.text, c.heading_path,
                                                                                        doc.title)}
 
-    def _stored(self, doc_id: str, source: str, path: Path | None,
-                declared: bool = False, text: bool = False) -> tuple[str, Any, str | None]:
-        """The id the document gets, the stored state it replaces, and the older id it is
-        stored under and leaves (if any).
+    def _stored(self, doc_id: str, source: str, location: str | None, path: Path | None,
+                declared: bool = False, text: bool = False) -> tuple[str, Any, str | None, str | None]:
+        """The id the document gets, the stored state it replaces, the older id it is stored
+        under and leaves (if any), and the location recorded for the stored document (None
+        when there is none, or when no file was read). ``location`` is ``path`` resolved.
 
         A file is known by where it is, not by how its path was spelled: the same file
         ingested through another argument (another root, ``./corpus`` for ``corpus``, an
@@ -557,7 +562,9 @@ class Ingestor:
         check applies and no second copy is made. Raises IngestError when the id is another
         file's: taken earlier in this run, held by a stored document whose file still exists,
         or held by one this ingest cannot locate."""
-        mine = self._ids_of_file(path) if path is not None else []
+        # Each stored document's state and recorded location is read once per file: the checks
+        # below and the caller's "record where it is" take them from here.
+        mine = self._ids_of_file(path, location) if path is not None and location is not None else {}
         # An id from before ids were relative to the ingest root is re-keyed (below), not kept.
         keep = [i for i in mine if path is not None and i != legacy_id(path)]
         if keep and not declared:
@@ -565,9 +572,14 @@ class Ingestor:
         if doc_id in self._claimed:
             raise IngestError(f"document id {doc_id!r} is taken by {self._claimed[doc_id]} earlier in this run; "
                               "give this file its own 'id:' (or remove the repeated one)")
-        stored = self.catalog.document_state(doc_id)
+        stored: _StoredState | None
+        if doc_id in mine:
+            stored, recorded = mine[doc_id]
+        else:
+            stored = self.catalog.document_state(doc_id)
+            recorded = self.catalog.location(doc_id) if stored is not None and (path is not None or text) else None
         if stored is not None and path is not None and doc_id not in mine:
-            whose = _whose(stored[2], self.catalog.location(doc_id), path)
+            whose = _whose(stored[2], recorded, path)
             if whose == "other":
                 raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}, another file in the index; "
                                   "give this file its own 'id:', or ingest both from their common folder")
@@ -575,39 +587,46 @@ class Ingestor:
                 raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}, which cannot be found from "
                                   "here (the index did not record where it is); give this file its own 'id:', "
                                   f"or re-ingest {stored[2]} once from the folder it was ingested from")
-        if stored is not None and text and self.catalog.location(doc_id) is not None:
+        if stored is not None and text and recorded is not None:
             # A text (ingest_texts) has no location to prove it is the same file; it would
             # replace the file's text and lock the file out of its own document.
             raise IngestError(f"document id {doc_id!r} belongs to the file {stored[2]}; a text cannot replace "
                               "a file's document: give the text its own id")
         if stored is not None or path is None:
-            return doc_id, stored, None
+            return doc_id, stored, None, recorded
         # Not stored under its id: maybe under the id an older Beleg gave it (absolute path),
         # or under another id of the same file (its declared 'id:' changed).
+        state: _StoredState | None
         for old in dict.fromkeys([legacy_id(path), *mine]):
             if old != doc_id and old not in self._claimed:
-                state = self.catalog.document_state(old)
-                if state is not None and (old in mine or _whose(state[2], self.catalog.location(old), path) == "this"):
+                if old in mine:
+                    state, recorded = mine[old]
+                else:
+                    state = self.catalog.document_state(old)
+                    recorded = self.catalog.location(old) if state is not None else None
+                if state is not None and (old in mine or _whose(state[2], recorded, path) == "this"):
                     self._claimed[old] = source
-                    return doc_id, state, old
-        return doc_id, None, None
+                    return doc_id, state, old, recorded
+        return doc_id, None, None, None
 
-    def _ids_of_file(self, path: Path) -> list[str]:
-        """Ids of the stored documents read from the file at ``path``, however its path was
-        spelled then: by recorded location, then rows from before locations were recorded
-        whose source is this file from here."""
+    def _ids_of_file(self, path: Path, location: str) -> dict[str, tuple[_StoredState, str | None]]:
+        """The stored documents read from the file at ``path`` (resolved: ``location``), however
+        its path was spelled then, each with its stored state and recorded location: by recorded
+        location, then rows from before locations were recorded whose source is this file from here."""
         if self._unlocated is None:
             self._unlocated = {}
             located = self.catalog.locations()
             for doc_id, stored in self.catalog.sources().items():
                 if doc_id not in located:
                     self._unlocated.setdefault(os.path.basename(stored), []).append(doc_id)
-        candidates = [*self.catalog.doc_ids_at(os.path.realpath(path)), *self._unlocated.get(path.name, [])]
-        out = []
-        for doc_id in dict.fromkeys(candidates):
+        at_location = self.catalog.doc_ids_at(location)
+        out = {}
+        for doc_id in dict.fromkeys([*at_location, *self._unlocated.get(path.name, [])]):
             state = self.catalog.document_state(doc_id)
-            if state is not None and _whose(state[2], self.catalog.location(doc_id), path) == "this":
-                out.append(doc_id)
+            # Found by its recorded location, a row's location is known without reading it again.
+            recorded = location if doc_id in at_location else self.catalog.location(doc_id)
+            if state is not None and _whose(state[2], recorded, path) == "this":
+                out[doc_id] = (state, recorded)
         return out
 
     def _check_widening(self, old: dict[str, Any], new: dict[str, Any], result: FileResult) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from beleg.index.analyzer import STOPWORDS, analyze, detect_language
 
@@ -54,6 +54,8 @@ class FollowUp:
     #: The earlier questions it leans on (oldest first): the previous question and the
     #: follow-ups before it, back to the last question that stood alone; empty when it stands alone.
     context: tuple[str, ...] = ()
+    #: The question judged: a judgement passed on as ``context`` (see :func:`judged`) is for this question only.
+    question: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"follow_up": self.follow_up, "reason": self.reason, "leans_on": list(self.context)}
@@ -69,16 +71,43 @@ def follow_up(question: str, context: Sequence[str]) -> FollowUp:
     "it"/"es" ("Is it possible to encrypt snapshots?").
     """
     if not context:
-        return FollowUp(False, "no earlier question")
+        return FollowUp(False, "no earlier question", question=question)
     leans, reason = _judge(question, context[-1])
     if not leans:
-        return FollowUp(False, reason)
+        return FollowUp(False, reason, question=question)
     # Earlier follow-ups lean on their own predecessors: "And in 2.4?" after "retry window in
     # 3.0?" keeps both; a question before the last one that stood alone is not part of it.
     start = len(context) - 1
     while start > 0 and _judge(context[start], context[start - 1])[0]:
         start -= 1
-    return FollowUp(True, reason, tuple(context[start:]))
+    return FollowUp(True, reason, tuple(context[start:]), question)
+
+
+#: What the steps of an answer take as its conversation: the earlier questions (oldest first),
+#: or the :class:`FollowUp` judgement of the question against them, made once at the start.
+Conversation: TypeAlias = Sequence[str] | FollowUp
+
+
+def judged(question: str, context: Conversation) -> FollowUp:
+    """``question`` judged against the earlier questions ``context`` (:func:`follow_up`), or
+    ``context`` itself when it is that judgement already: one answer passes the judgement made
+    at its start to its self-query, version target, search query and strategy, so a question
+    is judged once, not by each of them.
+
+    Raises:
+        ValueError: ``context`` is the judgement of another question.
+    """
+    if not isinstance(context, FollowUp):
+        return follow_up(question, context)
+    if context.question != question:
+        raise ValueError(f"the follow-up judgement passed is of {context.question!r}, not of {question!r}; "
+                         "pass the earlier questions instead")
+    return context
+
+
+def earlier_questions(context: Conversation) -> Sequence[str]:
+    """The earlier questions ``context`` holds: all of them, or those a judgement found the question leans on."""
+    return context.context if isinstance(context, FollowUp) else context
 
 
 def _judge(question: str, previous: str) -> tuple[bool, str]:
@@ -133,13 +162,14 @@ def _stems(text: str) -> set[str]:
     return {t for t in analyze(text, detect_language(text)) if not any(c.isdigit() for c in t)}
 
 
-def retrieval_query(question: str, context: Sequence[str]) -> str:
+def retrieval_query(question: str, context: Conversation) -> str:
     """The text to search with: the question, preceded by the last earlier question when it is
     a follow-up. A greeting that opens it and "please"/"bitte" are left out: they are said to
     the assistant, and searched they find the sentences that say "please", not the topic."""
     from beleg.query.intent import without_pleasantries
 
+    conversation = judged(question, context)  # the judgement leaves out pleasantries itself
     question = without_pleasantries(question) or question
-    if not follow_up(question, context).follow_up:
+    if not conversation.follow_up:
         return question
-    return f"{context[-1]} {question}"
+    return f"{conversation.context[-1]} {question}"

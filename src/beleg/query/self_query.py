@@ -49,6 +49,7 @@ from beleg.query.versions import asked_versions, version_spans
 from beleg.retrieve.fusion import rrf
 
 if TYPE_CHECKING:
+    from beleg.query.conversation import Conversation
     from beleg.types import Hit
 
 FILTER = "filter"
@@ -234,15 +235,18 @@ def filter_keys(expr: Expr | None) -> set[str]:
 
 # ---------------------------------------------------------------------- inference
 def infer_constraints(question: str, values: Callable[[str], set[str]], *, today: dt.date | None = None,
-                      context: Sequence[str] = ()) -> Inferred:
+                      context: Conversation = ()) -> Inferred:
     """Read the constraints ``question`` states, using only values ``values(key)`` returns.
 
     ``values`` gives the distinct values of a metadata key among the documents the asker
     may see (``KnowledgeBase.metadata_values(key, principal)``); it is called at most once
     per key, and only for keys the question has words for. ``context`` holds earlier
-    questions of a conversation: a follow-up that names no version keeps the one asked
-    before (the same rule as the answer's target version). ``today`` resolves "last year".
+    questions of a conversation, or their judgement for this question
+    (:func:`beleg.query.conversation.judged`): a follow-up that names no version keeps the one
+    asked before (the same rule as the answer's target version). ``today`` resolves "last year".
     """
+    from beleg.query.conversation import earlier_questions
+
     cache: dict[str, set[str]] = {}
 
     def visible(key: str) -> set[str]:
@@ -253,8 +257,8 @@ def infer_constraints(question: str, values: Callable[[str], set[str]], *, today
     constraints: list[Constraint] = []
     products = sorted(visible("product"))
     constraints += _products(question, products)
-    asked = asked_versions(question, context, visible("version"), products) if _has_digit(question, context) \
-        else None
+    asked = asked_versions(question, context, visible("version"), products) \
+        if _has_digit(question, earlier_questions(context)) else None
     if asked is not None and asked.known:
         spans = version_spans(asked.text, products, visible("version"))
         words = ", ".join(spans.get(v, v) for v in asked.known)

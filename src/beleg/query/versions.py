@@ -8,8 +8,12 @@ version a search boosts is the version the answer is held to
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from beleg.query.conversation import Conversation
 
 _UNITS = r"(?!\s*(?:%|percent|prozent|[kmg]i?b\b|€|eur))"
 _VERSION = re.compile(r"(?<![\w.,/-])v?(\d{1,3}(?:\.\d{1,3}){1,2})(?![\d.,]*\d)" + _UNITS, re.IGNORECASE)
@@ -114,18 +118,19 @@ class AskedVersions:
     text: str = ""
 
 
-def asked_versions(question: str, context: Sequence[str], known_versions: set[str],
+def asked_versions(question: str, context: Conversation, known_versions: set[str],
                    products: Iterable[str]) -> AskedVersions:
     """The question's own versions first; else, for a follow-up, those of the latest earlier question
-    it leans on that names a known one (:func:`beleg.query.conversation.follow_up`): a question
-    that stands alone is about the current state, whatever version was asked about before.
+    it leans on that names a known one (:func:`beleg.query.conversation.follow_up`; ``context``
+    is the earlier questions or that judgement of this question): a question that stands alone
+    is about the current state, whatever version was asked about before.
 
     An unknown version in the question is reported and not replaced by the conversation's:
     the asker named a version, and no visible source has it.
     """
-    from beleg.query.conversation import follow_up
+    from beleg.query.conversation import judged
 
-    context = follow_up(question, context).context
+    context = judged(question, context).context
     products = list(products)
     mentioned = version_mentions(question, products)
     if known_versions:

@@ -128,7 +128,7 @@ class AutoStrategy:
         if clause is not None:
             ctx.note(f"route: multi-hop (a clause names a fact to find first: {clause.head} {clause.clause!r})")
             return MultiHopStrategy().run(question, ctx)
-        query = retrieval_query(question, ctx.context)
+        query = retrieval_query(question, ctx.conversation)
         first = ctx.search(query, step="search")
         evidence = first[:EVIDENCE_DEPTH]
         q_lang = detect_language(query, default="?")
@@ -154,13 +154,13 @@ class AutoStrategy:
             strategy = load_strategy("decompose")
         except (ImportError, ConfigError) as exc:
             ctx.note(f"decompose is not available ({exc.__class__.__name__}): iterative search per sub-part instead")
-            query = retrieval_query(question, ctx.context)
+            query = retrieval_query(question, ctx.conversation)
             return IterativeStrategy().run_from(question, ctx, query, ctx.search(query, step="search"))
         try:
             return strategy.run(question, ctx)
         except NeedsLLMError:
             ctx.note("decompose needs an LLM here: iterative search per sub-part instead")
-            query = retrieval_query(question, ctx.context)
+            query = retrieval_query(question, ctx.conversation)
             return IterativeStrategy().run_from(question, ctx, query, ctx.search(query, step="search"))
 
 
@@ -196,7 +196,7 @@ class LLMRoutedStrategy(AutoStrategy):
             from beleg.strategies.multi_hop import MultiHopStrategy
 
             return MultiHopStrategy().run(question, ctx)
-        query = retrieval_query(question, ctx.context)
+        query = retrieval_query(question, ctx.conversation)
         first = ctx.search(query, step="search")
         if route == "iterative":
             return IterativeStrategy().run_from(question, ctx, query, first)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from beleg.backends.llms.base import LLM, Completion, Message
 from beleg.errors import BelegError, NeedsLLMError
 from beleg.index.filters import Expr, FilterLike, combine
+from beleg.query.conversation import Conversation, earlier_questions, judged
 from beleg.query.self_query import Inferred, disabled_json, self_query_mode
 from beleg.retrieve.coverage import TermCoverage
 from beleg.retrieve.fusion import rrf
@@ -113,7 +114,7 @@ class StrategyContext:
 
     def __init__(self, kb: KnowledgeBase, *, principal: Principal | None = None, filters: FilterLike = None,
                  where: str | None = None, k: int = 10, mode: str = "hybrid", llm: LLM | None = None,
-                 budget: Budget | None = None, context: Sequence[str] = (), strategy: str = "hybrid",
+                 budget: Budget | None = None, context: Conversation = (), strategy: str = "hybrid",
                  question: str | None = None, self_query: bool | str | Inferred = True,
                  search_options: Mapping[str, Any] | None = None) -> None:
         self.kb = kb
@@ -128,14 +129,18 @@ class StrategyContext:
         self.llm = llm
         self.budget = budget or Budget()
         self.trace = Trace(strategy)
+        #: The conversation as the strategy's steps take it (``retrieval_query``, ``offline_query``):
+        #: the question's judgement against the earlier questions, made once here or passed on by
+        #: ``ask``; without the question, the earlier questions as given.
+        self.conversation: Conversation = context
+        if question:
+            conversation = judged(question, context)
+            self.conversation = conversation
+            if earlier_questions(context):  # none left when ``ask`` found the question stands alone
+                self.note(f"conversation: {'follow-up' if conversation.follow_up else 'stands alone'} "
+                          f"({conversation.reason})")
         #: The earlier questions this question leans on: none when it stands alone (as in ``ask``).
-        self.context: list[str] = list(context)
-        if context and question:
-            from beleg.query.conversation import follow_up
-
-            judged = follow_up(question, context)
-            self.context = list(judged.context)
-            self.note(f"conversation: {'follow-up' if judged.follow_up else 'stands alone'} ({judged.reason})")
+        self.context: list[str] = list(earlier_questions(self.conversation))
         self._t0 = time.perf_counter()
         #: Every hit list fetched so far, for a partial result when the budget runs out.
         self.fetched: list[list[Hit]] = []
@@ -154,7 +159,7 @@ class StrategyContext:
             self._count_earlier_pass(self_query)
         elif (mode := self_query_mode(self_query, self.llm is not None)) != "off" and question:
             inferred = self.kb.infer_constraints(question, self.principal, filters=self.filter,
-                                                 context=self.context,
+                                                 context=self.conversation,
                                                  llm=_BudgetedLLM(self) if mode == "llm" else None)
         else:
             inferred = None

@@ -207,7 +207,7 @@ class IterativeStrategy:
         self.depth = depth
 
     def run(self, question: str, ctx: StrategyContext) -> StrategyResult:
-        query = retrieval_query(question, ctx.context)
+        query = retrieval_query(question, ctx.conversation)
         hits = ctx.search(query, step="round 1")
         return self.run_from(question, ctx, query, hits)
 

@@ -167,7 +167,7 @@ class MultiHopStrategy:
     offline = True
 
     def run(self, question: str, ctx: StrategyContext) -> StrategyResult:
-        hop1 = ctx.search(retrieval_query(question, ctx.context), step="hop 1")
+        hop1 = ctx.search(retrieval_query(question, ctx.conversation), step="hop 1")
         if not hop1:
             ctx.note("hop 1 found nothing: no bridge")
             return StrategyResult(hop1, ctx.trace)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import STOPWORDS
-from beleg.query.conversation import follow_up
+from beleg.query.conversation import Conversation, earlier_questions, judged
 from beleg.query.versions import version_mentions
 from beleg.strategies.base import StrategyContext, StrategyResult
 
@@ -255,13 +255,14 @@ def resolve_follow_up(question: str, previous: str, products: Sequence[str]) -> 
     return f"{previous} {question}", "previous question + follow-up"
 
 
-def offline_query(question: str, context: Sequence[str], products: Sequence[str]) -> tuple[str, str]:
-    """The conversation-aware query without an LLM: ``(query, how)``."""
-    judged = follow_up(question, context)
-    if judged.follow_up:
-        return resolve_follow_up(question, context[-1], products)
-    if context:
-        return question, f"standalone question (not a follow-up: {judged.reason}), searched as asked"
+def offline_query(question: str, context: Conversation, products: Sequence[str]) -> tuple[str, str]:
+    """The conversation-aware query without an LLM: ``(query, how)``; ``context`` is the earlier
+    questions or their judgement for this question (:func:`beleg.query.conversation.judged`)."""
+    conversation = judged(question, context)
+    if conversation.follow_up:
+        return resolve_follow_up(question, conversation.context[-1], products)
+    if earlier_questions(context):
+        return question, f"standalone question (not a follow-up: {conversation.reason}), searched as asked"
     return question, "no conversation, searched as asked"
 
 
@@ -294,7 +295,7 @@ class RewriteStrategy:
 
     def run(self, question: str, ctx: StrategyContext) -> StrategyResult:
         products = known_products(ctx)
-        fallback, how = offline_query(question, ctx.context, products)
+        fallback, how = offline_query(question, ctx.conversation, products)
         if ctx.llm is None:
             ctx.note(f"rewrite method: offline conversation resolution ({how})")
             return StrategyResult(ctx.search(fallback, step="rewritten" if fallback != question else "search"),
