@@ -217,17 +217,36 @@ def is_table_header(text: str, span: Span) -> bool:
     return _TABLE_SEPARATOR.match(after) is not None
 
 
+def table_top(text: str, at: int) -> int:
+    """The offset of the first line of the table whose line holds offset ``at``: up through
+    the lines above it while they are table rows."""
+    top = text.rfind("\n", 0, at) + 1
+    while top > 0:
+        prev = text.rfind("\n", 0, top - 1) + 1
+        if not _TABLE_ROW.match(text, prev):
+            break
+        top = prev
+    return top
+
+
+def continued_table_header(text: str, at: int) -> str | None:
+    """The header row's text of a table that goes on at offset ``at`` from lines above it (a
+    chunk that opens between two rows of a long table), when that table has a header; else None."""
+    if at <= 0 or not _TABLE_ROW.match(text, at) or not _TABLE_ROW.match(text, text.rfind("\n", 0, at - 1) + 1):
+        return None
+    top = table_top(text, at - 1)
+    line_end = text.find("\n", top)
+    line_end = len(text) if line_end < 0 else line_end
+    head = Span(top, line_end, text[top:line_end], "table-row")
+    return head.text.strip() if top < at and is_table_header(text, head) else None
+
+
 def table_header(text: str, row: Span) -> Span | None:
     """The header row of the table a data row belongs to (a table-row span of ``text``, with
     its offsets), when the header is in ``text`` and is not the row itself; else None."""
     if row.kind != "table-row":
         return None
-    top = text.rfind("\n", 0, row.start) + 1
-    while top > 0:  # up through the table's lines to its first
-        prev = text.rfind("\n", 0, top - 1) + 1
-        if not _TABLE_ROW.match(text, prev):
-            break
-        top = prev
+    top = table_top(text, row.start)
     line_end = text.find("\n", top)
     line_end = len(text) if line_end < 0 else line_end
     head = Span(top, line_end, text[top:line_end], "table-row")

@@ -113,3 +113,38 @@ def test_the_quote_is_the_shown_row_and_the_checks_read_only_it_and_its_header()
     s = extractive_support("What is the remedy for QX-303?", [cite], [src], _Flat())  # type: ignore[arg-type]
     focus = s.check("focus")
     assert focus is not None and focus.passed and s.supported
+
+
+def test_rows_of_a_long_tables_later_chunks_are_read_with_its_header(tmp_path: Any) -> None:
+    """A table too long for one chunk is cut between rows (chunking rules 3); the rows of its
+    later chunks are read with the header from the document, as the first chunk's rows are:
+    shown as "Variable: …; Default: …" and checked against it."""
+    import beleg.kb as kbm
+    from beleg.index.config import ChunkingConfig, IndexConfig
+
+    rows = "\n".join(f"| `GIZMO_OPTION_{i}` | `{i * 7}` | Sets the gizmo's option number {i} for the worker pool. |"
+                     for i in range(40))
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "settings.md").write_text(
+        "# Gizmo settings\n\nEvery setting of the gizmo service:\n\n| Variable | Default | Meaning |\n"
+        "|---|---|---|\n" + rows + "\n", encoding="utf-8")
+    kb = kbm.open(tmp_path / "idx", IndexConfig(ChunkingConfig(max_tokens=80)))
+    kb.ingest(corpus)
+    chunks = [h for h in kb.search("GIZMO_OPTION_33 default", k=10) if "GIZMO_OPTION_33`" in h.text]
+    assert chunks and "| Variable |" not in chunks[0].text  # the row's chunk does not hold the header
+    answer = kb.ask("What is the default of GIZMO_OPTION_33?")
+    assert answer.citations and answer.citations[0].quote.startswith("| `GIZMO_OPTION_33` |")
+    assert answer.answer.startswith("Variable: `GIZMO_OPTION_33`; Default: `231`;"), answer.answer
+    assert answer.support.supported, answer.support
+
+
+def test_the_header_of_a_table_that_goes_on_from_lines_above() -> None:
+    from beleg.sentences import continued_table_header
+
+    text = "Intro.\n\n| Name | Default |\n|---|---|\n| A | 1 |\n| B | 2 |\n\n| C | 3 |\n| D | 4 |\n"
+    assert continued_table_header(text, text.index("| B |")) == "| Name | Default |"
+    assert continued_table_header(text, text.index("| A |")) == "| Name | Default |"
+    assert continued_table_header(text, text.index("| C |")) is None  # a new table, after a blank line
+    assert continued_table_header(text, text.index("| D |")) is None  # that table has no header row
+    assert continued_table_header(text, text.index("Intro")) is None

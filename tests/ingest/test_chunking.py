@@ -98,3 +98,27 @@ def test_chunking_rules_enter_the_index_version_only_from_revision_2() -> None:
     assert IndexConfig.from_json(IndexConfig(ChunkingConfig(), "e5", "a1").to_json()).chunking.rules == CHUNK_RULES
     with pytest.raises(ConfigError, match="rules=9"):
         ChunkingConfig(rules=9)
+
+
+def test_a_long_table_is_cut_between_rows_from_revision_3() -> None:
+    rows = "\n".join(f"| SETTING_{i} | default value {i} for the option number {i} | yes |" for i in range(60))
+    text = "# Settings\n\nThe settings:\n\n| Name | Default | Required |\n|---|---|---|\n" + rows + "\n"
+    chunks = chunk_document("doc", _parsed(text), "Settings", ChunkingConfig(max_tokens=70))
+    assert len(chunks) > 3
+    for c in chunks:
+        table = c.text[c.text.index("|"):]
+        assert all(line.startswith("|") and line.endswith("|") for line in table.splitlines()), c.text
+        assert text[c.start:c.end] == c.text
+    # Every row is in exactly one chunk, whole.
+    assert sum(c.text.count("| yes |") for c in chunks) == 60
+    # Revision 2 cut rows in half: an index built with it goes on doing so for its new documents.
+    old = chunk_document("doc", _parsed(text), "Settings", ChunkingConfig(max_tokens=70, rules=2))
+    assert any(not c.text.rstrip().endswith("|") for c in old)
+
+
+def test_a_long_hard_wrapped_paragraph_is_cut_between_lines_not_words() -> None:
+    line = "this line of a hard wrapped paragraph has no sentence end at all and goes on"
+    text = "# Notes\n\n" + "\n".join(f"{line} {i}" for i in range(40)) + "\n"
+    chunks = chunk_document("doc", _parsed(text), "Notes", ChunkingConfig(max_tokens=60))
+    assert len(chunks) > 2
+    assert all(c.text.rstrip().split()[-1].isdigit() for c in chunks)  # each ends where a line ends

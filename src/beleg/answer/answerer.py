@@ -18,6 +18,7 @@ from beleg.answer.conflicts import detect_conflicts
 from beleg.answer.evidence import GovernancePolicy, Target, assess, find_target, statuses_from_filter
 from beleg.answer.extractive import MIN_COVERAGE, REFUSE_BELOW, below, choose, extract_answer
 from beleg.answer.prompt import Order, build_prompt, regenerate_message
+from beleg.answer.quarantine import shown_value
 from beleg.answer.scoring import SentenceScorer, candidate_sentences
 from beleg.answer.support import (
     FITTED_MIN_CONFIDENCE,
@@ -39,6 +40,7 @@ from beleg.query.conversation import follow_up, retrieval_query
 from beleg.query.intent import Intent, no_retrieval_intent
 from beleg.query.self_query import disabled_json, self_query_mode
 from beleg.retrieve.fusion import check_fusion_options
+from beleg.sentences import continued_table_header
 from beleg.types import ANONYMOUS, Hit, Principal
 
 if TYPE_CHECKING:
@@ -155,6 +157,20 @@ def _merge(*lists: Sequence[Hit]) -> list[Hit]:
     return list(out.values())
 
 
+def with_table_leads(kb: Any, sources: list[Source], principal: Principal | None) -> list[Source]:
+    """Sources whose chunk opens inside a long table (cut between rows; chunking rules 3), with
+    that table's header row from the document, so their first rows read "Header: value" as the
+    rows of the table's first chunk do. An instruction-like header is not used (quarantine)."""
+    out: list[Source] = []
+    for src in sources:
+        lead = None
+        if src.hit.start > 0 and src.hit.text.lstrip().startswith("|"):
+            doc = kb.document(src.hit.doc_id, principal)
+            lead = continued_table_header(doc.text, src.hit.start) if doc is not None else None
+        out.append(replace(src, table_lead=lead) if lead and shown_value(lead) == lead else src)
+    return out
+
+
 def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | None = None,
                     filters: FilterLike = None, where: str | None = None, context: Sequence[str] = (),
                     llm: LLM | None = None, options: AnswerOptions | None = None,
@@ -213,7 +229,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
             queries.append(f"{query} [version = {target.version}]")
     t_retrieve = time.perf_counter()
 
-    sources = assess(hits, target, opts.policy)
+    sources = with_table_leads(kb, assess(hits, target, opts.policy), principal)
     embedder = kb.embedder
     index = kb.search_index()
     visible = index.eligible(None, principal)

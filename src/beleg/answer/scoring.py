@@ -36,7 +36,7 @@ from beleg.answer.values import Value, extract_values
 from beleg.index.analyzer import analyze, analyze_query, detect_language
 from beleg.index.ports import Eligibility, SearchIndex
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
-from beleg.sentences import Span, is_table_header, split_sentences, table_header
+from beleg.sentences import Span, is_table_header, split_sentences, table_header, table_top
 
 #: Sentence kinds that can answer (headings and code blocks cannot on their own).
 _ANSWER_KINDS = PROSE_KINDS
@@ -60,6 +60,9 @@ def row_header(source: Source, row: Span) -> Span | None:
     """The header of a table row of ``source``'s chunk (chunk offsets), unless withheld: an
     instruction-like header names nothing, and the row is then shown and read alone."""
     header = table_header(source.hit.text, row)
+    if header is None and source.table_lead and row.kind == "table-row" and table_top(source.hit.text, row.start) == 0:
+        # The chunk opens inside a long table whose header is in an earlier chunk (no offsets here).
+        return Span(-1, -1, source.table_lead, "table-row")
     if header is None or source.quarantine.overlaps(header.start, header.end):
         return None
     return header

@@ -41,6 +41,9 @@ class Source:
     flags: tuple[str, ...] = ()
     #: Computed from the hit when not given, so no Source can carry unscanned text.
     quarantine: Quarantine = None  # type: ignore[assignment]
+    #: The header row of the table this chunk opens inside when the header is in an earlier
+    #: chunk (a long table is cut between rows): the chunk's first table reads its rows with it.
+    table_lead: str = ""
 
     def __post_init__(self) -> None:
         if self.quarantine is None:

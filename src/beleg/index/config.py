@@ -23,7 +23,9 @@ METHODS = ("structure", "window", "parent-child", "semantic")
 #: documents the way it cut its old ones. 1: until 2026-12-03. 2: a paragraph ending in ":"
 #: stays in one chunk with the block it announces (before, 58 of 2,336 chunk boundaries of the
 #: Contao manual fell right after such a paragraph: "Here is a recommendation:" | ```ini …).
-CHUNK_RULES = 2
+#: 3: a block too long for one chunk is cut between lines before it is cut between words, and a
+#: pipe table only between its rows (before, long tables were cut in the middle of rows).
+CHUNK_RULES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +67,6 @@ class ChunkingConfig:
             raise ConfigError(
                 f"overlap={self.overlap} must be at least 0 and below max_tokens={self.max_tokens}"
             )
-
-    @property
-    def lead_ins(self) -> bool:
-        """Rules 2 on: a paragraph ending in ":" stays with the block it announces."""
-        return self.rules >= 2
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"method": self.method, "max_tokens": self.max_tokens, "overlap": self.overlap}

@@ -41,6 +41,7 @@ _WORD = re.compile(r"\S+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _MIN_PIECE_WORDS = 12
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-ZÄÖÜ0-9\"'(])")
+_LINE_BREAK = re.compile(r"\n")
 #: Embeds passages (semantic chunking needs the index's embedder while chunking).
 EmbedFn = Callable[[list[str]], "np.ndarray"]
 
@@ -58,12 +59,12 @@ def chunk_document(doc_id: str, parsed: ParsedDocument, title: str, config: Chun
 
     ``embed`` (passages → vectors) is needed by the ``semantic`` method only."""
     sections = list(_sections(parsed.text, parsed.headings, title))
-    lead_ins = config.lead_ins
+    rules = config.rules
     if config.method == "structure":
-        spans = list(_structure_spans(parsed.text, sections, config.max_tokens, lead_ins))
+        spans = list(_structure_spans(parsed.text, sections, config.max_tokens, rules))
     elif config.method == "parent-child":
-        spans = [(s, e, path) for ps, pe, path in _structure_spans(parsed.text, sections, config.max_tokens, lead_ins)
-                 for s, e in _pack(parsed.text, ps, pe, config.child_tokens, _PARAGRAPH_BREAK, lead_ins)]
+        spans = [(s, e, path) for ps, pe, path in _structure_spans(parsed.text, sections, config.max_tokens, rules)
+                 for s, e in _pack(parsed.text, ps, pe, config.child_tokens, _PARAGRAPH_BREAK, rules)]
     elif config.method == "semantic":
         from beleg.ingest.semantic_chunking import semantic_spans
 
@@ -81,14 +82,14 @@ def parents_of_children(text: str, children: Sequence[tuple[int, int, tuple[str,
     ``(start, end, heading path)`` in order: consecutive children with one heading path are
     one section, which is split as ``structure`` splits it under the index's ``config``
     (its max_tokens and rules: the same spans, since the gaps between children are whitespace)."""
-    max_tokens, lead_ins = config.max_tokens, config.lead_ins
+    max_tokens, rules = config.max_tokens, config.rules
     parents: list[tuple[int, int, tuple[str, ...]]] = []
     i = 0
     while i < len(children):
         j = i
         while j + 1 < len(children) and children[j + 1][2] == children[i][2]:
             j += 1
-        for s, e in _pack(text, children[i][0], children[j][1], max_tokens, _PARAGRAPH_BREAK, lead_ins):
+        for s, e in _pack(text, children[i][0], children[j][1], max_tokens, _PARAGRAPH_BREAK, rules):
             s, e = _strip(text, s, e)
             if s < e:
                 parents.append((s, e, children[i][2]))
@@ -97,9 +98,9 @@ def parents_of_children(text: str, children: Sequence[tuple[int, int, tuple[str,
 
 
 def _structure_spans(text: str, sections: list[_Section], max_tokens: int,
-                     lead_ins: bool) -> Iterator[tuple[int, int, tuple[str, ...]]]:
+                     rules: int) -> Iterator[tuple[int, int, tuple[str, ...]]]:
     for sec in sections:
-        for s, e in _split_section(text, sec, max_tokens, lead_ins):
+        for s, e in _split_section(text, sec, max_tokens, rules):
             yield s, e, sec.path
 
 
@@ -141,22 +142,28 @@ def _body_is_empty(text: str, section: _Section) -> bool:
     return first_newline < 0 or not body[first_newline:].strip()
 
 
-def _split_section(text: str, section: _Section, max_tokens: int, lead_ins: bool) -> Iterator[tuple[int, int]]:
+def _split_section(text: str, section: _Section, max_tokens: int, rules: int) -> Iterator[tuple[int, int]]:
     """Split one section into spans of at most ``max_tokens`` words, at natural breaks."""
     if section.path != section.path[:1] and _body_is_empty(text, section):
         return  # a heading directly followed by its subsection: the child carries the path
-    yield from _pack(text, section.start, section.end, max_tokens, _PARAGRAPH_BREAK, lead_ins)
+    yield from _pack(text, section.start, section.end, max_tokens, _PARAGRAPH_BREAK, rules)
 
 
 def _pack(text: str, start: int, end: int, max_tokens: int, separator: re.Pattern[str],
-          lead_ins: bool) -> Iterator[tuple[int, int]]:
+          rules: int) -> Iterator[tuple[int, int]]:
+    """Spans of at most ``max_tokens`` words: paragraphs, else sentences, else (rules 3) lines,
+    else word windows. Rules 3: a table too long for one chunk is cut between rows, never
+    inside one (before, a 60-row table's chunks began and ended in the middle of rows)."""
     if _count_words(text, start, end) <= max_tokens:
         yield start, end
         return
-    pieces = _pieces(text, start, end, separator, lead_ins)
+    pieces = _pieces(text, start, end, separator, rules)
     if len(pieces) == 1:
         if separator is _PARAGRAPH_BREAK:
-            yield from _pack(text, start, end, max_tokens, _SENTENCE_END, lead_ins)
+            lines_first = rules >= 3 and _holds_table(text, start, end)
+            yield from _pack(text, start, end, max_tokens, _LINE_BREAK if lines_first else _SENTENCE_END, rules)
+        elif separator is _SENTENCE_END and rules >= 3:
+            yield from _pack(text, start, end, max_tokens, _LINE_BREAK, rules)
         else:
             yield from _word_windows(text, start, end, max_tokens, 0)
         return
@@ -165,14 +172,20 @@ def _pack(text: str, start: int, end: int, max_tokens: int, separator: re.Patter
     for p_start, p_end in pieces:
         words = _count_words(text, p_start, p_end)
         if group_words and group_words + words > max_tokens:
-            yield from _pack(text, group_start, group_end, max_tokens, separator, lead_ins)
+            yield from _pack(text, group_start, group_end, max_tokens, separator, rules)
             group_start, group_words = p_start, 0
         group_end = p_end
         group_words += words
-    yield from _pack(text, group_start, group_end, max_tokens, separator, lead_ins)
+    yield from _pack(text, group_start, group_end, max_tokens, separator, rules)
 
 
-def _pieces(text: str, start: int, end: int, separator: re.Pattern[str], lead_ins: bool) -> list[tuple[int, int]]:
+def _holds_table(text: str, start: int, end: int) -> bool:
+    """Whether the block holds a pipe table (two or more table rows), alone or after the
+    paragraph that announces it ("The settings:")."""
+    return sum(line.lstrip().startswith("|") for line in text[start:end].splitlines()) >= 2
+
+
+def _pieces(text: str, start: int, end: int, separator: re.Pattern[str], rules: int) -> list[tuple[int, int]]:
     pieces, cursor = [], start
     for match in separator.finditer(text, start, end):
         pieces.append((cursor, match.start()))
@@ -185,7 +198,7 @@ def _pieces(text: str, start: int, end: int, separator: re.Pattern[str], lead_in
     merged: list[tuple[int, int]] = []
     for s, e in pieces:
         if merged and (_count_words(text, *merged[-1]) < _MIN_PIECE_WORDS
-                       or lead_ins and text[merged[-1][0]:merged[-1][1]].rstrip().endswith(":")):
+                       or rules >= 2 and text[merged[-1][0]:merged[-1][1]].rstrip().endswith(":")):
             merged[-1] = (merged[-1][0], e)
         else:
             merged.append((s, e))
