@@ -469,6 +469,16 @@ def test_a_question_that_sets_the_scene_asks_in_its_last_sentence() -> None:
     assert asked_kind("Wie kann ich z. B. einen Cronjob einrichten?") == "instruction"
 
 
+def test_a_question_for_the_time_of_day_asks_for_a_time() -> None:
+    for q in ("At what time does the maintenance window start?", "What time is the daily backup?",
+              "Um wie viel Uhr beginnt die Wartung?", "Zu welcher Uhrzeit läuft das Backup?"):
+        assert asked_kind(q) == "date", q
+        assert _type_passes(q, "Die Wartung beginnt jeden Sonntag um 02:00 Uhr.") is True
+        assert _type_passes(q, "The maintenance window is announced by email.") is False
+    assert asked_kind("What time zone does the API use?") != "date"
+    assert asked_kind("What time limit applies to uploads?") != "date"
+
+
 def test_a_link_target_is_no_name_the_reader_sees() -> None:
     q = "Which console command puts the installation into maintenance mode?"
     quote = "Via the [command line](en/cli/maintenance-mode) the installation can be put into maintenance mode."

@@ -91,6 +91,11 @@ _NAME = re.compile(
     r"welche[rsmn]?\b|(?:^|[,;:])\W*(?:who|whom|whose|wer|wem|wen|wessen)\b|wie\s+hie(?:ß|ss)|wie\s+hei(?:ß|ss)t|wie\s+lautet|what\s+(?:adapter|variable|state|"
     r"file|package|option|parameter|object|id))", re.IGNORECASE)
 _WHEN = re.compile(r"^\W*(?:when|wann|seit\s+wann|in\s+which\s+year|in\s+welchem\s+jahr)\b", re.IGNORECASE)
+# "At what time …", "Um wie viel Uhr …" ask for a time of day, which the date check accepts
+# ("02:00", "every Sunday from 02:00"); not "what time zone", "what time limit".
+_CLOCK_TIME = re.compile(r"\b(?:(?:at\s+)?what\s+time(?!\s+(?:zones?|limits?|formats?|frames?|windows?|stamps?|outs?|"
+                         r"periods?|spans?)\b)|um\s+wie\s*viel\s+uhr|zu\s+welcher\s+(?:uhr)?zeit|welche\s+uhrzeit|"
+                         r"wie\s+spät)\b", re.IGNORECASE)
 _YES_NO = re.compile(
     r"^\W*(?:is|are|does|do|did|can|could|should|will|was|were|has|have|ist|sind|kann|können|muss|müssen|"
     r"gibt|hat|haben|wird|werden|unterstützt|funktioniert)\b", re.IGNORECASE)
@@ -221,7 +226,7 @@ def asked_kind(question: str) -> str | None:
         return kind
     if _LIMIT.search(question):
         return "number"
-    if _WHEN.search(question):
+    if _WHEN.search(question) or _CLOCK_TIME.search(question):
         return "date"
     if is_howto_question(question):
         return "instruction"
