@@ -69,3 +69,8 @@ def test_a_rejected_value_is_not_echoed_whole(server_url, api_keys):
         assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request", r.text[:300]
         message = r.json()["error"]["message"]
         assert len(message) < 600 and "…" in message, message
+    r = httpx.get(f"{server_url}/v1/documents/x", params={"quote": "9" * 20_000}, headers=h, timeout=60)
+    assert r.status_code == 400 and len(r.json()["error"]["message"]) < 600, r.text[:300]
+    r = httpx.post(f"{server_url}/v1/ingest", files={"files": ("n" * 20_000, b"x")},
+                   headers=bearer(api_keys["acme_ingest"]), timeout=60)
+    assert r.status_code == 400 and len(r.json()["error"]["message"]) < 600, r.text[:300]

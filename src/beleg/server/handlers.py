@@ -180,7 +180,8 @@ async def get_document(request: Request, identity: Identity | None) -> Response:
     for value in quotes:
         m = QUOTE_RANGE.match(value)
         if m is None:
-            raise ConfigError(f"quote must be START:END document offsets like 120:180, got {value!r}")
+            raise ConfigError("quote must be START:END document offsets like 120:180, "
+                              f"got {openapi.shortened(repr(value))}")
         ranges.append((int(m.group(1)), int(m.group(2))))
     out = await api.index_call(lambda svc: svc.document_json(doc_id, who.principal, ranges, chunks))
     if out is None:
@@ -427,7 +428,8 @@ def _folder_name(name: str) -> str:
 async def _stage(upload: UploadFile, folder: Path) -> Path:
     name = _safe_name(Path(upload.filename or "").name)
     if not name or "." not in name.strip("."):
-        raise ConfigError(f"file name {upload.filename!r} needs an extension such as .md, .txt, .html, .pdf, .docx")
+        raise ConfigError(f"file name {openapi.shortened(repr(upload.filename))} needs an extension such as .md, "
+                          ".txt, .html, .pdf, .docx")
     target = folder / name
     if target.exists():
         raise ConfigError(f"the upload names {name!r} twice; send each file once")
