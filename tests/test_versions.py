@@ -111,3 +111,26 @@ def test_cli_reindex_keeps_the_live_settings_and_takes_up_the_current_chunking_r
     assert code == 0, err
     built = json.loads((tmp_path / "kb" / "versions" / json.loads(out)["version"] / "beleg.json").read_text())
     assert built["chunking"]["child_tokens"] == 30 and built["chunking"]["rules"] == CHUNK_RULES  # before: 60, none
+
+
+def test_an_open_index_refuses_writes_once_another_version_is_live(index: Path, embedder, capsys) -> None:
+    """A long-running process (a server) that opened the live version must not go on writing
+    to it after a switch: the write would be lost to everyone who opens the index."""
+    from beleg.index.versions import VersionNotLiveError
+
+    docs = index.parent / "docs"
+    with beleg.open(index, embedder=embedder) as stale:
+        with beleg.open(index, embedder=embedder) as builder:
+            new = builder.reindex(IndexConfig(ChunkingConfig("window", 60, 10)), progress=False)["version"]
+        (docs / "late.md").write_text("# Late\n\nWritten after the switch.\n", encoding="utf-8")
+        assert stale.ingest([str(docs / "other.md")], progress=False).count("unchanged") == 1  # still live
+        code, _, err = _run(capsys, "switch", new, "--index", str(index))
+        assert code == 0, err
+        with pytest.raises(VersionNotLiveError, match="restart the server"):
+            stale.ingest([str(docs / "late.md")], progress=False)
+        # A deletion reaches every version, the live one included, so it is not refused.
+        doc_id = next(d for d, s, _ in stale.catalog.documents_meta() if s.endswith("other.md"))
+        assert stale.delete([doc_id])["deleted"] == [doc_id]
+    with beleg.open(index, embedder=embedder) as kb:
+        assert kb.config.index_version == new
+        assert not any(s.endswith(("late.md", "other.md")) for _, s, _ in kb.catalog.documents_meta())

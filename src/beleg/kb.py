@@ -104,7 +104,11 @@ class KnowledgeBase:
         self.store = EmbeddedStore(self.catalog)
         #: Per-thread state: the token of the root's write lock while this thread holds it.
         self._thread = threading.local()
-        self.catalog.write_guard = lambda: versions.refuse_while_building(self.root, self._lock_token)
+        #: Whether this object opened the version that was live: its document writes are then
+        #: refused once ``LIVE`` names another (a switch), or they would be lost to every reader.
+        #: A copy reopened on the same version later (a server's thread) takes the original's.
+        self.opened_live = self.path.resolve() == versions.live_dir(self.root).resolve()
+        self.catalog.write_guard = self._refuse_while_building
         self._refresh_flags()
         self._embedder = embedder
         self._embedder_checked = False
@@ -256,9 +260,13 @@ class KnowledgeBase:
         return report
 
     def _refuse_while_building(self) -> None:
-        """Raise IndexBusyError while a reindex holds the root's write lock (the PostgreSQL
-        backend, which has no index folder, overrides it)."""
+        """Raise IndexBusyError while a reindex holds the root's write lock, and
+        VersionNotLiveError when this object opened the live version and a switch has made
+        another live since (the PostgreSQL backend, which has no index folder, overrides it).
+        A holder of the write lock (a delete, which reaches every version) is not refused."""
         versions.refuse_while_building(self.root, self._lock_token)
+        if self.opened_live and self._lock_token is None:
+            versions.refuse_if_not_live(self.root, self.path)
 
     def _flush_replaced_text(self) -> None:
         """Text an update replaced (a name edited out of a file) leaves the write-ahead log too,

@@ -86,3 +86,19 @@ def test_a_filter_on_a_key_no_document_has_says_so(index: Path, capsys) -> None:
     assert code == 0 and "did you mean 'secretcode'?" in err
     code, out, err = _run(capsys, "delete", "--where", "secretcode = v1", "--index", kb)
     assert code == 0 and "deleted 1 document(s)" in out and err == ""
+
+
+def test_documents_shows_invisible_and_reordering_characters_as_escapes(tmp_path: Path, capsys) -> None:
+    """A right-to-left override in a file name (`rtl\u202egnp.md` shows as `rtldm.png`) or a
+    zero-width space in a title would make the terminal show another name than the stored one."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "rtl\u202egnp.md").write_text("---\ntitle: Pay\u200bment \u2066admin\u2069\n---\n# Pay\n\nText.\n",
+                                         encoding="utf-8")
+    code, _, err = _run(capsys, "ingest", str(docs), "--index", str(tmp_path / "kb"), "--no-progress")
+    assert code == 0, err
+    code, out, _ = _run(capsys, "documents", "--index", str(tmp_path / "kb"))
+    assert code == 0 and "rtl\\u202egnp.md" in out and "Pay\\u200bment \\u2066admin\\u2069" in out, out
+    assert not any(c in out for c in "\u202e\u200b\u2066\u2069")
+    code, out, _ = _run(capsys, "search", "text", "--index", str(tmp_path / "kb"), "--mode", "bm25")
+    assert code == 0 and "\\u200b" in out and not any(c in out for c in "\u202e\u200b\u2066\u2069"), out

@@ -114,7 +114,7 @@ def server_kb(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterat
 @pytest.fixture(scope="session")
 def api_keys() -> dict[str, str]:
     return {"acme": "key-acme-reader", "globex": "key-globex-reader", "acme_ingest": "key-acme-ingest",
-            "acme_admin": "key-acme-admin", "public": "key-public-reader"}
+            "acme_admin": "key-acme-admin", "public": "key-public-reader", "operator": "key-operator"}
 
 
 @pytest.fixture(scope="session")
@@ -123,7 +123,8 @@ def auth_file(tmp_path_factory: pytest.TempPathFactory, api_keys: dict[str, str]
 
     rows = {"acme": ("alice", "acme", ["acme-ops"], ["read"]), "globex": ("gus", "globex", [], ["read"]),
             "acme_ingest": ("ingo", "acme", ["acme-ops"], ["ingest", "read"]),
-            "acme_admin": ("ada", "acme", ["acme-ops"], ["admin"]), "public": ("pat", None, [], ["read"])}
+            "acme_admin": ("ada", "acme", ["acme-ops"], ["admin"]), "public": ("pat", None, [], ["read"]),
+            "operator": ("otto", None, [], ["admin"])}
     folder = tmp_path_factory.mktemp("auth")
     (folder / "jwt.secret").write_text(SECRET, encoding="utf-8")
     lines = ['[jwt]', 'secret_file = "jwt.secret"', 'audience = "beleg"', 'tenant_claim = "org"', ""]

@@ -1,5 +1,5 @@
 """Limits and error shapes: 413, 429, 400, 404, 405, CORS off unless configured, no tracebacks,
-open routes (healthz, readyz, metrics), the audit log."""
+open routes (healthz, readyz; metrics for an operator's key or with metrics_public), the audit log."""
 
 from __future__ import annotations
 
@@ -98,13 +98,17 @@ def test_cors_is_off_unless_configured(server_url, start_server, api_keys):
     assert "access-control-allow-origin" not in bad.headers
 
 
-def test_health_ready_and_metrics_need_no_key(server_url, api_keys):
+def test_health_and_ready_need_no_key_metrics_an_operators(server_url, api_keys):
     assert httpx.get(f"{server_url}/healthz", timeout=30).json() == {"status": "ok"}
     assert httpx.get(f"{server_url}/readyz", timeout=30).json() == {"status": "ready"}
     httpx.post(f"{server_url}/v1/search", json={"query": "retry"}, headers=bearer(api_keys["public"]), timeout=30)
     httpx.post(f"{server_url}/v1/search", json={"query": "retry"}, timeout=30)  # a 401
-    r = httpx.get(f"{server_url}/metrics", timeout=30)
-    assert r.headers["content-type"].startswith("text/plain")
+    # The counters show every tenant's activity: no key, a reader's or a tenant admin's is refused.
+    _is_error(httpx.get(f"{server_url}/metrics", timeout=30), 401, "unauthorized")
+    for name in ("public", "acme_admin"):
+        _is_error(httpx.get(f"{server_url}/metrics", headers=bearer(api_keys[name]), timeout=30), 403, "forbidden")
+    r = httpx.get(f"{server_url}/metrics", headers=bearer(api_keys["operator"]), timeout=30)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     text = r.text
     assert 'beleg_http_requests_total{method="POST",route="/v1/search",status="200"}' in text
     assert 'beleg_http_errors_total{route="/v1/search",type="unauthorized"}' in text
@@ -114,6 +118,14 @@ def test_health_ready_and_metrics_need_no_key(server_url, api_keys):
     for line in text.splitlines():  # every sample line is NAME{LABELS} VALUE
         if line and not line.startswith("#"):
             float(line.rsplit(" ", 1)[1])
+
+
+def test_metrics_public_serves_metrics_without_a_key(start_server, tmp_path):
+    from beleg.server import ServerSettings
+
+    with start_server(ServerSettings(metrics_public=True, upload_dir=tmp_path / "uploads")) as url:
+        r = httpx.get(f"{url}/metrics", timeout=30)
+    assert r.status_code == 200 and "# TYPE beleg_http_requests_total counter" in r.text
 
 
 def test_no_stack_trace_when_something_breaks(start_server, server_kb, api_keys):

@@ -56,11 +56,13 @@ def test_serve_without_auth_is_anonymous_read_only(server_kb):
         assert hits and not any(h["source"].endswith("acme/runbook.md") for h in hits)
         r = httpx.post(f"{url}/v1/ingest", files={"files": ("a.md", b"# A\n\ntext\n")}, timeout=60)
         assert r.status_code == 403
+        assert httpx.get(f"{url}/metrics", timeout=30).status_code == 403  # not without --metrics-public
 
 
 def test_serve_with_auth_uses_the_keys(server_kb, auth_file, api_keys):
-    with serve("--index", str(server_kb.root), "--auth", str(auth_file)) as url:
+    with serve("--index", str(server_kb.root), "--auth", str(auth_file), "--metrics-public") as url:
         assert httpx.post(f"{url}/v1/search", json={"query": "x"}, timeout=60).status_code == 401
+        assert httpx.get(f"{url}/metrics", timeout=30).status_code == 200
         r = httpx.post(f"{url}/v1/search", json={"query": "failover standby host", "k": 10},
                        headers=bearer(api_keys["acme"]), timeout=60)
         assert any(h["source"].endswith("acme/runbook.md") for h in r.json()["hits"])

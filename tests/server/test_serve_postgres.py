@@ -324,6 +324,6 @@ def test_a_database_that_does_not_answer_is_a_503_not_an_internal_error() -> Non
 
     from beleg.server.app import _classify
 
-    err = _classify(psycopg.OperationalError("server closed the connection unexpectedly (host db.internal)"))
+    err = _classify(psycopg.OperationalError("server closed the connection unexpectedly (host db.internal)"), operator=True)
     assert (err.status, err.kind, err.headers.get("Retry-After")) == (503, "unavailable", "1")
     assert "db.internal" not in err.message

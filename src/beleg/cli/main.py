@@ -510,20 +510,26 @@ def cmd_switch(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from beleg.index.versions import gc
+    from beleg.index.versions import collect, describe_holder
 
     root = args.index or default_index_dir()
+    kept: list[Any] = []
     if isinstance(root, str):  # a postgresql:// URL
         from beleg.index.postgres import versions as pg_versions
         from beleg.index.postgres.config import PostgresLocation
 
         removed: list[Any] = pg_versions.gc(PostgresLocation.parse(root))
     else:
-        removed = gc(root)
+        collected = collect(root)
+        removed, kept = collected.removed, collected.kept
     if args.json:
-        print(json.dumps({"removed": [v.to_json() for v in removed]}, indent=2))
+        print(json.dumps({"removed": [v.to_json() for v in removed],
+                          "kept": [{**v.to_json(), "held_by": held} for v, held in kept]}, indent=2))
     else:
         print(f"removed {len(removed)} version(s)" + "".join(f"\n  {v.version}  {v.path}" for v in removed))
+    for v, held in kept:  # a server opened it before a switch: its files stay until it stops
+        print(f"kept version {v.version}: held open by {', '.join(map(describe_holder, held))}; stop or restart "
+              "it, then run 'beleg gc' again", file=sys.stderr)
     return 0
 
 

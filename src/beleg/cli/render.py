@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,7 +69,8 @@ def render_hits(hits: Sequence[Hit], query: str, style: Style, locations: Mappin
         facts = " · ".join(str(x) for x in (
             f"v{meta['version']}" if meta.get("version") else None, meta.get("status"), meta.get("authority"),
             meta.get("language"), meta.get("tenant") and f"tenant {meta['tenant']}") if x)
-        lines.append(f"{rank:>2}. {hit.score:.4f}  {style.bold(path)}  {style.dim('[' + facts + ']')}")
+        lines.append(f"{rank:>2}. {hit.score:.4f}  {style.bold(printable(path))}  "
+                     f"{style.dim('[' + printable(facts) + ']')}")
         lines.append(f"    {style.dim(shown_source(hit.source, locations.get(hit.doc_id)))}  "
                      f"{style.dim(f'chars {hit.start}-{hit.end}')}")
         # The snippet is read, not checked: markup is removed (offsets above stay the document's).
@@ -103,13 +105,21 @@ def render_status(status: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: Unicode categories shown as escapes: controls (Cc), format characters (Cf: bidi overrides
+#: and isolates, zero-width spaces and joiners, soft hyphens, tags) and line/paragraph separators.
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 
 def printable(name: str) -> str:
-    """A file name or reason on one terminal line: control characters (a newline in a file
-    name, an escape sequence that would recolour the terminal) written as escapes."""
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), name)
+    """A file name, title or reason on one terminal line, as it is: control characters (a
+    newline, an escape sequence that would recolour the terminal), invisible format characters
+    and line separators written as escapes (``\\x1b``, ``\\u202e``). A right-to-left override
+    would otherwise show ``rtl\\u202egnp.md`` as ``rtldm.png``, and a zero-width space would make
+    two different names look the same."""
+    if name.isascii() and name.isprintable():  # the usual case, without a look at each character
+        return name
+    return "".join(c.encode("unicode_escape").decode("ascii") if unicodedata.category(c) in _ESCAPED_CATEGORIES
+                   else c for c in name)
 
 
 def shown_source(source: str, location: str | None) -> str:
@@ -173,8 +183,9 @@ def render_answer(answer: Any, style: Style, *, show_text: bool = True,
             continue
         facts = " · ".join(shown_value(x) for x in (f"version {s.version}" if s.version else None, s.status,
                                                     s.authority, s.date) if x)
-        lines.append(f"  [{s.label}] {style.bold(shown_heading_path(s.hit.heading_path) or shown_value(s.hit.title))}")
-        lines.append(f"       {style.dim(shown_source(s.hit.source, locations.get(s.hit.doc_id)) + '  ·  ' + facts)}")
+        title = printable(shown_heading_path(s.hit.heading_path) or shown_value(s.hit.title))
+        lines.append(f"  [{s.label}] {style.bold(title)}")
+        lines.append(f"       {style.dim(shown_source(s.hit.source, locations.get(s.hit.doc_id)) + '  ·  ' + printable(facts))}")
         note = _withheld_note(s)
         if note:
             lines.append(f"       {style.mark(note)}")

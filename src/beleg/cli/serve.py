@@ -38,6 +38,9 @@ def add_parser(sub: Any) -> None:
                    help="allow browser calls from this origin (repeatable; default: CORS off)")
     g.add_argument("--audit-log", type=Path, metavar="FILE",
                    help="append one JSON line per request: who, what, which documents (default off)")
+    g.add_argument("--metrics-public", action="store_true",
+                   help="serve /metrics without credentials (default: an operator's key, admin scope and no "
+                        "tenant, since the counters show every tenant's activity)")
     g.add_argument("--upload-dir", type=Path, metavar="DIR", help="where uploaded files are kept "
                                                                    "(default: INDEX-uploads beside the index)")
     _llm_args(p, "LLM for answers and strategies (without one, answers are extractive, offline)")
@@ -96,7 +99,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = {"index": str(args.index or default_index_dir()), "auth": str(args.auth) if args.auth else None,
                 "max_body_bytes": int(args.max_body_mb * 2**20), "rate": args.rate, "burst": args.burst,
                 "cors": args.cors_origin, "read_threads": args.read_threads, "audit_log": str(args.audit_log) if args.audit_log else None,
-                "upload_dir": str(args.upload_dir) if args.upload_dir else None,
+                "upload_dir": str(args.upload_dir) if args.upload_dir else None, "metrics_public": args.metrics_public,
                 "llm": {"spec": args.llm, "base_url": args.llm_base_url, "timeout_s": args.llm_timeout,
                         "config": str(args.config) if args.config else None},
                 "verifier": {"spec": args.verifier, "base_url": args.verifier_base_url}}
@@ -140,7 +143,8 @@ def app_from_settings(settings: dict[str, Any]) -> Any:
         max_body_bytes=settings["max_body_bytes"], rate_per_second=settings["rate"], burst=settings["burst"],
         cors_origins=tuple(settings["cors"]), audit_log=Path(settings["audit_log"]) if settings["audit_log"] else None,
         upload_dir=Path(settings["upload_dir"]) if settings["upload_dir"] else None,
-        answer_options=AnswerOptions(policy=policy, verifier=verifier), read_threads=settings["read_threads"])
+        answer_options=AnswerOptions(policy=policy, verifier=verifier), read_threads=settings["read_threads"],
+        metrics_public=bool(settings.get("metrics_public")))
     index = settings["index"]  # a folder, or a postgresql:// URL (KnowledgeBase opens that backend)
     kb = KnowledgeBase(index if is_postgres_url(index) else Path(index), create=False)
     try:

@@ -11,7 +11,10 @@ An index directory holds one or more *versions*, each a complete index (``beleg.
 ``reindex`` builds a new version from the live version's stored documents (no source
 files needed); ``switch`` rewrites ``LIVE`` with one atomic rename, so a reader opens
 either the old or the new version, never a mixture; ``gc`` deletes the versions that are
-not live. An open :class:`KnowledgeBase` keeps the version it opened until reopened.
+not live. An open :class:`KnowledgeBase` keeps the version it opened until reopened; one
+that opened the live version refuses document writes once ``LIVE`` names another
+(:class:`VersionNotLiveError`). A long-running process (``beleg serve``) registers the
+version it holds open (:func:`hold_version`), and ``gc`` keeps a version so held.
 """
 
 from __future__ import annotations
@@ -113,20 +116,85 @@ def _switch(root: Path, version: str) -> VersionInfo:
     tmp.write_text(rel + "\n", encoding="utf-8")
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
-    os.replace(tmp, root / LIVE_FILE)
+    with _writes_paused(live_dir(root) / CATALOG_FILE):
+        os.replace(tmp, root / LIVE_FILE)
     return next(v for v in list_versions(root) if v.live)
 
 
+@contextmanager
+def _writes_paused(catalog: Path) -> Iterator[None]:
+    """Hold the write lock of the (outgoing) live catalog while ``LIVE`` is replaced. A writer
+    checks that its version is live inside its write transaction (:func:`refuse_if_not_live`),
+    so one that committed before has written to a version that was live then, and every
+    later one sees the new ``LIVE`` and refuses: no write lands in a version that stopped
+    being live between its check and its commit."""
+    if not catalog.exists():
+        yield
+        return
+    db = sqlite3.connect(catalog, timeout=SHORT_WAIT_S, isolation_level=None)
+    try:
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise IndexBusyError(f"the live version's catalog {catalog} stayed locked by a writer for "
+                                 f"{SHORT_WAIT_S:g} s ({exc}); run the switch again") from None
+        try:
+            yield
+        finally:
+            db.execute("ROLLBACK")
+    finally:
+        db.close()
+
+
+class VersionNotLiveError(IndexStateError):
+    """A document write through an index opened on the live version, after ``beleg switch``
+    made another version live: it would land in a version nobody opens any more."""
+
+
+def refuse_if_not_live(root: Path, folder: Path) -> None:
+    """Raise :class:`VersionNotLiveError` when ``LIVE`` no longer names ``folder``."""
+    try:
+        live = live_dir(root).resolve()
+    except IndexStateError:
+        live = None  # LIVE names no version at all: not this one either
+    if live != folder.resolve():
+        raise VersionNotLiveError(
+            f"the index {root} was switched to another live version ({(root / LIVE_FILE)} now names "
+            f"{live or 'nothing usable'}) after this process opened {folder}; a change written now would be "
+            f"lost to everyone who opens the index. Reopen the index (restart the server) and write again")
+
+
 def gc(root: Path) -> list[VersionInfo]:
-    """Delete every version that is not live; returns what was removed (refused while a reindex builds)."""
+    """Delete every version that is not live and that no running process holds open; returns
+    what was removed (:func:`collect` also says what was kept and why)."""
+    return collect(root).removed
+
+
+@dataclass(frozen=True, slots=True)
+class Collected:
+    removed: list[VersionInfo]
+    #: Versions not live but kept, each with the running processes that hold it open.
+    kept: list[tuple[VersionInfo, list[dict[str, Any]]]]
+
+
+def collect(root: Path) -> Collected:
+    """Delete every version that is not live and that no running process holds open
+    (:func:`hold_version`: a server that opened it before a switch still reads its files);
+    refused while a reindex builds."""
     with write_lock(root, "gc"):
         return _gc(root)
 
 
-def _gc(root: Path) -> list[VersionInfo]:
-    removed = []
+def _gc(root: Path) -> Collected:
+    removed: list[VersionInfo] = []
+    kept: list[tuple[VersionInfo, list[dict[str, Any]]]] = []
+    holders = version_holders(root)
     for info in list_versions(root):
         if info.live:
+            continue
+        held = holders.get(info.path.resolve(), [])
+        if held:
+            kept.append((info, held))
             continue
         if info.path.resolve() == root.resolve():
             # The first version lives in the root itself: remove its files, keep the folder.
@@ -135,7 +203,64 @@ def _gc(root: Path) -> list[VersionInfo]:
         else:
             shutil.rmtree(info.path)
         removed.append(info)
-    return removed
+    return Collected(removed, kept)
+
+
+# ---------------------------------------------------------------------------- versions held open
+#
+# ``gc`` deletes versions that are not live; a server that opened a version before a switch
+# still reads (and holds the files of) it. A long-running process registers the version it
+# holds in ``HOLDERS/`` in the root, one JSON file per process (pid, process start time,
+# host), removed when it closes; a file whose process is gone (killed) counts for nothing
+# and is removed by the next gc, as a stale ``LOCK`` is. A short command (search, ask)
+# registers nothing.
+
+HOLDERS_DIR = "HOLDERS"
+
+
+@contextmanager
+def hold_version(root: Path, folder: Path, purpose: str) -> Iterator[Path | None]:
+    """Register that this process holds the version in ``folder`` open, for as long as the
+    context lasts; yields the registration file, or None when the index folder cannot be
+    written (a read-only copy: then no gc can run there either)."""
+    pid = os.getpid()
+    entry = {"purpose": purpose, "version_path": str(folder.resolve()), "pid": pid,
+             "started": _process_started(pid), "host": socket.gethostname(),
+             "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    path = root / HOLDERS_DIR / f"{pid}-{uuid.uuid4().hex}.json"
+    try:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(entry) + "\n", encoding="utf-8")
+    except OSError:
+        yield None
+        return
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def version_holders(root: Path) -> dict[Path, list[dict[str, Any]]]:
+    """Resolved version folder → the running processes that hold it open (see :func:`hold_version`)."""
+    out: dict[Path, list[dict[str, Any]]] = {}
+    folder = root / HOLDERS_DIR
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.glob("*.json")):
+        try:
+            entry = dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            entry = {}
+        if entry and _alive(entry):
+            out.setdefault(Path(str(entry.get("version_path"))).resolve(), []).append(entry)
+        elif entry or time.time() - _mtime(path) > 5:  # an empty file may still be being written
+            path.unlink(missing_ok=True)
+    return out
+
+
+def describe_holder(entry: dict[str, Any]) -> str:
+    return (f"{entry.get('purpose', 'a process')} (pid {entry.get('pid', '?')} on {entry.get('host', '?')}, "
+            f"since {entry.get('since', '?')})")
 
 
 # ---------------------------------------------------------------------------- the write lock

@@ -68,6 +68,32 @@ def glob_root(pattern: str) -> str:
     return os.path.join(*parts) if parts else "."
 
 
+def rooted_glob(root: str | Path, path: str | Path) -> str:
+    """A glob pattern that matches exactly the file ``path`` below the folder ``root`` and whose
+    :func:`glob_root` is ``root``, so its document id derives from its path below ``root``
+    (``root``'s name, then the rest) rather than from its own folder, as a file named directly
+    would be. The server ingests an upload this way, so the tenant's folder is part of the id.
+
+    One character of the first component below ``root`` is written as a one-character class
+    (``uploads/acm[e]/notes.md``); every other character is matched literally. Raises
+    ValueError when ``root`` itself holds a wildcard character (it would not be the glob's
+    root), when ``path`` is not below it, or when the first component has no letter or digit.
+    """
+    root_text = str(root)
+    if _GLOB_CHARS & set(root_text):
+        raise ValueError(f"{printable(root_text)} holds a glob character ({''.join(sorted(_GLOB_CHARS))}), "
+                         "so it cannot be the root of a glob pattern")
+    parts = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(root_text))).parts
+    if not parts or parts[0] in (os.curdir, os.pardir):
+        raise ValueError(f"{printable(str(path))} is not below {printable(root_text)}")
+    first = parts[0]
+    at = max((i for i, c in enumerate(first) if c.isalnum()), default=-1)
+    if at < 0:
+        raise ValueError(f"{printable(first)} has no letter or digit to write as a one-character class")
+    head = glob.escape(first[:at]) + f"[{first[at]}]" + glob.escape(first[at + 1:])
+    return os.path.join(root_text, head, *(glob.escape(part) for part in parts[1:]))
+
+
 def glob_match(path: str, pattern: str) -> bool:
     """Whether ``path`` is one that ``glob.glob(pattern, recursive=True)`` could yield."""
     return _glob_regex(os.path.normpath(pattern)).fullmatch(os.path.normpath(path)) is not None

@@ -13,6 +13,7 @@ import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,9 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from beleg.errors import BelegError, ConfigError, LLMError, NeedsLLMError
+from beleg.index import versions
 from beleg.index.postgres.config import is_postgres_url
-from beleg.index.versions import IndexBusyError
+from beleg.index.versions import IndexBusyError, VersionNotLiveError
 from beleg.server import openapi
 from beleg.server.auth import AuthConfig, AuthError, Identity, ScopeError
 from beleg.server.conversations import Conversations
@@ -69,6 +71,9 @@ class ServerSettings:
     release_idle_s: float = 2.0
     #: Defaults of every answer (governance policy, min_confidence, ...); None: AnswerOptions().
     answer_options: Any = None
+    #: Serve /metrics without credentials (a scraper on a trusted network); otherwise it needs
+    #: an operator's key, since its counters show every tenant's activity.
+    metrics_public: bool = False
     static_dir: Path | None = field(default=STATIC)
 
 
@@ -82,8 +87,19 @@ def error_response(status: int, kind: str, message: str, headers: dict[str, str]
     return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status, headers=headers)
 
 
-def _classify(exc: BaseException) -> ApiError:
-    """The status code and error type of an exception raised while serving a request."""
+#: What a key other than an operator's is told when the index is locked: the lock's own
+#: message names the index path, the holder's pid, host and start time.
+BUSY_FOR_TENANTS = ("the index is being rebuilt or maintained (it is locked for writes); "
+                    "searches still answer. Try this again later")
+#: What every key is told when the live version changed under the server (no path in it).
+NOT_LIVE = ("the index's live version changed ('beleg switch') after this server opened it, so an upload made "
+            "now would be lost; uploads are refused until the server is restarted on the new version (searches "
+            "still answer from the version it opened, and deletions reach every version)")
+
+
+def _classify(exc: BaseException, *, operator: bool) -> ApiError:
+    """The status code and error type of an exception raised while serving a request; details
+    of the index's lock only for an ``operator`` (admin key without a tenant)."""
     if isinstance(exc, ApiError):
         return exc
     if isinstance(exc, HTTPException) and 400 <= exc.status_code < 500:  # Starlette's, e.g. parsing a form
@@ -92,8 +108,10 @@ def _classify(exc: BaseException) -> ApiError:
         return ApiError(401, "unauthorized", str(exc), {"WWW-Authenticate": "Bearer"})
     if isinstance(exc, (ScopeError, AccessDenied)):
         return ApiError(403, "forbidden", str(exc))
+    if isinstance(exc, VersionNotLiveError):
+        return ApiError(409, "index_switched", NOT_LIVE)
     if isinstance(exc, IndexBusyError):
-        return ApiError(409, "index_busy", str(exc))
+        return ApiError(409, "index_busy", str(exc) if operator else BUSY_FOR_TENANTS)
     if isinstance(exc, NeedsLLMError):
         return ApiError(400, "needs_llm", str(exc))
     if isinstance(exc, (ConfigError, ValueError)) and isinstance(exc, BelegError):
@@ -114,7 +132,11 @@ class Api:
     """The state one app holds: index threads, auth, limits, metrics, conversations."""
 
     def __init__(self, source: Any, auth: AuthConfig, settings: ServerSettings) -> None:
-        opener, root = service_opener(source)
+        opener, root, folder = service_opener(source)
+        self.upload_dir = settings.upload_dir or default_upload_dir(root)
+        if set("*?[") & set(str(self.upload_dir)):  # uploads are ingested as globs rooted there (handlers)
+            raise ConfigError(f"the upload folder {self.upload_dir} has a '*', '?' or '[' in its path; "
+                              "give --upload-dir a folder without them")
         # A PostgreSQL view is an open transaction: end it when a thread falls idle (see release_snapshot).
         idle = settings.release_idle_s if is_postgres_url(str(root)) else None
         self.reader = IndexThread("read", opener, settings.read_threads, release_idle_s=idle)
@@ -124,7 +146,10 @@ class Api:
         self.limiter = RateLimiter(settings.rate_per_second, settings.burst)
         self.metrics = Metrics()
         self.conversations = Conversations()
-        self.upload_dir = settings.upload_dir or default_upload_dir(root)
+        # While the server runs, 'beleg gc' keeps the version it opened (it may be switched away from).
+        self._held = ExitStack()
+        if folder is not None:
+            self._held.enter_context(versions.hold_version(Path(root), folder, "beleg serve"))
         self.ready = False
         #: The catalog generation each reader thread last served (a change rebuilds its search view).
         self._seen = threading.local()
@@ -140,6 +165,7 @@ class Api:
     def close(self) -> None:
         self.reader.close()
         self.writer.close()
+        self._held.close()
 
     # ------------------------------------------------------------------ plumbing
     def route(self, scope: str | None, handler: Callable[[Request, Identity | None], Awaitable[Response]],
@@ -161,17 +187,21 @@ class Api:
                     await self._read_limited(request)
                 response = await handler(request, identity)
             except Exception as exc:  # every failure becomes one JSON error, never a traceback
-                err = self.classify(exc)
+                err = self.classify(exc, identity)
                 self.metrics.error(template, err.kind)
                 response = error_response(err.status, err.kind, err.message, err.headers)
+            # A reply may hold text only its key may read: a browser must not keep it in its
+            # cache, where a later page of the same origin could read it after sign-out.
+            response.headers.setdefault("Cache-Control", "no-store")
             self.metrics.observe(request.method, template, response.status_code, time.perf_counter() - t0)
             return response
 
         return endpoint
 
-    def classify(self, exc: BaseException) -> ApiError:
-        """:func:`_classify`, with the database password taken out of the message."""
-        err = _classify(exc)
+    def classify(self, exc: BaseException, identity: Identity | None) -> ApiError:
+        """:func:`_classify` for ``identity`` (None: before authentication), with the database
+        password taken out of the message."""
+        err = _classify(exc, operator=identity is not None and identity.operator)
         message = err.message
         for secret in self._secrets:
             message = message.replace(secret, "***")
@@ -257,6 +287,8 @@ def create_app(index: Any, auth: AuthConfig, settings: ServerSettings | None = N
     api = Api(index, auth, settings)
     by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
     for method, path, scope, handler in handlers.ROUTES:
+        if path == "/metrics" and settings.metrics_public:
+            scope = None
         by_path.setdefault(path, {})[method] = api.route(scope, handler, path)
     # One route per path, for every method: a wrong method is a JSON 405 here, not a miss that
     # falls through to the static files mounted at "/".

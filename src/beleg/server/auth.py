@@ -65,6 +65,13 @@ class Identity:
         tenants or groups never share a conversation (its questions) or a bucket."""
         return json.dumps([self.subject, *self.principal.access_key], ensure_ascii=False)
 
+    @property
+    def operator(self) -> bool:
+        """An operator's key: admin scope and no tenant. Only it is shown what is index-wide
+        (paths, generations, lock holders, vocabulary and vector counts: every tenant's
+        documents counted together)."""
+        return "admin" in self.scopes and not self.principal.tenant
+
     def require(self, scope: str) -> None:
         if scope not in self.scopes and "admin" not in self.scopes:
             raise ScopeError(f"this key has scopes {sorted(self.scopes)}; the request needs {scope!r}")

@@ -20,9 +20,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
 from beleg.errors import ConfigError
+from beleg.ingest.discover import rooted_glob
 from beleg.server import openapi
 from beleg.server.app import QUOTE_RANGE, ApiError, search_request
-from beleg.server.auth import Identity
+from beleg.server.auth import Identity, ScopeError
 from beleg.server.conversations import UnknownConversation
 from beleg.service import AccessDenied, Service, binding_rules, refuse_foreign_claims
 from beleg.types import Principal
@@ -128,7 +129,7 @@ async def _stream(api: Api, who: Identity, body: dict[str, Any], context: list[s
     try:
         out = task.result()
     except Exception as exc:  # the stream has started: the error travels as an event
-        err = api.classify(exc)
+        err = api.classify(exc, who)
         yield _event("error", {"error": {"type": err.kind, "message": err.message}})
         return
     out.update(extra)
@@ -179,7 +180,8 @@ async def get_document(request: Request, identity: Identity | None) -> Response:
     for value in quotes:
         m = QUOTE_RANGE.match(value)
         if m is None:
-            raise ConfigError(f"quote must be START:END document offsets like 120:180, got {value!r}")
+            raise ConfigError("quote must be START:END document offsets like 120:180, "
+                              f"got {openapi.shortened(repr(value))}")
         ranges.append((int(m.group(1)), int(m.group(2))))
     out = await api.index_call(lambda svc: svc.document_json(doc_id, who.principal, ranges, chunks))
     if out is None:
@@ -189,7 +191,9 @@ async def get_document(request: Request, identity: Identity | None) -> Response:
 
 
 async def delete_document(request: Request, identity: Identity | None) -> Response:
-    """Erase a document the admin key may read (another tenant's document is "not found")."""
+    """Erase a document of the admin key's own tenant (:func:`_replaceable`, the rule uploads
+    follow): another tenant's document is "not found"; a public one that a tenant's key may
+    read is 403, since that key speaks for one tenant, not for everyone who reads it."""
     api, who = _api(request), _who(identity)
     doc_id = _doc_id_param(request)
 
@@ -197,7 +201,11 @@ async def delete_document(request: Request, identity: Identity | None) -> Respon
         doc = svc.kb.document(doc_id, who.principal)
         if doc is None:
             return None
+        if not _replaceable(doc.metadata, who.principal):
+            raise AccessDenied(_not_own_tenant(who.principal))
         out = svc.delete([doc_id])
+        if not who.operator:
+            _drop_index_wide_counts(out)
         # After the erase has committed: an uploaded file left behind would bring the document
         # back with the next ingest of the upload folder.
         out["files_deleted"] = _delete_uploaded_file(svc, Path(doc.source), api.upload_dir)
@@ -208,6 +216,24 @@ async def delete_document(request: Request, identity: Identity | None) -> Respon
         raise ApiError(404, "not_found", f"no document {doc_id!r} visible to this key")
     api.audit(who, "delete", None, [doc_id])
     return JSONResponse(out)
+
+
+def _not_own_tenant(principal: Principal) -> str:
+    # Only a tenant's key gets here: a key without a tenant reads no tenant's document.
+    return (f"this key belongs to tenant {principal.tenant!r} and may change only that tenant's documents; "
+            "this one has no tenant (every tenant shares it): delete it with an operator's key "
+            "(admin scope, no tenant) or 'beleg delete'")
+
+
+def _drop_index_wide_counts(out: dict[str, Any]) -> None:
+    """Take the vocabulary terms and vectors an erasure dropped out of its reply (and out of
+    each version's): a term or vector is dropped when no chunk of *any* tenant uses it any
+    more, so the count would tell whether a word or text of a probe document that the key
+    uploaded and deleted occurs in a document it may not read (as ``embedded`` would in the
+    upload reply)."""
+    for counts in (out, *out.get("versions", ())):
+        for index_wide in ("vectors", "terms"):
+            counts.pop(index_wide, None)
 
 
 def _delete_uploaded_file(svc: Service, source: Path, upload_dir: Path) -> list[str]:
@@ -276,8 +302,10 @@ def _ingest_uploads(svc: Service, staged: list[Path], who: Identity, upload_dir:
             path.replace(target)
         # Embedded afresh, never from a vector some other document stored: how long the upload
         # took would otherwise tell whether its text is indexed anywhere (another tenant's too).
-        report = svc.kb.ingest([str(target) for target, _ in moved], rules=rules, progress=False,
-                               reuse_vectors=False)
+        # Rooted at the upload folder, so the id derives from TENANT/UPLOADER/NAME: two
+        # tenants' users of one name never share an id (a file's earlier upload keeps its id).
+        report = svc.kb.ingest([rooted_glob(upload_dir, target) for target, _ in moved], rules=rules,
+                               progress=False, reuse_vectors=False)
     except BaseException:
         for target, backup in moved:
             _put_back(target, backup)
@@ -400,7 +428,8 @@ def _folder_name(name: str) -> str:
 async def _stage(upload: UploadFile, folder: Path) -> Path:
     name = _safe_name(Path(upload.filename or "").name)
     if not name or "." not in name.strip("."):
-        raise ConfigError(f"file name {upload.filename!r} needs an extension such as .md, .txt, .html, .pdf, .docx")
+        raise ConfigError(f"file name {openapi.shortened(repr(upload.filename))} needs an extension such as .md, "
+                          ".txt, .html, .pdf, .docx")
     target = folder / name
     if target.exists():
         raise ConfigError(f"the upload names {name!r} twice; send each file once")
@@ -419,7 +448,7 @@ async def status(request: Request, identity: Identity | None) -> Response:
     from beleg.server.worker import shown_location
 
     who = _who(identity)
-    operator = "admin" in who.scopes and not who.principal.tenant
+    operator = who.operator
     out = await _api(request).index_call(lambda svc: svc.status(None if operator else who.principal))
     for key in ("index", "version_path"):  # a database URL may carry the password: no key gets it
         if isinstance(out.get(key), str):
@@ -440,6 +469,12 @@ async def readyz(request: Request, identity: Identity | None) -> Response:
 
 
 async def metrics(request: Request, identity: Identity | None) -> Response:
+    """The counters count every tenant's requests (a commit's cache misses, a tenant's upload
+    errors): only an operator's key reads them, unless the server made them public
+    (``ServerSettings.metrics_public``, then ``identity`` is None)."""
+    if identity is not None and not identity.operator:
+        raise ScopeError("metrics count the requests of every tenant: read them with an operator's key (admin "
+                         "scope, no tenant), or start the server with --metrics-public")
     return PlainTextResponse(_api(request).metrics.render(), media_type="text/plain; version=0.0.4")
 
 
@@ -459,6 +494,6 @@ ROUTES = [
     ("GET", "/v1/status", "read", status),
     ("GET", "/healthz", None, healthz),
     ("GET", "/readyz", None, readyz),
-    ("GET", "/metrics", None, metrics),
+    ("GET", "/metrics", "admin", metrics),  # or none: ServerSettings.metrics_public
     ("GET", "/openapi.json", None, openapi_json),
 ]

@@ -8,6 +8,7 @@ look as if it chose the principal.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from beleg.errors import ConfigError
@@ -128,13 +129,35 @@ def _validator(schema: dict[str, Any]) -> Any:
     return cached[1]
 
 
+#: How many characters of a value an error message quotes back (a 15 MB query is not echoed).
+SHOWN_CHARS = 100
+_QUOTED = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\'[^\']*\'')
+
+
+def shortened(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, with an ellipsis when it was longer."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _shown_message(message: str) -> str:
+    """A validator message with every quoted value in it cut to :data:`SHOWN_CHARS`, and the
+    message itself kept to a few times that (a long array of short strings), its start (the
+    value) and its end (the rule it broke) kept."""
+    message = _QUOTED.sub(lambda m: m.group(0) if len(m.group(0)) <= SHOWN_CHARS + 2 else
+                          m.group(0)[:SHOWN_CHARS + 1] + "…" + m.group(0)[-1], message)
+    if len(message) > 4 * SHOWN_CHARS:
+        message = message[:2 * SHOWN_CHARS] + " … " + message[-2 * SHOWN_CHARS:]
+    return message
+
+
 def validate_body(body: Any, schema: dict[str, Any], what: str) -> dict[str, Any]:
-    """``body`` if it matches ``schema``; else a :class:`ConfigError` naming the first problem."""
+    """``body`` if it matches ``schema``; else a :class:`ConfigError` naming the first problem
+    (values quoted in it cut to :data:`SHOWN_CHARS` characters)."""
     if not isinstance(body, dict):
         raise ConfigError(f"the {what} body must be a JSON object, got {type(body).__name__}")
     for error in _validator(schema).iter_errors(body):
-        where = "/".join(str(p) for p in error.instance_path) or "body"
-        raise ConfigError(f"invalid {what} request at {where}: {error.message}")
+        where = shortened("/".join(str(p) for p in error.instance_path) or "body")
+        raise ConfigError(f"invalid {what} request at {where}: {_shown_message(error.message)}")
     # JSON Schema counts 23.0 as an integer; Python code downstream slices and counts with it.
     for name, prop in schema.get("properties", {}).items():
         if prop.get("type") == "integer" and isinstance(body.get(name), float):
@@ -219,9 +242,16 @@ def openapi_document(version: str) -> dict[str, Any]:
                                 "security": [], "responses": {"200": status_ok,
                                                               "503": {"description": "not ready",
                                                                       "content": _json(ERROR)}}}},
-            "/metrics": {"get": {"summary": "Prometheus metrics", "operationId": "metrics", "security": [],
+            "/metrics": {"get": {"summary": "Prometheus metrics (an operator's key: admin scope, no tenant; no "
+                                            "key when the server runs with --metrics-public)",
+                                 "operationId": "metrics",
                                  "responses": {"200": {"description": "text exposition format",
-                                                       "content": {"text/plain": {"schema": plain}}}}}},
+                                                       "content": {"text/plain": {"schema": plain}}},
+                                               **{str(code): {"description": reason,
+                                                              "content": _json({"$ref": "#/components/schemas/Error"})}
+                                                  for code, reason in ((401, "missing or invalid credentials"),
+                                                                       (403, "not an operator's key"),
+                                                                       (429, "rate limit exceeded"))}}}},
             "/openapi.json": {"get": {"summary": "this document", "operationId": "openapi", "security": [],
                                       "responses": {"200": {"description": "OpenAPI 3.1",
                                                             "content": _json(_OBJECT)}}}},

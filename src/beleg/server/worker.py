@@ -162,14 +162,17 @@ def release_snapshot(kb: Any) -> None:
         kb.store.forget_view()
 
 
-def service_opener(source: Any) -> tuple[Callable[[], Service], str | Path]:
-    """A function that opens a :class:`Service` like ``source`` on the calling thread, and the index root.
+def service_opener(source: Any) -> tuple[Callable[[], Service], str | Path, Path | None]:
+    """A function that opens a :class:`Service` like ``source`` on the calling thread, the
+    index root, and the folder of the version it opens (None for PostgreSQL).
 
     ``source`` is an index folder, a ``postgresql://`` URL, a :class:`~beleg.kb.KnowledgeBase`
     or a :class:`Service`; an open one is reopened (same index, same embedder, LLM, reranker
-    and Service class), since its connection belongs to the thread that opened it. The root
-    of a PostgreSQL index is its URL: each thread opens its own connection (and its own read
-    view) to the live schema.
+    and Service class), since its connection belongs to the thread that opened it. Every
+    thread of an index folder opens the version ``source`` opened, even after a ``beleg
+    switch``: one server never answers from two versions (it refuses writes then, see
+    :class:`~beleg.index.versions.VersionNotLiveError`). The root of a PostgreSQL index is
+    its URL: each thread opens its own connection (and its own read view) to the live schema.
     """
     from beleg.kb import KnowledgeBase
 
@@ -208,13 +211,24 @@ def default_upload_dir(root: str | Path) -> Path:
     return root.parent / f"{root.name}-uploads"
 
 
-def _reopener(cls: type[Service], kb: Any, llm: Any, reranker: Any) -> tuple[Callable[[], Service], str | Path]:
+def _reopener(cls: type[Service], kb: Any, llm: Any, reranker: Any) -> tuple[Callable[[], Service], str | Path,
+                                                                             Path | None]:
     from beleg.kb import KnowledgeBase
 
     embedder = kb.embedder  # loaded once, shared by the reopened copies
     root = kb.root
+    if is_postgres_url(str(root)):
+        def reopen() -> Service:
+            return cls(KnowledgeBase(root, create=False, embedder=embedder), llm=llm, reranker=reranker)
 
-    def reopen() -> Service:
-        return cls(KnowledgeBase(root, create=False, embedder=embedder), llm=llm, reranker=reranker)
+        return reopen, root, None
+    folder, version, opened_live = Path(kb.path), kb.config.index_version, kb.opened_live
 
-    return reopen, root
+    def reopen_version() -> Service:
+        copy = KnowledgeBase(root, create=False, embedder=embedder, version=version)
+        # A thread that opens after a switch opens a version no longer live; its writes must
+        # be refused like those of the threads that opened before.
+        copy.opened_live = opened_live
+        return cls(copy, llm=llm, reranker=reranker)
+
+    return reopen_version, root, folder
