@@ -486,6 +486,23 @@ def test_a_link_target_is_no_name_the_reader_sees() -> None:
     assert _type_passes(q, "Run [`contao:maintenance-mode`](en/cli/maintenance-mode) to do so.") is True
 
 
+def test_a_count_per_something_else_does_not_answer() -> None:
+    """"How many … per vault?" is not answered by what each agent does (a red-team question,
+    supported 0.93 before); a quote that states the asked scope, or states none, still can."""
+    q = "How many backup jobs can run concurrently per vault?"
+    wrong = _support(q, "Each agent runs at most 4 backup jobs concurrently.",
+                     "Each agent runs at most 4 backup jobs concurrently.")
+    assert wrong.check("focus").passed is False and "'Each agent'" in wrong.check("focus").why
+    both = "A vault accepts 8 concurrent backup jobs; each agent runs at most 4 of them."
+    assert _support(q, both, both).check("focus").passed is True
+    plain = "At most 8 backup jobs run concurrently in a vault."
+    assert _support(q, plain, plain).check("focus").passed is True
+    src = _source("Jeder Agent führt höchstens 4 Sicherungsjobs gleichzeitig aus.", language="de")
+    de = extractive_support("Wie viele Sicherungsjobs laufen pro Tresor gleichzeitig?",
+                            [_cite(src, src.hit.text)], [src], FlatIDF())  # type: ignore[arg-type]
+    assert de.check("focus").passed is False
+
+
 def test_a_footnote_mark_is_no_value() -> None:
     """"mailcow[^1]" shows the reader a footnote mark, not a version 1 (a held-out realdocs
     answer to "Which Docker version …" was the page's first sentence because of it)."""

@@ -509,6 +509,10 @@ def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms:
         return Check("focus", None, "the question has no content terms")
     langs = {str(s.hit.metadata.get("language") or "?") for s, _, _ in cited}
     q_lang = detect_language(question, default="?")
+    for src, a, b in cited:
+        other = other_scope(question, quoted_text(src, a, b), str(src.hit.metadata.get("language") or q_lang))
+        if other is not None:
+            return Check("focus", False, f"the quote counts {other[1]!r}, the question asks {other[0]!r}", 0.0)
     if q_lang != "?" and "?" not in langs and q_lang not in langs and dense is not None:
         ok = dense >= FOCUS_MIN_DENSE
         return Check("focus", ok, f"question ({q_lang}) and source ({', '.join(sorted(langs))}) differ in "
@@ -543,6 +547,30 @@ def _focus_check(question: str, cited: Sequence[tuple[Source, int, int]], terms:
            + (f"; in part: {', '.join(partly)}" if partly else "")
            + (f"; missing {', '.join(missing)}" if missing else ""))
     return Check("focus", ok, why, share)
+
+
+# What a count or limit is per: "per vault", "for each agent", "pro Tresor", "je Benutzer".
+_SCOPE = re.compile(r"\b(?:per|each|every|pro|je|jede[nmrs]?)\s+(?:single\s+|einzelne[nmrs]?\s+)?([^\W\d_][\w-]*)",
+                    re.IGNORECASE)
+
+
+def other_scope(question: str, quote: str, language: str) -> tuple[str, str] | None:
+    """The question's scope and the quote's, when the quote states its value per something
+    else and never names what the question asks per ("How many jobs run concurrently per
+    vault?" is not answered by "Each agent runs at most 4 jobs concurrently"); else None.
+    Within one language only: across languages the words cannot be compared."""
+    if detect_language(question, default=language) != language:
+        return None
+    asked = {m.group(0): set(analyze(m.group(1), language)) for m in _SCOPE.finditer(question_form(question))}
+    asked = {k: v for k, v in asked.items() if v}
+    if not asked:
+        return None
+    said = {m.group(0): set(analyze(m.group(1), language)) for m in _SCOPE.finditer(quote)}
+    said = {k: v for k, v in said.items() if v}
+    named = set(analyze(quote, language))
+    if not said or any(stems & named for stems in asked.values()):
+        return None
+    return next(iter(asked)), next(iter(said))
 
 
 def compound_credit(term: str, seen: set[str], language: str) -> float:
