@@ -13,11 +13,40 @@ that asked for them (``Message("assistant", text, tool_calls=calls)``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+#: The wall-clock instant (``time.monotonic()``) by which the LLM calls of this context must end.
+_DEADLINE: ContextVar[float | None] = ContextVar("beleg_llm_deadline", default=None)
+
+
+@contextmanager
+def llm_deadline(seconds: float) -> Iterator[None]:
+    """LLM calls made inside the block end within ``seconds`` of wall time, retries and
+    streamed bodies included, or fail with :class:`~beleg.errors.LLMUnavailableError`.
+
+    A caller's time budget (a strategy's ``Budget.max_seconds``) reaches the HTTP backends
+    this way rather than through every ``complete`` signature; nested blocks keep the
+    earlier deadline. The backend's own ``timeout_s`` still bounds each attempt.
+    """
+    at = time.monotonic() + max(0.0, seconds)
+    outer = _DEADLINE.get()
+    token = _DEADLINE.set(at if outer is None else min(outer, at))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def current_deadline() -> float | None:
+    """The deadline :func:`llm_deadline` set for this context (``time.monotonic()`` scale), or None."""
+    return _DEADLINE.get()
 
 
 @dataclass(frozen=True, slots=True)

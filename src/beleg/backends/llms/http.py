@@ -12,6 +12,7 @@ Streams are retried only until the response headers arrive: once text has been h
 
 from __future__ import annotations
 
+import codecs
 import email.utils
 import json
 import logging
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from beleg.backends.llms.base import current_deadline
 from beleg.errors import (
     ConfigError,
     LLMAuthError,
@@ -47,7 +49,8 @@ class HTTPClient:
     Args:
         base_url: ``scheme://host[:port][/prefix]``; request paths are appended to it.
         headers: Sent with every request (auth headers go here).
-        timeout_s: Connect/read/write timeout per attempt, in seconds.
+        timeout_s: Wall-clock limit of one attempt in seconds, from connecting to the last
+            byte of the answer (a streamed answer included).
         max_retries: Retries after the first attempt for connection errors, timeouts and
             HTTP 429/500/502/503/504. Other 4xx are never retried.
         backoff_base_s: First retry waits about this long, doubling each time (with
@@ -105,17 +108,23 @@ class HTTPClient:
         """POST ``body`` and return ``(parsed JSON answer, attempts)``.
 
         Raises:
-            LLMUnavailableError: Unreachable or timed out after all retries.
+            LLMUnavailableError: Unreachable, or no whole answer within the time limits, after all retries.
             LLMAuthError: HTTP 401/403.
-            LLMResponseError: Any other error status, or a body that is not JSON.
+            LLMResponseError: Any other error status, or a body that is not UTF-8 JSON.
         """
-        response, attempts = self._send(path, body, stream=False)
+        response, content, attempts = self._send(path, body, stream=False)
+        url = response.request.url
         try:
-            return response.json(), attempts
+            text = content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise LLMResponseError(f"{url} sent a body that is not valid UTF-8 (HTTP {response.status_code}, "
+                                   f"byte {exc.start}: {content[exc.start:exc.start + 4]!r})") from None
+        try:
+            return json.loads(text), attempts
         except ValueError as exc:
             raise LLMResponseError(
-                f"{response.request.url} answered HTTP {response.status_code} with a body that is not JSON: "
-                f"{self._excerpt(response.text)!r}") from exc
+                f"{url} answered HTTP {response.status_code} with a body that is not JSON: "
+                f"{self._excerpt(text)!r}") from exc
 
     def stream_sse(self, path: str, body: Mapping[str, Any]) -> SSEStream:
         """POST ``body`` and return the server-sent-event stream of the answer.
@@ -127,29 +136,46 @@ class HTTPClient:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _send(self, path: str, body: Mapping[str, Any], *, stream: bool) -> tuple[httpx.Response, int]:
+    def _send(self, path: str, body: Mapping[str, Any], *,
+              stream: bool) -> tuple[httpx.Response, bytes, int]:
+        """One request with retries: ``(response, body bytes, attempts)``; for ``stream`` the
+        response is open, its body unread (b""), and ``response.extensions["beleg_deadline"]``
+        holds the instant the whole stream must have ended by.
+
+        Each attempt must end (body included) within ``timeout_s`` of wall time, and every
+        attempt and wait within the caller's :func:`~beleg.backends.llms.base.llm_deadline`.
+        httpx's own timeout applies per read, so a server that trickles a byte now and
+        then would never trip it: the body is read here, checking the clock at every chunk.
+        """
         url = self.url(path)
+        outer = current_deadline()
         attempts = 0
         while True:
             attempts += 1
+            started = time.monotonic()
+            deadline = started + self.timeout_s
+            if outer is not None:
+                deadline = min(deadline, outer)
+            if deadline <= started:
+                raise self._timeout_error(url, attempts - 1, outer)
             wait: float | None = None
             try:
                 client = self._http()
-                response = client.send(client.build_request("POST", url, json=body), stream=stream)
+                request = client.build_request("POST", url, json=body,
+                                               timeout=httpx.Timeout(deadline - started))
+                response = client.send(request, stream=True)
+                if response.is_success and stream:
+                    response.extensions = {**response.extensions, "beleg_deadline": deadline}
+                    return response, b"", attempts
+                content = _read_before(response, deadline)
                 if response.is_success:
-                    return response, attempts
-                if stream:  # the error body is short; read it for the message
-                    response.read()
-                    response.close()
-            except httpx.TimeoutException as exc:
-                if attempts > self.max_retries:
-                    raise LLMUnavailableError(
-                        f"{url} did not answer within {self.timeout_s:g}s ({_tries(attempts)}); "
-                        "is the server running? For slow models raise the timeout "
-                        "(BELEG_LLM_TIMEOUT or [llm].timeout_s).") from exc
-                reason = f"timeout after {self.timeout_s:g}s"
+                    return response, content, attempts
+            except (httpx.TimeoutException, _Overdue) as exc:
+                if attempts > self.max_retries or _passed(outer):
+                    raise self._timeout_error(url, attempts, outer) from exc
+                reason = f"no whole answer within {deadline - started:.3g}s"
             except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
-                if attempts > self.max_retries:
+                if attempts > self.max_retries or _passed(outer):
                     raise LLMUnavailableError(
                         f"could not reach {url} ({_tries(attempts)}): {_describe(exc)}; "
                         "is the server running and is the base URL right?") from exc
@@ -162,14 +188,26 @@ class HTTPClient:
             else:
                 status = response.status_code
                 if status not in RETRY_STATUSES or attempts > self.max_retries:
-                    raise self._status_error(url, response, attempts)
+                    raise self._status_error(url, response, content, attempts)
                 reason = f"HTTP {status}"
                 wait = self._retry_after(response)
             if wait is None:
                 wait = self._backoff(attempts)
+            if outer is not None and time.monotonic() + wait >= outer:
+                raise LLMUnavailableError(f"{url} failed ({reason}) and the caller's time budget leaves no time "
+                                          f"to retry ({_tries(attempts)})")
             logger.warning("LLM request to %s failed (%s); retry %d/%d in %.2fs",
                            url, reason, attempts, self.max_retries, wait)
             time.sleep(wait)
+
+    def _timeout_error(self, url: str, attempts: int, outer: float | None) -> LLMUnavailableError:
+        if _passed(outer):
+            return LLMUnavailableError(f"{url} did not answer within the caller's time budget "
+                                       f"({_tries(attempts)}); the call was cut off")
+        return LLMUnavailableError(
+            f"{url} did not answer within {self.timeout_s:g}s ({_tries(attempts)}); "
+            "is the server running? For slow models raise the timeout "
+            "(BELEG_LLM_TIMEOUT or [llm].timeout_s).")
 
     def _backoff(self, attempt: int) -> float:
         delay = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
@@ -189,9 +227,10 @@ class HTTPClient:
             seconds = when.timestamp() - time.time()
         return min(max(seconds, 0.0), self.retry_after_max_s)
 
-    def _status_error(self, url: str, response: httpx.Response, attempts: int) -> LLMResponseError | LLMAuthError:
+    def _status_error(self, url: str, response: httpx.Response, content: bytes,
+                      attempts: int) -> LLMResponseError | LLMAuthError:
         status = response.status_code
-        detail = self._excerpt(_error_message(response))
+        detail = self._excerpt(_error_message(response, content))
         if status in (401, 403):
             where = f"set {self.key_env} to a valid API key" if self.key_env else \
                 "set BELEG_LLM_API_KEY (or [llm].api_key_env in beleg.toml) to a valid API key"
@@ -230,7 +269,7 @@ class SSEStream:
         self.attempts = 0
 
     def __enter__(self) -> Self:
-        self._response, self.attempts = self._client._send(self._path, self._body, stream=True)
+        self._response, _, self.attempts = self._client._send(self._path, self._body, stream=True)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -245,30 +284,55 @@ class SSEStream:
         data: list[str] = []
         seen: list[str] = []  # the first lines, to quote when the answer is no event stream
         events = 0
-        try:
-            for line in self._response.iter_lines():
-                if len(seen) < 5:
-                    seen.append(line)
-                if not line:
-                    if data:
-                        events += 1
-                        yield "\n".join(data)
-                        data = []
-                elif line.startswith("data:"):
-                    data.append(line[5:].removeprefix(" "))
-            if data:
-                events += 1
-                yield "\n".join(data)
-        except httpx.TimeoutException as exc:
-            raise LLMUnavailableError(f"{url} stopped sending for {self._client.timeout_s:g}s in the middle of "
-                                      "a streamed answer; is the server overloaded?") from exc
-        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            raise LLMUnavailableError(f"{url} broke off a streamed answer: {_describe(exc)}") from exc
+        for line in self._lines(url):
+            if len(seen) < 5:
+                seen.append(line)
+            if not line:
+                if data:
+                    events += 1
+                    yield "\n".join(data)
+                    data = []
+            elif line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+        if data:
+            events += 1
+            yield "\n".join(data)
         if not events:
             # A proxy or server that ignores "stream": true must not pass for an empty answer.
             kind = self._response.headers.get("content-type", "no content type")
             raise LLMResponseError(f"{url} answered a streaming request without any events ({kind}): "
                                    f"{self._client._excerpt(' '.join(seen))!r}")
+
+    def _lines(self, url: str) -> Iterator[str]:
+        """The body's lines, decoded as strict UTF-8, within the deadline of the whole stream.
+
+        httpx's ``iter_lines`` replaces undecodable bytes silently, which would print
+        replacement characters as the answer; a wrong encoding is the server's error."""
+        assert self._response is not None
+        deadline: float = self._response.extensions["beleg_deadline"]
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
+        pending = ""
+        try:
+            for chunk in self._response.iter_bytes():
+                if time.monotonic() > deadline:
+                    raise _Overdue
+                pending += decoder.decode(chunk)
+                *lines, pending = pending.split("\n")
+                for line in lines:
+                    yield line.removesuffix("\r")
+            pending += decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise LLMResponseError(f"{url} sent a body that is not valid UTF-8 in the middle of a streamed "
+                                   "answer") from None
+        except (httpx.TimeoutException, _Overdue) as exc:
+            cut = "the caller's time budget" if _passed(current_deadline()) else f"{self._client.timeout_s:g}s"
+            raise LLMUnavailableError(f"{url} did not finish a streamed answer within {cut}; the stream was "
+                                      "closed. For slow models raise the timeout (BELEG_LLM_TIMEOUT or "
+                                      "[llm].timeout_s).") from exc
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            raise LLMUnavailableError(f"{url} broke off a streamed answer: {_describe(exc)}") from exc
+        if pending:
+            yield pending.removesuffix("\r")
 
 
 def parse_json_payload(payload: str, url: str) -> Any:
@@ -279,20 +343,42 @@ def parse_json_payload(payload: str, url: str) -> Any:
         raise LLMResponseError(f"{url} sent a stream event that is not JSON: {payload[:_EXCERPT_CHARS]!r}") from exc
 
 
-def _error_message(response: httpx.Response) -> str:
+def _error_message(response: httpx.Response, content: bytes) -> str:
     """The human part of an error body: OpenAI ``{"error": {"message"}}``, Ollama
     ``{"error": "..."}``, Anthropic ``{"type": "error", "error": {"message"}}``, else text."""
+    text = content.decode("utf-8", errors="replace")
     try:
-        data = response.json()
+        data = json.loads(text)
     except ValueError:
-        return response.text or response.reason_phrase
+        return text or response.reason_phrase
     if isinstance(data, dict):
         error = data.get("error", data)
         if isinstance(error, str):
             return error
         if isinstance(error, dict) and isinstance(error.get("message"), str):
             return str(error["message"])
-    return response.text
+    return text
+
+
+class _Overdue(Exception):
+    """The answer did not arrive whole before the deadline (internal; becomes LLMUnavailableError)."""
+
+
+def _passed(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
+
+
+def _read_before(response: httpx.Response, deadline: float) -> bytes:
+    """The whole body, or :class:`_Overdue` (the response closed) once ``deadline`` passes."""
+    chunks: list[bytes] = []
+    try:
+        for chunk in response.iter_bytes():
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise _Overdue
+    finally:
+        response.close()
+    return b"".join(chunks)
 
 
 def _describe(exc: httpx.TransportError) -> str:
