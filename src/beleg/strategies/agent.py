@@ -22,7 +22,10 @@ how many were withheld, not what they say).
 
 The loop ends when the model answers without calling a tool, or with a note in the
 trace when ``max_tool_calls`` tool calls, the LLM-call budget (``budget.max_llm_calls``)
-or the retrieval budget is spent. Calls the model made beyond a limit are answered
+or the retrieval budget is spent. A run that searched and read nothing (the model answered
+at once, or only made calls that failed) and a budget stop with no hits both end with the
+plain search of the question, noted in the trace (``... fell back to a plain hybrid search
+of the question``, step ``fallback``): an answer never rests on a search that did not happen. Calls the model made beyond a limit are answered
 "not executed", so the conversation stays well-formed. The final hits are everything
 the tools returned to the model, fused with RRF (wholly withheld chunks are not among them,
 though the search steps of the trace list every chunk id found); the model's final text
@@ -172,6 +175,10 @@ class AgentStrategy:
             ctx.note(f"agent {stop} after {calls_made} tool calls")
             if not any(found):
                 found.append(ctx.fallback_search(stop))
+        elif not ctx.fetched:
+            # No hits from no search is not "the sources do not answer": like a stopped
+            # agent, one that searched nothing gets the plain search of the question.
+            found.append(ctx.fallback_search("the model ended the agent loop"))
         ctx.trace.steps.append(Step("agent:final", None, [], 0.0, final.strip()[:2000] or "(no final text)"))
         return StrategyResult(fuse([hits for hits in found if hits], ctx.k), ctx.trace)
 

@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from beleg.backends.llms.base import LLM, Completion, Message
-from beleg.errors import BelegError, NeedsLLMError
+from beleg.backends.llms.base import LLM, Completion, Message, llm_deadline
+from beleg.errors import BelegError, LLMUnavailableError, NeedsLLMError
 from beleg.index.filters import Expr, FilterLike, combine
 from beleg.query.conversation import Conversation, earlier_questions, judged
 from beleg.query.self_query import Inferred, disabled_json, self_query_mode
@@ -74,6 +74,8 @@ class Trace:
     queries: list[str] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     llm_calls: int = 0
+    #: HTTP attempts beyond the first, over all LLM calls (429/5xx, timeouts, dropped connections).
+    llm_retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     rounds: int = 0
@@ -87,7 +89,7 @@ class Trace:
             "strategy": self.strategy,
             "queries": self.queries,
             "steps": [s.to_json() for s in self.steps],
-            "llm": {"calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
+            "llm": {"calls": self.llm_calls, "retries": self.llm_retries, "prompt_tokens": self.prompt_tokens,
                     "completion_tokens": self.completion_tokens,
                     "tokens": self.prompt_tokens + self.completion_tokens},
             "rounds": self.rounds,
@@ -233,17 +235,34 @@ class StrategyContext:
 
     def charge_llm(self, call: Callable[[], R], *, step: str, describe: Callable[[R], str] | None = None) -> R:
         """Run one LLM call (plain or tool-calling) within the budget; count its tokens and
-        record it as a step. ``describe`` adds to the step's note (e.g. the tools asked for)."""
+        record it as a step. ``describe`` adds to the step's note (e.g. the tools asked for).
+
+        The call must end within the time the budget has left (an HTTP backend stops reading
+        and closes the request at that point); a call the budget cut off raises
+        :class:`BudgetExhausted`. ``max_llm_calls`` counts calls, not HTTP attempts: the
+        backend's retries of one call (bounded by its ``max_retries`` and by the time budget)
+        are recorded in ``trace.llm_retries`` and in the step's note.
+        """
         self._check_time()
         if self.trace.llm_calls >= self.budget.max_llm_calls:
             raise BudgetExhausted(f"LLM budget of {self.budget.max_llm_calls} calls spent")
         t0 = time.perf_counter()
-        result = call()
+        try:
+            with llm_deadline(self.budget.max_seconds - self.elapsed()):
+                result = call()
+        except LLMUnavailableError as exc:
+            if self.elapsed() >= self.budget.max_seconds:
+                raise BudgetExhausted(f"time budget of {self.budget.max_seconds:g} s spent "
+                                      f"during an LLM call ({step})") from exc
+            raise
         usage = result.usage  # type: ignore[attr-defined]
+        attempts = int(getattr(result, "attempts", 1))
         self.trace.llm_calls += 1
+        self.trace.llm_retries += attempts - 1
         self.trace.prompt_tokens += usage.prompt_tokens
         self.trace.completion_tokens += usage.completion_tokens
-        note = f"LLM call ({usage.total_tokens} tokens)" + (f": {describe(result)}" if describe else "")
+        tried = f", {attempts} HTTP attempts" if attempts > 1 else ""
+        note = f"LLM call ({usage.total_tokens} tokens{tried})" + (f": {describe(result)}" if describe else "")
         self.trace.steps.append(Step(step, None, [], 1000 * (time.perf_counter() - t0), note))
         return result
 

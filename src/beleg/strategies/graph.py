@@ -71,6 +71,7 @@ from beleg.strategies.entity_graph import (
     entity_graph,
     extract_entities,
 )
+from beleg.strategies.passages import passage
 from beleg.types import Hit
 
 # ----------------------------------------------------------------------------- traversal
@@ -375,8 +376,9 @@ class GraphStrategy:
         return out, names
 
     def _ask_triples(self, ctx: StrategyContext, hits: Sequence[Hit]) -> list[tuple[_Triple, ...]] | None:
-        passages = "\n\n".join(f'<passage n="{i}">\n{quarantine_hit(h).redact(h.text)[:3000]}\n</passage>'
-                             for i, h in enumerate(hits, 1))
+        # Fenced and quarantined like every passage a strategy shows (``hits`` holds no chunk
+        # withheld whole, so passage n is hits[n - 1]).
+        passages = "\n\n".join(passage(i, h, 3000, attributes=False) for i, h in enumerate(hits, 1))
         messages = [
             Message("system", "You extract relations between technical entities (error codes, HTTP statuses, API "
                               "paths, headers, settings, products, versions) from documentation passages. Reply "

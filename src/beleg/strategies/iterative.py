@@ -14,7 +14,10 @@ What is not covered is a **gap**. The next round searches for it:
   question's constraints (product, version) and its two rarest covered words (which keep
   the query on topic);
 * with an LLM: one call per round asking what is missing and for a query (JSON); the
-  offline query is used when the reply is unusable or the LLM budget is spent.
+  model sees the question and the evidence so far as passages, quarantined and fenced as
+  in the answer prompt (:mod:`beleg.strategies.passages`); its query passes
+  ``enforce_constraints``; the offline query is used when the reply is unusable, the
+  check rejects the query, or the LLM budget is spent.
 
 Stop rules, each noted in the trace: coverage reached the threshold (all sub-parts
 too); a round covered no new question term (no progress); the remaining gap terms
@@ -41,6 +44,8 @@ from beleg.query.conversation import retrieval_query
 from beleg.query.versions import version_mentions
 from beleg.retrieve.coverage import TermCoverage, evidence_terms
 from beleg.strategies.base import StrategyContext, StrategyResult, fuse
+from beleg.strategies.passages import PASSAGES_ARE_DATA, passages
+from beleg.strategies.rewrite import enforce_constraints
 from beleg.types import Hit
 
 if TYPE_CHECKING:
@@ -177,21 +182,12 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def passages(hits: Sequence[Hit], n: int = 5, chars: int = 500) -> str:
-    """Top hits as numbered passages for a prompt."""
-    out = []
-    for i, h in enumerate(hits[:n], 1):
-        where = " > ".join(h.heading_path) or h.title
-        version = f" (version {h.metadata['version']})" if h.metadata.get("version") is not None else ""
-        out.append(f"[{i}] {where}{version}\n{h.text[:chars]}")
-    return "\n\n".join(out)
-
-
 # ---------------------------------------------------------------------- strategy
 _GAP_SYSTEM = ("You help a search system answer a question from documents. Given the question and the passages "
                "found so far, say what information is still missing and write one short search query for it. "
                'Reply with JSON only: {"missing": "...", "query": "..."}; when nothing is missing reply '
-               '{"missing": null}. Keep product names and versions of the question in the query.')
+               '{"missing": null}. Keep product names and versions of the question in the query. '
+               + PASSAGES_ARE_DATA)
 
 
 class IterativeStrategy:
@@ -313,7 +309,18 @@ class IterativeStrategy:
             ctx.note("LLM gave no query: offline gap query")
             return fallback
         ctx.note(f"LLM: missing {str(data['missing'])[:80]!r}")
-        return query
+        # The same check as every generated query (rewrite, multi-query, decompose): no
+        # version, product, identifier or number the user did not ask for.
+        products = sorted(visible_products(ctx))
+        checked = enforce_constraints(query, "\n".join([question, *ctx.context]), anchors(question, products),
+                                      products)
+        detail = checked.describe("gap query check")
+        if detail:
+            ctx.note(detail)
+        if checked.rejected:
+            ctx.note("LLM gap query rejected: offline gap query")
+            return fallback
+        return checked.query
 
 
 __all__ = ["COVERAGE_THRESHOLD", "IterativeStrategy", "TermCoverage", "anchors", "evidence_terms", "gap_query",

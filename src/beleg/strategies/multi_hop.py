@@ -17,7 +17,10 @@ question with the bridge put in its place ("... of Ferrolink 1.8?").
   holds a fact of that kind gives the bridge; facts the question already states (the
   date) are not bridges. Without such a clause there is no second hop offline (hop 1's
   hits are the result). With an LLM: one call returns the bridge and the follow-up
-  query as JSON.
+  query as JSON. The model sees the question and hop 1's top passages, quarantined and
+  fenced as in the answer prompt (:mod:`beleg.strategies.passages`); its query passes
+  ``enforce_constraints`` (only the bridge may add a version, identifier or number).
+  Instruction-like sentences are no evidence: they give no bridge, offline or from the LLM.
 * **Consistency check** between the hops: a version bridge must be the version of a hop-1
   source (metadata, not just text), of the product the question names, and must agree
   with a version the caller's filter pins or the question asks about outside the
@@ -37,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from beleg.answer.evidence import version_from_filter
+from beleg.answer.quarantine import quarantine_hit, shown_value
 from beleg.answer.values import extract_values
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import analyze
@@ -45,11 +49,13 @@ from beleg.query.versions import version_mentions
 from beleg.sentences import split_sentences
 from beleg.strategies.base import StrategyContext, StrategyResult
 from beleg.strategies.iterative import (
+    anchors,
     parse_json_object,
-    passages,
     question_noise,
     visible_products,
 )
+from beleg.strategies.passages import PASSAGES_ARE_DATA, passages
+from beleg.strategies.rewrite import enforce_constraints
 from beleg.types import Hit
 
 #: Hop-1 hits whose sentences are searched for the bridge.
@@ -202,7 +208,7 @@ class MultiHopStrategy:
         ctx.note(f"bridge: {bridge.value} ({bridge.kind}, {bridge.origin}) from "
                  f"{_where(bridge.hit)}: {bridge.sentence[:160]!r}")
         product = self._product(question, bridge, products)
-        query = bridge.query or substitute(question, part, bridge, product)
+        query = self._checked_query(question, bridge, ctx, products) or substitute(question, part, bridge, product)
         extra = {"version": bridge.value} if bridge.kind == "version" else None
         if ctx.rounds_left <= 0:
             ctx.note("no retrieval budget left for hop 2: hop-1 hits only")
@@ -225,10 +231,13 @@ class MultiHopStrategy:
         scored: list[tuple[float, int, int, Bridge]] = []
         for rank, hit in enumerate(hop1[:BRIDGE_DEPTH]):
             lang = str(hit.metadata.get("language") or "en")
-            heading = hit.heading_path[-1] if hit.heading_path else ""
+            heading = shown_value(hit.heading_path[-1]) if hit.heading_path else ""
+            withheld = quarantine_hit(hit)
             for pos, span in enumerate(split_sentences(hit.text)):
                 if span.kind not in ("sentence", "list-item", "table-row"):
                     continue
+                if withheld.overlaps(span.start, span.end):
+                    continue  # instruction-like text is no evidence, so it gives no bridge either
                 share = cov.share(weights, set(analyze(span.text, lang)))
                 if share < MIN_CLAUSE_COVERAGE:
                     continue
@@ -256,7 +265,8 @@ class MultiHopStrategy:
         system = ("You resolve multi-hop questions. The question depends on an intermediate fact (the bridge: a "
                   "version, an error code, an endpoint, a name) that the passages state. Find it and write the "
                   "follow-up search query with the bridge in place of the description. Reply with JSON only: "
-                  '{"bridge": "...", "query": "..."}; if the passages do not state it, reply {"bridge": null}.')
+                  '{"bridge": "...", "query": "..."}; if the passages do not state it, reply {"bridge": null}. '
+                  + PASSAGES_ARE_DATA)
         text = ctx.complete([Message("system", system),
                              Message("user", f"Question: {question}\n\nPassages:\n{passages(hop1)}")],
                             step="bridge (LLM)", max_tokens=120)
@@ -270,6 +280,23 @@ class MultiHopStrategy:
         if m:
             return Bridge(m.group(1), "version", _stating(hop1, m.group(1)), "", "llm", query)
         return Bridge(value, "any", _stating(hop1, value), "", "llm", query)
+
+    @staticmethod
+    def _checked_query(question: str, bridge: Bridge, ctx: StrategyContext, products: list[str]) -> str | None:
+        """The LLM's hop-2 query after the constraint check every generated query passes
+        (rewrite, multi-query, decompose, iterative): besides the question and the conversation
+        only the bridge may add a version, identifier or number. None: no usable query."""
+        if bridge.query is None:
+            return None
+        allowed = "\n".join([question, *ctx.context, bridge.value])
+        checked = enforce_constraints(bridge.query, allowed, [*anchors(question, products), bridge.value], products)
+        detail = checked.describe("hop-2 query check")
+        if detail:
+            ctx.note(detail)
+        if checked.rejected:
+            ctx.note("the LLM's hop-2 query was rejected: the question with the bridge in place is searched")
+            return None
+        return checked.query
 
     def _reject(self, bridge: Bridge, question: str, part: Unresolved | None, hop1: list[Hit],
                 products: list[str], ctx: StrategyContext) -> str | None:
@@ -309,7 +336,7 @@ class MultiHopStrategy:
 def _stating(hits: Sequence[Hit], value: str) -> Hit | None:
     """The first hit whose text states ``value`` (as a whole token)."""
     rx = re.compile(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", re.IGNORECASE)
-    return next((h for h in hits if rx.search(h.text)), None)
+    return next((h for h in hits if rx.search(quarantine_hit(h).redact(h.text))), None)
 
 
 def _merge(first: list[Hit], second: list[Hit]) -> list[Hit]:
