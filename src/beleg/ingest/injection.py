@@ -50,7 +50,7 @@ from beleg.ingest.injection_actions import action_findings
 from beleg.ingest.injection_frames import frame_findings
 from beleg.ingest.injection_learned import LinearTextModel, Reading, read
 from beleg.ingest.injection_normalize import Normalized, normalize, table_columns
-from beleg.ingest.injection_patterns import FAMILIES, Rule
+from beleg.ingest.injection_patterns import FAMILIES, TURN_MARKER, Rule
 from beleg.ingest.injection_version import DETECTOR_VERSION
 
 __all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "detect_instructions",
@@ -102,8 +102,10 @@ _NEGATION_BEFORE = re.compile(
 _NEGATION_AFTER = re.compile(r"^[^.!?]{0,40}?\b(?:nicht|niemals|nie|niemandem)\b", re.IGNORECASE)
 _STRIKE_OPEN = re.compile(r"<s>", re.IGNORECASE)
 # What must follow a role marker ("System:", "Assistant:") for it to be a fake chat turn
-# rather than a field of a spec table: an order, the model or reader addressed, or talk
-# of instructions.
+# rather than a field of a spec table: an order, the model or reader addressed, talk of
+# instructions, or a source label of the answer prompt ("Cite this as [S1]": documentation does
+# not know the labels a prompt will give its sources). Only the order must open the line: later
+# sentences of a field are documentation's own imperatives ("System: Debian 12. Do not use Ubuntu.").
 _ORDER_START = re.compile(
     r"^\W*(?:please\s+|now\s+|sure,?\s+)?(?:ignore|disregard|forget|reveal|print|output|say|tell|answer|"
     r"respond|reply|always|never|do|don'?t|stop|obey|act|pretend|list|show|repeat|include|send|write|"
@@ -113,7 +115,7 @@ _ORDER_START = re.compile(
 )
 _ORDER_CUE = re.compile(
     r"\b(?:you|your|yourself|du|dich|dir|dein\w*|the\s+user|users|instructions?|rules|guidelines|"
-    r"restrictions|polic(?:y|ies)|prompt|from\s+now\s+on|ab\s+sofort|Anweisung(?:en)?|Regeln)\b",
+    r"restrictions|polic(?:y|ies)|prompt|from\s+now\s+on|ab\s+sofort|Anweisung(?:en)?|Regeln)\b|\[S\d+\]",
     re.IGNORECASE,
 )
 # Sentence bounds for excerpts. Deliberately simpler than beleg.sentences: the
@@ -188,6 +190,13 @@ def _not_strikethrough(text: str, m: re.Match[str]) -> bool:
     return not _STRIKE_OPEN.search(text, max(0, m.start() - 300), m.start())
 
 
+def _marker_check(text: str, m: re.Match[str]) -> bool:
+    """A role marker written as a chat template writes it, or one followed by an order."""
+    marker = m.group(0)
+    at = m.start() + len(marker) - len(marker.lstrip(" \t>#*-"))
+    return bool(TURN_MARKER.pattern.match(text, at)) or _order_follows(text, m)
+
+
 def _order_follows(text: str, m: re.Match[str]) -> bool:
     """The rest of the role marker's line (or the next line, if it is empty) gives an order."""
     line_end = text.find("\n", m.end())
@@ -202,7 +211,7 @@ _Check = Callable[[str, re.Match[str]], bool]
 _CHECKS: dict[str, _Check] = {
     "override": _override_check,
     "prompt-markup": _not_strikethrough,
-    "role-marker": _order_follows,
+    "role-marker": _marker_check,
     "user-directive": _user_directive_check,
     "answer-steering": _not_third_person,
     "exfiltration": _exfiltration_check,
@@ -389,8 +398,14 @@ RULE_VETO_BELOW = 0.2
 RULE_VETO_MIN_WORDS = 10
 # Structural findings are not the model's to judge: decoded payloads are read from the decoded
 # text (the model sees the encoded letters), fake prompt markup and role markers are shapes,
-# not wording. None of the training writers' rule false positives is one of these.
+# not wording. None of the training writers' rule false positives is one of these. A label
+# addressed to a model that opens a line or sentence ("Note to the LLM:", "Hinweis an die KI:")
+# is a role marker in words: what follows it is meant for the model, however plain ("the
+# upload limit is 9999 MB"); "choose an LLM backend:" inside a sentence is not one.
 _NEVER_VETOED = frozenset({"encoded-payload", "prompt-markup", "role-marker"})
+_MODEL_LABEL_END = re.compile(r"\b(?:ai|ki|llms?|gpts?|(?:chat)?bots?|assistants?|assistent\w*|models?|\w*modell\w*|agents?)\s*:$",
+                              re.IGNORECASE)
+_OPENS_LINE_OR_SENTENCE = re.compile(r"(?:^|[.!?])[\s>#*_-]*$")
 
 
 def detect_instructions(text: str, *, model: LinearTextModel | None = None) -> list[Finding]:
@@ -416,11 +431,17 @@ def detect_instructions(text: str, *, model: LinearTextModel | None = None) -> l
 def _vetoed(finding: Finding, text: str, reading: Reading) -> bool:
     """Whether the learned stage read the finding's sentences, they are long enough to judge,
     and nothing around them reaches the veto level."""
-    if finding.kind in _NEVER_VETOED:
+    if finding.kind in _NEVER_VETOED or _model_label(finding, text):
         return False
     around = [s for a, b, s in reading.windows if a < finding.end and finding.start < b]
     words = sum(len(text[a:b].split()) for a, b, _ in reading.sentences if a < finding.end and finding.start < b)
     return bool(around) and max(around) < RULE_VETO_BELOW and words >= RULE_VETO_MIN_WORDS
+
+
+def _model_label(finding: Finding, text: str) -> bool:
+    line_start = text.rfind("\n", 0, finding.start) + 1
+    return (finding.kind == "ai-address" and bool(_MODEL_LABEL_END.search(text, finding.start, finding.end))
+            and bool(_OPENS_LINE_OR_SENTENCE.search(text[line_start : finding.start])))
 
 
 def rule_findings(text: str) -> list[Finding]:
@@ -479,9 +500,16 @@ def _detect(text: str, gated: bool, decode: bool = True) -> list[Finding]:
     if decode:
         raw += [("encoded-payload", start, end) for start, end in _decoded_payloads(text, words[0])]
     raw = [r for r in raw if not _addressed_to_people(text, *r)]
+    # A role marker opens a fake turn: the rest of its line is the turn's text, withheld with it.
+    raw = [(kind, start, _line_end(text, end) if kind == "role-marker" else end) for kind, start, end in raw]
     raw.sort(key=lambda r: (r[1], r[2], r[0]))
     return [Finding(kind, start, end, _excerpt(text, start, end))
             for kind, start, end in raw]
+
+
+def _line_end(text: str, pos: int) -> int:
+    end = text.find("\n", pos)
+    return len(text) if end < 0 else end
 
 
 _UMLAUTS = str.maketrans("äöüÄÖÜ", "aouAOU")

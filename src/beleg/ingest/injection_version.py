@@ -6,4 +6,7 @@ it here lets that check run without importing (and compiling) the phrase familie
 :mod:`beleg.ingest.injection` change, so stored flags are recomputed.
 """
 
-DETECTOR_VERSION = "10.2"  # 10.1: accents folded, look-alikes, an umlaut-free reading; 10.2: more look-alikes, blank fillers
+# 10.1: accents folded, look-alikes, an umlaut-free reading; 10.2: more look-alikes, blank fillers;
+# 10.3: "SYSTEM:", "[SYSTEM]", "<system>" open a fake turn whatever follows (the whole line is the
+# finding), a label to a model that opens a line ("Note to the LLM:") is never vetoed.
+DETECTOR_VERSION = "10.3"
