@@ -532,9 +532,13 @@ def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: l
                                         embed=kb.embedder.embed_documents)
     trace["decision"] = ("unverified answer withheld" if "withheld_answer" in trace else
                          "refused by the model" if refused else ("verified" if check.ok else "unverified"))
+    # The governing sentence and the conflicts are the answer's own: an answer whose value
+    # comes from a source they show to be contradicted or superseded is not supported.
     support = None if refused else llm_support(question, text, check.citations, shown, scorer.terms,
                                                quotes_verified=check.ok, scored=scored, positions=positions,
-                                               verifier=_claim_verifier(llm, usage, opts))
+                                               verifier=_claim_verifier(llm, usage, opts), governing=governing,
+                                               conflicts=conflicts, floor=opts.refuse_below,
+                                               embed=kb.embedder.embed_documents)
     trace["prompt"] = {"included": list(prompt.included), "dropped": list(prompt.dropped),
                        "withheld": list(prompt.withheld), "redacted": list(prompt.redacted),
                        "tokens_estimated": prompt.tokens_estimated,

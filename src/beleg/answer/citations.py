@@ -7,8 +7,10 @@ or ``[S1, S3]`` and may quote them (``"exact words" [S1]``). For each citation w
 * an explicit quote occurs in the cited chunk (after normalising whitespace, quotes and
   case); its offsets are then exact offsets into the document;
 * without an explicit quote, the claim must be *supported*: every number in the sentence
-  appears in the cited chunks, and most of its content terms do. The quote recorded is
-  then the chunk sentence that supports it best.
+  appears in the cited chunks, and most of its content terms do; its typed values equal
+  values of the cited text in quantity and unit ("512 GB" is not "512 MB"), each of its
+  clauses is backed, and none negates what the cited text states (:mod:`beleg.answer.claims`).
+  The quote recorded is then the chunk sentence that supports it best.
 
 A sentence that makes a claim without any label is reported as uncited.
 
@@ -23,6 +25,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from beleg.answer.claims import backed_values, cited_texts, claim_gaps, converted_numbers
 from beleg.answer.types import REFUSAL, Citation, Source
 from beleg.index.analyzer import analyze
 from beleg.sentences import split_sentences
@@ -98,27 +101,39 @@ def is_refusal(answer: str) -> bool:
     return any(a.startswith(r.casefold().rstrip(".")) for r in REFUSALS)
 
 
-def _support(claim: str, sources: Sequence[Source]) -> tuple[Source, int, int, str] | None:
-    """The cited chunk sentence that best supports an unquoted claim, or None when unsupported."""
+def _support(claim: str, sources: Sequence[Source]) -> tuple[Source, int, int, str] | str:
+    """The cited chunk sentence that best supports an unquoted claim, or why it is unsupported."""
     claim_text = _LABELS.sub("", claim)
     numbers = set(_NUMBER.findall(claim_text))
     # Only what the sources may say counts: withheld sentences are replaced by the marker.
-    readable = {s.label: s.quarantine.redact(s.hit.text) for s in sources}
+    cited = cited_texts(sources)
+    readable = {s.label: text for s, (text, _) in zip(sources, cited, strict=True)}
     chunk_numbers = {n.replace(",", ".") for text in readable.values() for n in _NUMBER.findall(text)}
-    if any(n.replace(",", ".") not in chunk_numbers for n in numbers):
-        return None
+    # A claim's words may be its source's heading ("The maximum upload size is 512 MB" under
+    # "Upload size", for "Archives may be at most 512 MB"): the heading frames every sentence.
+    framed = {s.label: f"{text}\n{headings}" for s, (text, headings) in zip(sources, cited, strict=True)}
+    # A value an equal quantity of the text backs ("0.5 GB" for "512 MB") is backed, words and all.
+    values = backed_values(claim_text, "\n".join(readable.values()))
+    converted = converted_numbers(claim_text, "\n".join(readable.values()))
+    absent = sorted(n for n in numbers if n.replace(",", ".") not in chunk_numbers | converted)
+    if absent:
+        return f"{', '.join(absent)} not in the cited text"
     best: tuple[float, Source, int, int, str] | None = None
     for src in sources:
         lang = str(src.hit.metadata.get("language") or "en")
         terms = set(analyze(claim_text, lang))
-        share = len(terms & set(analyze(readable[src.label], lang))) / len(terms) if terms else 0.0
+        seen = set(analyze(framed[src.label], lang)) | set(analyze(" ".join(values), lang))
+        share = len(terms & seen) / len(terms) if terms else 0.0
         spans = [sp for sp in split_sentences(src.hit.text) if not src.quarantine.overlaps(sp.start, sp.end)]
         if not spans or (best is not None and share <= best[0]):
             continue
         top = max(spans, key=lambda sp: len(terms & set(analyze(sp.text, lang))))
         best = (share, src, src.hit.start + top.start, src.hit.start + top.end, top.text)
     if best is None or best[0] < SUPPORT_SHARE:
-        return None
+        return "too few of its words are in the cited text"
+    gaps = claim_gaps(claim_text, cited, str(best[1].hit.metadata.get("language") or "en"))
+    if gaps:
+        return "; ".join(gaps[:2])
     return best[1], best[2], best[3], best[4]
 
 
@@ -166,11 +181,11 @@ def verify_answer(answer: str, sources: Sequence[Source]) -> Verification:
                                           src.hit.text[a:b], src.hit.start + a, src.hit.start + b, True))
             continue
         support = _support(sentence, cited)
-        if support is None:
+        if isinstance(support, str):
             src = cited[0]
             citations.append(Citation(src.label, src.hit.chunk_id, src.hit.doc_id, src.hit.source, "", None, None,
-                                      False, "the cited source does not support this sentence"))
-            problems.append(f"unsupported by [{', '.join(s.label for s in cited)}]: {sentence[:100]}")
+                                      False, f"the cited source does not support this sentence ({support})"))
+            problems.append(f"unsupported by [{', '.join(s.label for s in cited)}] ({support}): {sentence[:100]}")
             continue
         src, a, b, text = support
         citations.append(Citation(src.label, src.hit.chunk_id, src.hit.doc_id, src.hit.source, text, a, b, True))

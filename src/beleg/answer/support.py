@@ -19,7 +19,12 @@ can redo by reading the quote:
   A quote that does the reverse of the asked action ("ausschalten" for "switch on") fails
   in any language (:mod:`beleg.answer.polarity`).
 * **claims** (LLM answers): each claim sentence's numbers and identifiers occur in the
-  chunks it cites; optionally an LLM verifier says yes or no per claim (JSON only).
+  chunks it cites, its typed values equal the cited text's in quantity and unit, each of
+  its clauses is backed there with the same polarity (:mod:`beleg.answer.claims`);
+  optionally an LLM verifier says yes or no per claim (JSON only).
+* **governing** (LLM answers): no value of the answer comes only from a source that the
+  governing source contradicts or supersedes ("128 MB" from an imported note where the
+  reference says "512 MB").
 * **llm_verifier** on an extractive answer (optional, ``AnswerOptions.verifier``): the
   verifier LLM copies the answer out of the quote's surroundings, and the copy must be the
   quote's (:func:`quote_verifier_check`; measured in docs/benchmarks.md).
@@ -35,7 +40,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -48,10 +53,11 @@ from beleg.answer.anchors import (
     question_anchors,
     without_placeholders,
 )
+from beleg.answer.claims import cited_texts, claim_gaps, claim_labels, converted_numbers, governing_problems
 from beleg.answer.polarity import opposite_action
 from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import is_howto_question, is_question, names_in, question_form, row_header
-from beleg.answer.types import Citation, Source
+from beleg.answer.types import Citation, Conflict, Source
 from beleg.answer.values import expected_kind, extract_values, when_markers
 from beleg.index.analyzer import SUPPORTED_LANGUAGES, analyze, detect_language
 from beleg.markup import unwrap_blocks, without_footnote_marks
@@ -839,9 +845,9 @@ def claim_tokens(claim: str) -> set[str]:
 
 def _backed(claim: str, cited_text: str) -> list[str]:
     """The claim's numbers and identifiers missing from the cited text."""
-    have = {n.replace(",", ".") for n in _NUMBER.findall(cited_text)} | {cited_text.casefold()}
+    have = {n.replace(",", ".") for n in _NUMBER.findall(cited_text)} | converted_numbers(claim, cited_text)
     folded = cited_text.casefold()
-    return sorted(t for t in claim_tokens(claim) if t not in have and t not in folded)
+    return sorted(repr(t) for t in claim_tokens(claim) if t not in have and t not in folded)
 
 
 def parse_verdict(text: str) -> bool | None:
@@ -859,10 +865,15 @@ def parse_verdict(text: str) -> bool | None:
 
 def llm_support(question: str, answer: str, citations: Sequence[Citation], sources: Sequence[Source],
                 terms: TermCoverage, *, quotes_verified: bool, scored: Sequence[Any] = (),
-                positions: dict[str, int] | None = None, verifier: Any = None) -> Support:
-    """Support of an LLM answer: every claim sentence backed by the text it cites, the
-    asked-for kind present in the answer, the focus covered by the cited quotes' context;
-    with ``verifier`` (an LLM) also a yes/no judgment per claim."""
+                positions: dict[str, int] | None = None, verifier: Any = None, governing: Any = None,
+                conflicts: Sequence[Conflict] = (), floor: float = 0.0,
+                embed: Callable[[list[str]], Any] | None = None) -> Support:
+    """Support of an LLM answer: every claim sentence backed by the text it cites (its numbers,
+    identifiers, values, clauses and polarity: :mod:`beleg.answer.claims`), the asked-for kind
+    present in the answer, the focus covered by the cited quotes' context; with ``governing``
+    (the governing sentence, with ``scored``, ``conflicts``, ``floor`` and ``embed`` as the
+    answerer has them) no value taken from a source the governing one contradicts or
+    supersedes; with ``verifier`` (an LLM) also a yes/no judgment per claim."""
     by_label = {s.label: s for s in sources}
     located = [(by_label[c.label], c.start, c.end) for c in citations
                if c.verified and c.label in by_label and c.start is not None and c.end is not None]
@@ -871,16 +882,23 @@ def llm_support(question: str, answer: str, citations: Sequence[Citation], sourc
     claims = [sp.text for sp in split_sentences(answer) if _LABELS.search(sp.text)]
     missing: list[str] = []
     for claim in claims:
-        labels = re.findall(r"S\d+", " ".join(_LABELS.findall(claim)))
-        text = "\n".join(by_label[lab].hit.text for lab in labels if lab in by_label)
-        missing += [f"{t!r} in {claim[:50]!r}" for t in _backed(claim, text)]
+        cited = [by_label[lab] for lab in claim_labels(claim) if lab in by_label]
+        text = "\n".join(src.hit.text for src in cited)
+        language = str(cited[0].hit.metadata.get("language") or "en") if cited else "en"
+        gaps = _backed(claim, text) + (claim_gaps(claim, cited_texts(cited), language) if cited else [])
+        missing += [f"{gap} in {claim[:50]!r}" for gap in gaps]
     checks = [Check("quotes", quotes_verified, "labels, quotes and offsets verified" if quotes_verified
                     else "a citation failed verification"),
-              Check("claims", not missing, "every number and identifier of each claim is in its cited text"
-                    if not missing else "not in the cited text: " + "; ".join(missing[:5]),
+              Check("claims", not missing, "every number, identifier, value and clause of each claim is in its "
+                    "cited text, with the same polarity" if not missing else "not backed by the cited text: "
+                    + "; ".join(missing[:5]),
                     1.0 - len(missing) / max(1, len(missing) + len(claims))),
               _type_check(question, _LABELS.sub("", answer)),
               _focus_check(question, located, terms, None), _anchor_check(question, located)]
+    if governing is not None:
+        contested = governing_problems(question, claims, governing, scored, conflicts, floor, embed)
+        checks.append(Check("governing", not contested, "; ".join(contested) if contested else
+                            "no value of the answer comes from a source the governing one contradicts"))
     if verifier is not None:
         checks.append(_verifier_check(verifier, question, claims, by_label))
     src = located[0][0]

@@ -1,0 +1,230 @@
+"""An LLM answer's claims against what its sources say (beleg.answer.claims).
+
+A claim that shares every word and number with the text it cites can still say something
+else: another unit, a negation, an added clause. And a claim can be backed word for word
+by a source that the governing source contradicts. Unit tests judge hand-built sources;
+the governing tests go through ``ask`` with a scripted LLM on a small corpus.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from beleg.answer.citations import verify_answer
+from beleg.answer.support import llm_support
+from beleg.answer.types import Citation, Source
+from beleg.backends.llms.base import Message
+from beleg.index.analyzer import analyze_query
+from beleg.testing import ScriptedLLM
+from beleg.types import Hit
+
+
+class FlatIDF:
+    """Every question term weighs 1."""
+
+    def weights(self, text: str, skip: frozenset[str] = frozenset()) -> dict[str, float]:
+        terms = analyze_query(text)
+        return {t: 1.0 for t in [t for t in terms if t not in skip] or terms}
+
+
+def _source(text: str, label: str = "S1", heading: tuple[str, ...] = ("Upload size",), language: str = "en") -> Source:
+    hit = Hit(f"c-{label}", f"d-{label}", f"{label}.md", "Quellwerk 3.0 Limits", heading, 0, len(text), 1.0, text,
+              {"language": language})
+    return Source(label, hit, 1)
+
+
+LIMIT = _source("In Quellwerk 3.0 the maximum upload size for a single archive is **512 MB**. "
+                "Larger archives are rejected with error `QW-4130`.")
+SHORT = _source("Archives may be at most 512 MB.")
+GRENZE = _source("In Quellwerk 3.0 beträgt die maximale Upload-Größe für ein einzelnes Archiv **512 MB**. "
+                 "Größere Archive werden mit dem Fehler `QW-4130` abgelehnt.", heading=("Upload-Größe",), language="de")
+REFUSED = _source("Archives larger than 512 MB are not accepted.")
+
+
+def _problems(answer: str, src: Source) -> tuple[str, ...]:
+    return verify_answer(answer, [src]).problems
+
+
+# --------------------------------------------------------------------------- values
+
+
+@pytest.mark.parametrize("claim", [
+    "In Quellwerk 3.0 the maximum upload size for a single archive is 512 GB [S1].",
+    "In Quellwerk 3.0 the maximum upload size for a single archive is 512 KB [S1].",
+    "Die maximale Upload-Größe für ein einzelnes Archiv beträgt 512 GB [S1].",
+])
+def test_a_value_in_another_unit_is_not_backed(claim: str) -> None:
+    src = GRENZE if "Größe" in claim else LIMIT
+    problems = _problems(claim, src)
+    assert problems and "the cited text has 512 MB" in problems[0], problems
+
+
+@pytest.mark.parametrize("claim", [
+    "The maximum upload size is 512 MB [S1].",
+    "The maximum upload size is 512MB [S1].",
+    # an equal quantity in another unit, as values.same_value reads it (the binary reading of GB and MB)
+    "The maximum upload size is 0.5 GB [S1].",
+    "According to the documentation, archives may be at most 512 MB [S1].",
+])
+def test_paraphrases_of_the_value_are_backed(claim: str) -> None:
+    assert _problems(claim, SHORT) == ()
+
+
+def test_a_quoted_claim_with_another_value_beside_its_quote_is_not_supported() -> None:
+    quote = "the maximum upload size for a single archive is **512 MB**"
+    a = LIMIT.hit.text.index(quote)
+    cite = Citation("S1", LIMIT.hit.chunk_id, LIMIT.hit.doc_id, LIMIT.hit.source, quote, a, a + len(quote), True)
+    q = "What is the maximum upload size for a single archive in Quellwerk 3.0?"
+    answer = f'The limit is 512 GB: "{quote}" [S1].'
+    assert verify_answer(answer, [LIMIT]).ok  # the quote itself is there
+    s = llm_support(q, answer, [cite], [LIMIT], FlatIDF(), quotes_verified=True)  # type: ignore[arg-type]
+    assert not s.supported and "512 GB" in s.check("claims").why
+
+
+# --------------------------------------------------------------------------- negation and clauses
+
+
+@pytest.mark.parametrize("claim, src", [
+    ("In Quellwerk 3.0 the maximum upload size for a single archive is not 512 MB [S1].", LIMIT),
+    ("In Quellwerk 3.0 beträgt die maximale Upload-Größe für ein einzelnes Archiv nicht 512 MB [S1].", GRENZE),
+    ("Archives larger than 512 MB are accepted [S1].", REFUSED),  # the source's negation dropped
+])
+def test_a_claim_of_the_reverse_polarity_is_not_backed(claim: str, src: Source) -> None:
+    problems = _problems(claim, src)
+    assert problems and "negat" in problems[0], problems
+
+
+@pytest.mark.parametrize("claim, src", [
+    ("In Quellwerk 3.0 the maximum upload size for a single archive is 512 MB, and there is no limit for tenants [S1].",
+     LIMIT),
+    ("In Quellwerk 3.0 the maximum upload size for a single archive is 512 MB per file, unlimited per day [S1].", LIMIT),
+    ("Die maximale Upload-Größe beträgt 512 MB, für Mandanten gibt es keine Grenze [S1].", GRENZE),
+])
+def test_an_added_clause_the_source_does_not_back_is_not_backed(claim: str, src: Source) -> None:
+    problems = _problems(claim, src)
+    assert problems and "is not in the cited text" in problems[0], problems
+
+
+@pytest.mark.parametrize("claim, src", [
+    ("Archives may be at most 512 MB, and larger ones are rejected [S1].", LIMIT),
+    ("Archives over 512 MB are not accepted [S1].", REFUSED),
+    ("Ein einzelnes Archiv darf höchstens 512 MB groß sein [S1].", GRENZE),
+    ("Die maximale Upload-Größe beträgt 512 MB, größere Archive werden abgelehnt [S1].", GRENZE),
+])
+def test_correct_claims_with_clauses_and_negations_are_backed(claim: str, src: Source) -> None:
+    assert _problems(claim, src) == ()
+
+
+# --------------------------------------------------------------------------- governing source
+
+QUESTION = "What is the maximum upload size for a single archive in Quellwerk 3.0?"
+CORPUS = {
+    "reference/limits-3.0.md": """\
+        ---
+        title: "Quellwerk 3.0 Limits"
+        product: quellwerk
+        version: "3.0"
+        status: current
+        authority: reference
+        language: en
+        ---
+        # Quellwerk 3.0 Limits
+
+        ## Upload size
+
+        In Quellwerk 3.0 the maximum upload size for a single archive is **512 MB**. Larger archives are rejected.
+
+        ## Session timeout
+
+        An idle console session expires after 45 minutes.
+        """,
+    "notes/imported-note.md": """\
+        ---
+        title: "Imported support note: upload limits"
+        product: quellwerk
+        version: "3.0"
+        status: current
+        authority: imported-note
+        language: en
+        ---
+        # Imported support note: upload limits
+
+        According to a support ticket, the maximum upload size for a single archive in Quellwerk 3.0 is 128 MB.
+        """,
+    "community/forum.md": """\
+        ---
+        title: "Forum: big uploads"
+        product: quellwerk
+        version: "3.0"
+        status: current
+        authority: community
+        language: en
+        ---
+        # Forum: big uploads
+
+        Uploads that stall at 99 percent usually hit the proxy timeout of the customer network.
+        A forum member reports: the maximum upload size is 9999 MB.
+        """,
+}
+
+
+@pytest.fixture(scope="module")
+def limits_kb(tmp_path_factory: pytest.TempPathFactory, embedder: Any):
+    import beleg
+
+    root: Path = tmp_path_factory.mktemp("limits")
+    for name, text in CORPUS.items():
+        (root / "corpus" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "corpus" / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    kb = beleg.open(root / "kb", embedder=embedder)
+    kb.ingest([str(root / "corpus")], progress=False)
+    yield kb
+    kb.close()
+
+
+def _label(messages: list[Message], needle: str) -> str:
+    sources = dict(re.findall(r'<source label="(S\d+)"[^>]*>\n(.*?)\n</source>', messages[-1].content, re.DOTALL))
+    return next(label for label, text in sources.items() if needle in text)
+
+
+def _ask(kb: Any, reply: Any) -> Any:
+    return kb.ask(QUESTION, llm=ScriptedLLM(responder=reply))
+
+
+def test_a_value_from_a_contradicted_note_is_not_supported(limits_kb: Any) -> None:
+    a = _ask(limits_kb, lambda m: f"The maximum upload size for a single archive in Quellwerk 3.0 is 128 MB "
+                                  f"[{_label(m, 'support ticket')}].")
+    assert a.verified and a.conflicts, a.problems  # the quote checks out; the answer's conflicts name the note
+    check = a.support.check("governing")
+    assert not a.supported and check.passed is False
+    assert "128 MB" in check.why and "imported-note" in check.why and "512 MB" in check.why, check.why
+    assert "contradicts" in check.why
+
+
+def test_a_value_from_a_low_scoring_community_page_is_not_supported(limits_kb: Any) -> None:
+    a = _ask(limits_kb, lambda m: f"The maximum upload size is 9999 MB [{_label(m, '9999 MB')}].")
+    assert a.verified, a.problems
+    # The forum sentence scores too far below the governing one to be among the answer's conflicts ...
+    assert not any("9999" in v.value for c in a.conflicts for v in c.values)
+    # ... but the answer rests on it, so it is compared with the governing value all the same.
+    check = a.support.check("governing")
+    assert not a.supported and check.passed is False, a.support.checks
+    assert "9999 MB" in check.why and "community" in check.why and "512 MB" in check.why, check.why
+
+
+def test_the_governing_value_is_supported_and_may_mention_the_note(limits_kb: Any) -> None:
+    def reply(m: list[Message]) -> str:
+        gov, note = _label(m, "**512 MB**"), _label(m, "support ticket")
+        return (f"In Quellwerk 3.0 the maximum upload size for a single archive is 512 MB [{gov}]. "
+                f"According to a support ticket, the maximum upload size for a single archive is 128 MB [{note}].")
+
+    a = _ask(limits_kb, reply)
+    assert a.verified, a.problems
+    assert a.support.check("governing").passed is True, a.support.checks
+    plain = _ask(limits_kb, lambda m: f"The maximum upload size for a single archive is 512 MB [{_label(m, '**512 MB**')}].")
+    assert plain.supported, plain.support.checks
