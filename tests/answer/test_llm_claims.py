@@ -228,3 +228,30 @@ def test_the_governing_value_is_supported_and_may_mention_the_note(limits_kb: An
     assert a.support.check("governing").passed is True, a.support.checks
     plain = _ask(limits_kb, lambda m: f"The maximum upload size for a single archive is 512 MB [{_label(m, '**512 MB**')}].")
     assert plain.supported, plain.support.checks
+
+
+# --------------------------------------------------------------------------- across languages
+
+
+def test_a_german_answer_quoting_an_english_page_is_judged_by_its_values_and_meaning() -> None:
+    """German questions over English pages are a main use: the answer is German, its quote
+    English. Words cannot be compared across the languages (the clause check read "Ein Archiv
+    darf höchstens 512 MB groß sein" as not in the cited text, and focus had no dense stand-in),
+    so values are compared and the quoted sentence's dense similarity stands in for focus."""
+    quote = "Archives may be at most 512 MB."
+    cite = Citation("S1", SHORT.hit.chunk_id, SHORT.hit.doc_id, SHORT.hit.source, quote, 0, len(quote), True)
+    q = "Wie groß darf ein Archiv höchstens sein?"
+
+    from dataclasses import replace
+
+    from beleg.answer.scoring import candidate_sentences
+
+    scored = [replace(s, dense=0.73, score=0.8) for s in candidate_sentences([SHORT])]  # as the answerer scored it
+
+    right = llm_support(q, f'Ein Archiv darf höchstens 512 MB groß sein: "{quote}" [S1]', [cite], [SHORT], FlatIDF(),
+                        quotes_verified=True, scored=scored)  # type: ignore[arg-type]
+    assert right.supported, right.checks
+    assert "dense similarity 0.73" in right.check("focus").why
+    wrong = llm_support(q, f'Ein Archiv darf höchstens 512 GB groß sein: "{quote}" [S1]', [cite], [SHORT], FlatIDF(),
+                        quotes_verified=True, scored=scored)  # type: ignore[arg-type]
+    assert not wrong.supported and "512 GB" in wrong.check("claims").why

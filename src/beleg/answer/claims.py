@@ -38,7 +38,7 @@ from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import Sentence
 from beleg.answer.types import Conflict, ConflictValue, Source
 from beleg.answer.values import Value, extract_values, same_value
-from beleg.index.analyzer import analyze
+from beleg.index.analyzer import analyze, detect_language
 from beleg.sentences import split_sentences
 
 #: A clause needs more than this share of its content terms in the cited text (a whole claim
@@ -125,7 +125,11 @@ def _leading_number(raw: str) -> float | None:
 
 def clause_gaps(claim: str, cited: Sequence[tuple[str, str]], language: str) -> list[str]:
     """Clauses of ``claim`` that the cited texts do not back, or whose polarity is the reverse
-    of the cited clause closest to them. ``cited``: (readable text, headings) per cited source."""
+    of the cited clause closest to them. ``cited``: (readable text, headings) per cited source.
+    A claim written in another language than the cited text (a German answer quoting an English
+    page) has no words to compare: its values are still compared (:func:`value_gaps`)."""
+    if detect_language(LABELS.sub("", claim), default=language) != language:
+        return []
     text_terms = set().union(*(analyze(t + "\n" + h, language) for t, h in cited)) if cited else set()
     text_terms |= set(analyze(" ".join(backed_values(claim, "\n".join(t for t, _ in cited))), language))
     # A heading or title names its topic ("Limits") as a statement would: positively, unless it

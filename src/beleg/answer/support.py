@@ -894,7 +894,7 @@ def llm_support(question: str, answer: str, citations: Sequence[Citation], sourc
                     + "; ".join(missing[:5]),
                     1.0 - len(missing) / max(1, len(missing) + len(claims))),
               _type_check(question, _LABELS.sub("", answer)),
-              _focus_check(question, located, terms, None), _anchor_check(question, located)]
+              _focus_check(question, located, terms, cited_dense(located, scored)), _anchor_check(question, located)]
     if governing is not None:
         contested = governing_problems(question, claims, governing, scored, conflicts, floor, embed)
         checks.append(Check("governing", not contested, "; ".join(contested) if contested else
@@ -906,6 +906,15 @@ def llm_support(question: str, answer: str, citations: Sequence[Citation], sourc
     features = _features(checks, supported, scored[0] if scored else None, scored, positions or {}, src)
     confidence = confidence_from(features) * (1.0 if supported else 0.5)
     return Support(supported, round(confidence, 4), tuple(checks), features)
+
+
+def cited_dense(located: Sequence[tuple[Source, int, int]], scored: Sequence[Any]) -> float | None:
+    """The best dense similarity to the question of a scored sentence inside the cited quotes:
+    across languages the focus check's stand-in for words (an extractive answer passes its
+    chosen sentence's). None when no scored sentence lies in a quote."""
+    inside = [s.dense for s in scored for src, a, b in located
+              if s.source.label == src.label and s.doc_start < b and s.doc_end > a]
+    return max(inside) if inside else None
 
 
 def _verifier_check(verifier: Any, question: str, claims: Sequence[str], by_label: dict[str, Source]) -> Check:
