@@ -319,10 +319,7 @@ class DecomposeStrategy:
         allowed = "\n".join([question, *ctx.context])
         subs: list[str] = []
         for i, line in enumerate(output_lines(reply), 1):
-            checked = enforce_constraints(line, allowed, (), products)
-            detail = checked.describe(f"sub-question {i} check")
-            if detail:
-                ctx.note(detail)
+            checked = enforce_constraints(line, allowed, (), products).note_to(ctx, f"sub-question {i} check")
             if not checked.rejected and checked.query not in subs:
                 subs.append(checked.query)
         if not subs:

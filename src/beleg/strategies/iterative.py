@@ -313,10 +313,7 @@ class IterativeStrategy:
         # version, product, identifier or number the user did not ask for.
         products = sorted(visible_products(ctx))
         checked = enforce_constraints(query, "\n".join([question, *ctx.context]), anchors(question, products),
-                                      products)
-        detail = checked.describe("gap query check")
-        if detail:
-            ctx.note(detail)
+                                      products).note_to(ctx, "gap query check")
         if checked.rejected:
             ctx.note("LLM gap query rejected: offline gap query")
             return fallback

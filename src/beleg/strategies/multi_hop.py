@@ -289,10 +289,8 @@ class MultiHopStrategy:
         if bridge.query is None:
             return None
         allowed = "\n".join([question, *ctx.context, bridge.value])
-        checked = enforce_constraints(bridge.query, allowed, [*anchors(question, products), bridge.value], products)
-        detail = checked.describe("hop-2 query check")
-        if detail:
-            ctx.note(detail)
+        checked = enforce_constraints(bridge.query, allowed, [*anchors(question, products), bridge.value],
+                                      products).note_to(ctx, "hop-2 query check")
         if checked.rejected:
             ctx.note("the LLM's hop-2 query was rejected: the question with the bridge in place is searched")
             return None

@@ -101,10 +101,8 @@ class MultiQueryStrategy:
         require = find_constraints(question, products).terms
         phrasings: list[str] = []
         for i, line in enumerate(output_lines(reply)[:3], 1):
-            checked = enforce_constraints(line, allowed, require, products, check_identifiers=False)
-            detail = checked.describe(f"phrasing {i} check")
-            if detail:
-                ctx.note(detail)
+            checked = enforce_constraints(line, allowed, require, products,
+                                          check_identifiers=False).note_to(ctx, f"phrasing {i} check")
             if not checked.rejected and checked.query.casefold() != question.casefold() \
                     and checked.query not in phrasings:
                 phrasings.append(checked.query)

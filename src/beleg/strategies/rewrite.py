@@ -129,6 +129,13 @@ class Checked:
             parts.append(f"rejected: {self.rejected}")
         return f"{label}: " + "; ".join(parts) if parts else ""
 
+    def note_to(self, ctx: StrategyContext, label: str) -> Checked:
+        """Note in ``ctx``'s trace what the check changed or why it rejected the query; self."""
+        detail = self.describe(label)
+        if detail:
+            ctx.note(detail)
+        return self
+
 
 def enforce_constraints(query: str, allowed_text: str, require: Iterable[str], products: Iterable[str], *,
                         check_identifiers: bool = True) -> Checked:
@@ -314,10 +321,7 @@ class RewriteStrategy:
             checked = Checked(lines[0], rejected=f"longer than {_MAX_WORDS} words (an answer, not a query)")
         else:
             checked = enforce_constraints(lines[0], allowed, require, products)
-        detail = checked.describe("rewrite check")
-        if detail:
-            ctx.note(detail)
-        if checked.rejected:
+        if checked.note_to(ctx, "rewrite check").rejected:
             ctx.note(f"rewrite rejected; searched with the question ({how})")
             return StrategyResult(ctx.search(fallback, step="search"), ctx.trace)
         return StrategyResult(ctx.search(checked.query, step="rewritten"), ctx.trace)
