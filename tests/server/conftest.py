@@ -194,3 +194,28 @@ def server_url(start_server: Any, tmp_path_factory: pytest.TempPathFactory) -> I
 
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+@contextmanager
+def tenant_server(tmp_path: Path, embedder: Any, start_server: Any, keys: dict[str, tuple[Any, ...]],
+                  names: tuple[str, ...] = ("public/errors.md", "globex/runbook.md")) -> Iterator[tuple[str, Any, Path]]:
+    """A server of its own over a fresh index of ``DOCS[name]`` for each of ``names``, with the
+    API keys ``keys`` (key → (user, tenant, groups, scopes)) and an upload folder; yields
+    (url, knowledge base, upload folder)."""
+    import beleg
+    from beleg.server import ServerSettings
+    from beleg.server.auth import ApiKey, AuthConfig, hash_key
+
+    kb = beleg.open(tmp_path / "kb", embedder=embedder)
+    corpus = tmp_path / "corpus"
+    for name in names:
+        (corpus / name).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / name).write_text(DOCS[name], encoding="utf-8")
+    kb.ingest([str(corpus)], progress=False)
+    auth = AuthConfig(tuple(ApiKey(hash_key(k), u, t, g, frozenset(s)) for k, (u, t, g, s) in keys.items()),
+                      None, tmp_path / "auth.toml")
+    try:
+        with start_server(ServerSettings(upload_dir=tmp_path / "uploads"), auth=auth, index=kb) as url:
+            yield url, kb, tmp_path / "uploads"
+    finally:
+        kb.close()

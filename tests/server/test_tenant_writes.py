@@ -10,8 +10,7 @@ import hashlib
 import httpx
 import pytest
 
-from beleg.server.auth import ApiKey, AuthConfig, hash_key
-from tests.server.conftest import DOCS, bearer
+from tests.server.conftest import bearer, tenant_server
 
 KEYS = {  # key → (user, tenant, groups, scopes)
     "k-alpha-alice": ("alice", "alpha", ("ops-alpha",), ("ingest", "read")),
@@ -26,20 +25,8 @@ GLOBEX_WORD = "quokka"
 
 @pytest.fixture()
 def server(tmp_path, embedder, start_server):
-    import beleg
-    from beleg.server import ServerSettings
-
-    kb = beleg.open(tmp_path / "kb", embedder=embedder)
-    corpus = tmp_path / "corpus"
-    for name in ("public/errors.md", "globex/runbook.md"):
-        (corpus / name).parent.mkdir(parents=True, exist_ok=True)
-        (corpus / name).write_text(DOCS[name], encoding="utf-8")
-    kb.ingest([str(corpus)], progress=False)
-    auth = AuthConfig(tuple(ApiKey(hash_key(k), u, t, g, frozenset(s)) for k, (u, t, g, s) in KEYS.items()),
-                      None, tmp_path / "auth.toml")
-    with start_server(ServerSettings(upload_dir=tmp_path / "uploads"), auth=auth, index=kb) as url:
-        yield url, kb, tmp_path / "uploads"
-    kb.close()
+    with tenant_server(tmp_path, embedder, start_server, KEYS) as served:
+        yield served
 
 
 def upload(url: str, key: str, name: str, body: bytes) -> httpx.Response:

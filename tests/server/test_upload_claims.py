@@ -10,8 +10,7 @@ import httpx
 import numpy as np
 import pytest
 
-from beleg.server.auth import ApiKey, AuthConfig, hash_key
-from tests.server.conftest import DOCS, bearer
+from tests.server.conftest import DOCS, bearer, tenant_server
 
 KEYS = {  # key → (user, tenant, groups, scopes)
     "k-acme": ("mallory", "acme", ("acme-ops",), ("ingest", "read")),
@@ -39,21 +38,9 @@ class CountingEmbedder:
 
 @pytest.fixture()
 def server(tmp_path, embedder, start_server):
-    import beleg
-    from beleg.server import ServerSettings
-
     counting = CountingEmbedder(embedder)
-    kb = beleg.open(tmp_path / "kb", embedder=counting)
-    corpus = tmp_path / "corpus"
-    for name in ("public/retry.md", "globex/runbook.md"):
-        (corpus / name).parent.mkdir(parents=True, exist_ok=True)
-        (corpus / name).write_text(DOCS[name], encoding="utf-8")
-    kb.ingest([str(corpus)], progress=False)
-    auth = AuthConfig(tuple(ApiKey(hash_key(k), u, t, g, frozenset(s)) for k, (u, t, g, s) in KEYS.items()),
-                      None, tmp_path / "auth.toml")
-    with start_server(ServerSettings(upload_dir=tmp_path / "uploads"), auth=auth, index=kb) as url:
-        yield url, kb, tmp_path / "uploads", counting
-    kb.close()
+    with tenant_server(tmp_path, counting, start_server, KEYS, ("public/retry.md", "globex/runbook.md")) as served:
+        yield (*served, counting)
 
 
 def upload(url: str, key: str, name: str, body: bytes, **kwargs: Any) -> httpx.Response:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from beleg.server.auth import ApiKey, AuthConfig, hash_key
 from beleg.server.handlers import SHARED_FOLDER, tenant_folder
-from tests.server.conftest import DOCS, bearer
+from tests.server.conftest import bearer, tenant_server
 
 KEYS = {  # key → (user, tenant, groups, scopes)
     "k-acme": ("mallory", "acme", ("acme-ops",), ("ingest", "read")),
@@ -24,20 +23,8 @@ KEYS = {  # key → (user, tenant, groups, scopes)
 
 @pytest.fixture()
 def server(tmp_path, embedder, start_server):
-    import beleg
-    from beleg.server import ServerSettings
-
-    kb = beleg.open(tmp_path / "kb", embedder=embedder)
-    corpus = tmp_path / "corpus"
-    for name in ("public/errors.md", "globex/runbook.md"):
-        (corpus / name).parent.mkdir(parents=True, exist_ok=True)
-        (corpus / name).write_text(DOCS[name], encoding="utf-8")
-    kb.ingest([str(corpus)], progress=False)
-    auth = AuthConfig(tuple(ApiKey(hash_key(k), u, t, g, frozenset(s)) for k, (u, t, g, s) in KEYS.items()),
-                      None, tmp_path / "auth.toml")
-    with start_server(ServerSettings(upload_dir=tmp_path / "uploads"), auth=auth, index=kb) as url:
-        yield url, kb, tmp_path / "uploads"
-    kb.close()
+    with tenant_server(tmp_path, embedder, start_server, KEYS) as served:
+        yield served
 
 
 def upload(url: str, key: str, *files: tuple[str, bytes]) -> httpx.Response:
