@@ -26,6 +26,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from beleg.answer.quarantine import quarantine_hit
 from beleg.backends.llms.base import Message
 from beleg.index.analyzer import STOPWORDS, analyze, analyze_query, detect_language
 from beleg.retrieve.fusion import rrf
@@ -156,10 +157,12 @@ def expansion_terms(question: str, feedback: Sequence[Hit], ctx: StrategyContext
     surfaces: dict[str, Counter[str]] = defaultdict(Counter)
     support: Counter[str] = Counter()
     for rank, hit in enumerate(feedback, 1):
-        language = str(hit.metadata.get("language") or detect_language(hit.text))
+        # Withheld (instruction-like) sentences give no words: a planted order would steer the search.
+        text = quarantine_hit(hit).redact(hit.text)
+        language = str(hit.metadata.get("language") or detect_language(text))
         stop = STOPWORDS.get(language, STOPWORDS["en"])
         counts: Counter[str] = Counter()
-        for word in _WORD.findall(hit.text):
+        for word in _WORD.findall(text):
             low = word.casefold()
             if len(low) < 3 or low in stop or "_" in low:
                 continue
