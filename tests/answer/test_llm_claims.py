@@ -255,3 +255,13 @@ def test_a_german_answer_quoting_an_english_page_is_judged_by_its_values_and_mea
     wrong = llm_support(q, f'Ein Archiv darf höchstens 512 GB groß sein: "{quote}" [S1]', [cite], [SHORT], FlatIDF(),
                         quotes_verified=True, scored=scored)  # type: ignore[arg-type]
     assert not wrong.supported and "512 GB" in wrong.check("claims").why
+
+
+@pytest.mark.parametrize("claim, text", [
+    ("The gateway accepts at most 1000 connections [S1].", "The gateway accepts at most 1,000 connections."),
+    ("The gateway accepts at most 1,000 connections [S1].", "The gateway accepts at most 1000 connections."),
+    ("Das Gateway nimmt höchstens 1.000 Verbindungen an [S1].", "Das Gateway nimmt höchstens 1000 Verbindungen an."),
+    ("The archive holds 1,000,000 objects [S1].", "The archive holds 1.000.000 objects."),
+])
+def test_a_thousand_is_a_thousand_however_it_is_grouped(claim: str, text: str) -> None:
+    assert _problems(claim, _source(text, language="de" if "Gateway nimmt" in text else "en")) == ()

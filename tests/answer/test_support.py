@@ -503,6 +503,33 @@ def test_a_count_per_something_else_does_not_answer() -> None:
     assert de.check("focus").passed is False
 
 
+def test_a_labelled_list_item_is_read_with_the_lists_lead_in_not_the_item_above() -> None:
+    """"How many jobs per vault can run?" is not answered by the Vault item because the Agent
+    item above it mentions jobs (an outside tester's case, supported 0.80)."""
+    text = ("Each component has its limits:\n\n- **Agent**: runs at most 4 jobs at a time.\n"
+            "- **Vault**: stores up to 200 GB and keeps 30 snapshots.\n")
+    vault = "**Vault**: stores up to 200 GB and keeps 30 snapshots."
+    assert _support("How many jobs per vault can run?", text, vault).check("focus").passed is False
+    assert _support("How many snapshots does the vault keep?", text, vault).check("focus").passed is True
+
+
+def test_the_scope_of_a_rate_is_its_subject_not_its_time_unit() -> None:
+    from beleg.answer.support import other_scope
+
+    q = "How many requests per minute per user does the API accept?"
+    assert other_scope(q, "The API accepts 600 requests per minute for each workspace.", "en") == \
+        ("per user", "for each workspace")
+    assert other_scope(q, "Each user may send 600 requests per minute.", "en") is None
+    # "per day" is a unit, which "daily" states as well; the quote's "every workspace" is no other subject then.
+    assert other_scope("How many exports per day are allowed?", "Every workspace can make 10 exports daily.",
+                       "en") is None
+    # "pro" is no focus term: the scope's noun is.
+    src = _source("Jeder Vault behält 30 Snapshots.", language="de")
+    de = extractive_support("Wie viele Snapshots pro Vault?", [_cite(src, src.hit.text)], [src],
+                            FlatIDF())  # type: ignore[arg-type]
+    assert de.check("focus").passed is True
+
+
 def test_a_footnote_mark_is_no_value() -> None:
     """"mailcow[^1]" shows the reader a footnote mark, not a version 1 (a held-out realdocs
     answer to "Which Docker version …" was the page's first sentence because of it)."""

@@ -32,7 +32,7 @@ from beleg.sentences import split_sentences
 
 _LABELS = re.compile(r"\[((?:S\d+)(?:\s*[,;]\s*S\d+)*)\]")
 _QUOTE = re.compile(r"[\"“„«]([^\"“”„«»]{8,}?)[\"”“»]")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+WRITTEN_NUMBER = re.compile(r"\d{1,3}(?:[.,]\d{3}){2,}|\d+(?:[.,]\d+)?")
 #: Share of a claim's content terms that must occur in the cited chunks.
 SUPPORT_SHARE = 0.5
 _NOT_CLAIMS = re.compile(r"^(?:sources?|quellen?|note|hinweis|answer|antwort)\b.{0,40}:?$", re.IGNORECASE)
@@ -101,21 +101,34 @@ def is_refusal(answer: str) -> bool:
     return any(a.startswith(r.casefold().rstrip(".")) for r in REFUSALS)
 
 
+_GROUPED = re.compile(r"\d{1,3}(?:([.,])\d{3})(?:\1\d{3})*")
+
+
+def number_forms(number: str) -> set[str]:
+    """The readings of a written number: a decimal comma as a point ("1,5" = "1.5"), and for
+    digits grouped in threes, the plain number ("1,000" = "1.000" = "1000", as English and
+    German write a thousand)."""
+    forms = {number.replace(",", ".")}
+    if _GROUPED.fullmatch(number):
+        forms.add(re.sub(r"[.,]", "", number))
+    return forms
+
+
 def _support(claim: str, sources: Sequence[Source]) -> tuple[Source, int, int, str] | str:
     """The cited chunk sentence that best supports an unquoted claim, or why it is unsupported."""
     claim_text = _LABELS.sub("", claim)
-    numbers = set(_NUMBER.findall(claim_text))
+    numbers = set(WRITTEN_NUMBER.findall(claim_text))
     # Only what the sources may say counts: withheld sentences are replaced by the marker.
     cited = cited_texts(sources)
     readable = {s.label: text for s, (text, _) in zip(sources, cited, strict=True)}
-    chunk_numbers = {n.replace(",", ".") for text in readable.values() for n in _NUMBER.findall(text)}
+    chunk_numbers = {f for text in readable.values() for n in WRITTEN_NUMBER.findall(text) for f in number_forms(n)}
     # A claim's words may be its source's heading ("The maximum upload size is 512 MB" under
     # "Upload size", for "Archives may be at most 512 MB"): the heading frames every sentence.
     framed = {s.label: f"{text}\n{headings}" for s, (text, headings) in zip(sources, cited, strict=True)}
     # A value an equal quantity of the text backs ("0.5 GB" for "512 MB") is backed, words and all.
     values = backed_values(claim_text, "\n".join(readable.values()))
     converted = converted_numbers(claim_text, "\n".join(readable.values()))
-    absent = sorted(n for n in numbers if n.replace(",", ".") not in chunk_numbers | converted)
+    absent = sorted(n for n in numbers if not number_forms(n) & (chunk_numbers | converted))
     if absent:
         return f"{', '.join(absent)} not in the cited text"
     best: tuple[float, Source, int, int, str] | None = None

@@ -56,7 +56,7 @@ _NEGATION = re.compile(
 # or a conjunction that joins two statements. A bare "and" also joins nouns ("upload and
 # download limits"); such a fragment has fewer than two content terms and is not judged alone.
 _CLAUSE_BREAK = re.compile(
-    r"\s*[;:]\s+|,\s*|\s+(?:and|but|or|whereas|while|although|though|und|aber|oder|sondern|jedoch|während|"
+    r"\s*[;:]\s+|(?<!\d),\s*|,(?!\d)\s*|\s+(?:and|but|or|whereas|while|although|though|und|aber|oder|sondern|jedoch|während|"
     r"obwohl)\s+", re.IGNORECASE)
 # A clause that only says where the answer comes from ("According to the documentation,",
 # "Laut Handbuch,") states nothing the source must back.

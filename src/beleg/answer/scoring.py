@@ -228,6 +228,21 @@ _ITEM_LABEL = re.compile(r"^(?:\*\*|__|`)?(?P<label>[^:*_`\n]{1,60}?)(?:\*\*|__|
 _ITEM_GAP = re.compile(r"[\s\-*+]*(?:\d{1,3}[.)])?\s*")
 
 
+def is_labelled_item(span: Span) -> bool:
+    """Whether a span is a labelled list item ("**Vault**: stores up to 200 GB")."""
+    return span.kind == "list-item" and _ITEM_LABEL.match(span.text) is not None
+
+
+def list_lead(spans: Sequence[Span], text: str, item: Span) -> Span | None:
+    """The span before the list that ``item`` belongs to (its lead-in: "Each component has its
+    limits:"), past the items above it; None when the list opens the text."""
+    i = next((k for k, sp in enumerate(spans) if sp.start == item.start), None)
+    while i is not None and i > 0 and spans[i - 1].kind == "list-item" and \
+            _ITEM_GAP.fullmatch(text, spans[i - 1].end, spans[i].start):
+        i -= 1
+    return spans[i - 1] if i else None
+
+
 def labelled_lists(sentences: Sequence[Sentence]) -> dict[int, tuple[tuple[str, int], str]]:
     """For each labelled list item among ``sentences`` (by index): its list (chunk id and the
     first item's offset) and its label. Items of one list follow each other in one chunk with
