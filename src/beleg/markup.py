@@ -43,7 +43,8 @@ _LINK = re.compile(r"!?\[((?:[^\[\]]|\[[^\]]*\])*)\]\((?:\{\{.*?\}\}|[^()\n]|\([
 # "[text][ref]", but not two citation labels side by side ("[S1][S2]").
 _REF_LINK = re.compile(r"!?\[(?!S\d+\])([^\[\]]+)\]\[(?!S\d+\])[^\]]*\]")
 # A footnote reference ("mailcow[^1]: dockerized") and a footnote's own label ("[^1]: text").
-_FOOTNOTE = re.compile(r"^[ \t]*\[\^[^\]\s]+\]:[ \t]*|\[\^[^\]\s]+\]", re.MULTILINE)
+# A footnote label is short; unbounded, "[^" * n was scanned to the end from every "[^" (quadratic).
+_FOOTNOTE = re.compile(r"^[ \t]*\[\^[^\]\s]{1,100}\]:[ \t]*|\[\^[^\]\s]{1,100}\]", re.MULTILINE)
 _AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^>\s]+)>")
 _BREAK_TAG = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>|<!--.*?-->", re.DOTALL)

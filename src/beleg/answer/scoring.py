@@ -225,7 +225,8 @@ def _asked_row(row: str, q_terms: set[str], strong: Sequence[Anchor], source: So
 # label names what the item is about, as a table row's first cell does.
 _ITEM_LABEL = re.compile(r"^(?:\*\*|__|`)?(?P<label>[^:*_`\n]{1,60}?)(?:\*\*|__|`)?\s*:\s+\S")
 # Between two items of one list: only blank space and list markers ("- ", "2. ").
-_ITEM_GAP = re.compile(r"[\s\-*+]*(?:\d{1,3}[.)])?\s*")
+# (One whitespace run per marker: two adjacent runs made a long blank gap quadratic to reject.)
+_ITEM_GAP = re.compile(r"\s*(?:(?:[-*+]|\d{1,3}[.)])\s*)*")
 
 
 def is_labelled_item(span: Span) -> bool:

@@ -371,7 +371,8 @@ def as_read(quote: str) -> str:
     return without_footnote_marks(_LINK_TARGET.sub(r"\1", unwrap_blocks(quote)))
 
 
-_MARKDOWN_LINK = r"!?\[([^\]\n]*)\]\([^)\n]*\)"  # its text is group 1
+# Bounded runs: an unclosed "[" scanned to the line's end from every "[" was quadratic ("[" * n).
+_MARKDOWN_LINK = r"!?\[([^\]\n]{0,500})\]\([^)\n]{0,2000}\)"  # its text is group 1
 _LINK_TARGET = re.compile(_MARKDOWN_LINK)
 
 

@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import accumulate
 
 __all__ = ["Value", "asks_clock_time", "comparable", "expected_kind", "extract_values", "same_value", "when_markers"]
 
@@ -153,7 +155,7 @@ _MULTIPLIERS = {"million": 1e6, "millionen": 1e6, "millions": 1e6, "mio": 1e6, "
 _EXCLUDED = [
     re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL),  # inline code and fenced blocks
     re.compile(r"\b(?:https?|ftp)://\S+"),
-    re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+    re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)+"),  # from a run's start: linear on long runs
     re.compile(r"(?<![\w/])/[\w.{}~-]+(?:/[\w.{}~-]*)*"),  # API and file paths
     re.compile(r"\+\d[\d \u00a0()/-]{5,}\d"),  # phone numbers
     # heading and list numbering ("## 5. Limits", "1. Open"), but not "15. Januar 2026"
@@ -206,6 +208,9 @@ _TIME_PREPOSITION = re.compile(r"\b(?:um|at|gegen|ab)\s*\Z", re.IGNORECASE)
 _RATIO_WORDS = (r"ratio|verhältnis|seitenverhältnis|scale|maßstab|massstab|score|ergebnis|endstand|"
                 r"spielstand|won|lost|beat|gewann|gewinnt|verlor|verliert|siegte|odds|quote")
 _RATIO_BEFORE = re.compile(rf"\b(?:{_RATIO_WORDS})\W+(?:\w+\W+)?\Z", re.IGNORECASE)
+#: How far before a value the words that change its reading ("um", "ratio … ") are looked for:
+#: searching from the text's start for each value was quadratic in the number of values.
+_LOOK_BACK = 80
 _RATIO_AFTER = re.compile(rf"\A\W*(?:{_RATIO_WORDS})\b", re.IGNORECASE)
 
 # A number right after one of these is a label, not a quantity ("HTTP 429", "Abschnitt 11").
@@ -237,19 +242,19 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
     duration, years) and claim their characters, so "24 hours" is never also a count.
     """
     lang = lang or _guess_language(text)
-    blocked = [(m.start(), m.end()) for rx in _EXCLUDED for m in rx.finditer(text)]
-    clock_digits = [(m.start(), m.end()) for m in _CLOCK_DIGITS.finditer(text)]
-    claimed: list[tuple[int, int]] = []
+    blocked = _Spans((m.start(), m.end()) for rx in _EXCLUDED for m in rx.finditer(text))
+    clock_digits = _Spans((m.start(), m.end()) for m in _CLOCK_DIGITS.finditer(text))
+    claimed = _Spans(())
     out: list[Value] = []
 
     def add(kind: str, start: int, end: int, normalized: float | str, unit: str, *, colon: bool = False) -> None:
         """``colon``: the value is read from an "H:MM" span, which other kinds may not take."""
-        spans = blocked if colon else blocked + clock_digits
-        if any(a < end and start < b for a, b in claimed) or any(a < end and start < b for a, b in spans):
+        if claimed.overlaps(start, end) or blocked.overlaps(start, end) or (
+                not colon and clock_digits.overlaps(start, end)):
             return
         if start >= 2 and text[start - 1] == "-" and text[start - 2].isalpha():
             return  # identifier such as E-4130 or UTF-8
-        claimed.append((start, end))
+        claimed.add(start, end)
         out.append(Value(kind, text[start:end], normalized, unit, start, end))
 
     for rx, order in ((_DATE_ISO, "ymd"), (_DATE_DMY, "dmy"), (_DATE_MDY, "mdy"), (_DATE_NUMERIC, "dmy")):
@@ -266,7 +271,7 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
                 add("date", m.start(), m.end(), f"--{_MONTHS[month.lower()]:02d}-{int(day):02d}", "day of year")
     for m in _COLON_DURATION.finditer(text):
         unit = m.group("unit").lower()
-        if unit == "h" and _TIME_PREPOSITION.search(text, 0, m.start()):
+        if unit == "h" and _TIME_PREPOSITION.search(text, max(0, m.start() - _LOOK_BACK), m.start()):
             continue  # "um 14:00 h" is a time of day
         a, b = int(m.group("a")), int(m.group("b"))
         hours = unit.startswith(("h", "s"))  # h, hours, hrs, Stunden, Std.
@@ -322,6 +327,27 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
     return _share_range_zones(text, out)
 
 
+class _Spans:
+    """Character spans with an overlap test in O(log n) (a list scanned per value was quadratic
+    in the number of values of a text)."""
+
+    def __init__(self, spans: Iterable[tuple[int, int]]) -> None:
+        self._spans = sorted(spans)
+        self._starts = [a for a, _ in self._spans]
+        self._reach = list(accumulate((b for _, b in self._spans), max))  # furthest end so far
+
+    def overlaps(self, start: int, end: int) -> bool:
+        i = bisect_left(self._starts, end)  # spans starting before ``end``
+        return i > 0 and self._reach[i - 1] > start
+
+    def add(self, start: int, end: int) -> None:
+        """Add a span that overlaps none of these (so the furthest end before it stays below it)."""
+        i = bisect_left(self._starts, start)
+        self._spans.insert(i, (start, end))
+        self._starts.insert(i, start)
+        self._reach.insert(i, end)
+
+
 def _add_times(text: str, lang: str | None, add: Callable[..., None]) -> None:
     """Clock times: "2:00 AM", "2 pm", "14:30", "14.30 Uhr", "2 Uhr nachts", with a zone after them
     (12-hour forms first, so "2:00 AM" is not read as "2:00")."""
@@ -335,7 +361,8 @@ def _add_times(text: str, lang: str | None, add: Callable[..., None]) -> None:
         if hour == 24 and minute:
             continue
         if not m.group("uhr") and not _zone(m) and (
-                _RATIO_BEFORE.search(text, 0, m.start()) or _RATIO_AFTER.match(text, m.end())):
+                _RATIO_BEFORE.search(text, max(0, m.start() - _LOOK_BACK), m.start())
+                or _RATIO_AFTER.match(text, m.end())):
             continue  # "im Verhältnis 1:10", "won 2:10"
         add("time", m.start(), m.end(), float(_day_part(hour, m.group("part")) * 60 + minute), _zone(m), colon=True)
     for m in _TIME_UHR.finditer(text):
