@@ -60,6 +60,20 @@ def test_compound_rules_sharing_a_class_fail_the_file_not_the_cpu() -> None:
     assert time.perf_counter() - start < 10
 
 
+def test_chained_reveal_conditions_count_against_the_rule_budget() -> None:
+    # An outside tester's page: rule k reveals '.p' after k checked inputs, so each '.p'
+    # element checks 1 + 2 + ... + 300 conditions; this ran for over a minute at larger sizes.
+    k, elements = 300, 1000
+    rules = "\n".join(
+        " ~ ".join(f"input.c{i}:checked" for i in range(1, n + 1)) + " ~ .p{max-height:40em}" for n in range(1, k + 1)
+    )
+    classes = " ".join(f"c{i}" for i in range(1, k + 1))
+    body = f'<input type="checkbox" class="{classes}">' + '<div class="p">secret text here</div>' * elements
+    page = f"<html><head><style>.p{{max-height:0;overflow:hidden}}\n{rules}</style></head><body>{body}</body></html>"
+    with pytest.raises(IngestError, match="too costly"):
+        HtmlReader().read(page.encode(), Path("a.html"))
+
+
 @pytest.mark.parametrize("css", [
     ".h{display:none} .h{display:block}",  # later wins
     ".h{display:none!important} .h{display:block}",  # important wins over later

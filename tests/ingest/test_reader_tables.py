@@ -175,6 +175,82 @@ def test_html_spans_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         html(f"<table>{rows}</table>")
 
 
+def test_html_padding_short_rows_to_the_widest_counts_against_the_span_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 502 cells are placed, but every row is padded to 501 columns: 1,002 grid positions.
+    monkeypatch.setattr(html_reader, "MAX_HTML_ELEMENTS", 1000)
+    with pytest.raises(IngestError, match="span more than 1,000 cells"):
+        html("<table><tr><td colspan='500'>a</td><td>b</td></tr><tr><td>x</td></tr></table>")
+    # A cell spanning down into short rows pads each to its column before the table ends.
+    with pytest.raises(IngestError, match="span more than 1,000 cells"):
+        html(
+            "<table><tr><td colspan='400'>a</td><td rowspan='3'>b</td></tr><tr><td>x</td></tr><tr><td>y</td></tr></table>"
+        )
+
+
+def test_html_one_wide_row_over_many_short_rows_fails_instead_of_padding_them_all() -> None:
+    # An outside tester's page: 38 KB that used to read as 12 million characters of padding.
+    wide = "<tr>" + "<td colspan='1000'>a</td>" * 2 + "</tr>"
+    with pytest.raises(IngestError, match="span more than 1,000,000 cells"):
+        html("<table>" + wide + "<tr><td>x</td></tr>" * 2000 + "</table>")
+
+
+def _docx_with_table(rows: list[str], gridspan: int = 0, grid_before: int = 0) -> bytes:
+    """A .docx whose body is one table; each row's cells given as their texts, the first
+    row's cells spanning ``gridspan`` columns and every row skipping ``grid_before``."""
+    import zipfile
+
+    def cell(text: str, span: int) -> str:
+        properties = f'<w:tcPr><w:gridSpan w:val="{span}"/></w:tcPr>' if span else ""
+        return f"<w:tc>{properties}<w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:tc>"
+
+    skip = f'<w:trPr><w:gridBefore w:val="{grid_before}"/></w:trPr>' if grid_before else ""
+    table = (
+        "<w:tbl>"
+        + "".join(
+            "<w:tr>" + skip + "".join(cell(text, gridspan if r == 0 else 0) for text in row.split()) + "</w:tr>"
+            for r, row in enumerate(rows)
+        )
+        + "</w:tbl>"
+    )
+    base = docx_bytes(lambda document: None)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(base)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+        for item in src.infolist():  # stored, not deflated: a repetitive table is no zip bomb
+            data = src.read(item.filename)
+            if item.filename == "word/document.xml":
+                start, end = data.index(b"<w:body>") + len(b"<w:body>"), data.index(b"<w:sectPr")
+                data = data[:start] + table.encode() + data[end:]
+            dst.writestr(item.filename, data)
+    return out.getvalue()
+
+
+def _read_docx(data: bytes) -> str:
+    return reader_for(Path("p.docx")).read(data, Path("p.docx")).text
+
+
+def test_docx_padding_and_skipped_columns_count_against_the_span_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from beleg.ingest.readers import docx as docx_reader
+
+    monkeypatch.setattr(docx_reader, "MAX_TABLE_POSITIONS", 1000)
+    # 631 positions placed, but the short row is padded to 630 columns: 1,260 in the grid.
+    wide = _docx_with_table(["a " * 10, "x"], gridspan=63)
+    with pytest.raises(IngestError, match=r"^tables span more than 1,000 cells"):
+        _read_docx(wide)
+    # 20 one-cell rows each skipping 63 columns (w:gridBefore): 1,280 positions.
+    skipping = _docx_with_table(["x y"] + ["z"] * 19, grid_before=63)
+    with pytest.raises(IngestError, match=r"^tables span more than 1,000 cells"):
+        _read_docx(skipping)
+    assert _read_docx(_docx_with_table(["a b", "x"], gridspan=2)).endswith(
+        "| a | a | b | b |\n| --- | --- | --- | --- |\n| x |  |  |  |"
+    )
+
+
+def test_docx_one_wide_row_over_many_short_rows_fails_instead_of_padding_them_all() -> None:
+    # An outside tester's document: 30 cells of 63 columns over 2,000 one-cell rows.
+    with pytest.raises(IngestError, match=r"^tables span more than 2,000,000 cells"):
+        _read_docx(_docx_with_table(["a " * 30] + ["x"] * 2000, gridspan=63))
+
+
 # --- tables without a header, and layout tables --------------------------------------
 
 

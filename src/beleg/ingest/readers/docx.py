@@ -396,7 +396,9 @@ class _Tables:
             flag = trpr.find(qn("w:tblHeader")) if trpr is not None else None
             heading = heading and flag is not None and flag.get(qn("w:val"), "true").lower() not in _OFF
             header.append(heading)
-            row: Row = [None] * self._grid_value(trpr, "w:gridBefore")
+            skipped = self._grid_value(trpr, "w:gridBefore")
+            self._charge(skipped)
+            row: Row = [None] * skipped
             for tc in tr.iterchildren(qn("w:tc")):
                 tcpr = tc.find(qn("w:tcPr"))
                 span = max(self._grid_value(tcpr, "w:gridSpan"), 1)
@@ -408,17 +410,24 @@ class _Tables:
                 else:
                     text = " ".join(self.hidden.paragraph_text(p) for p in tc.iterchildren(qn("w:p")))
                     cell = GridCell(cell_line(text), id(tc))
-                self._positions_left -= span
-                if self._positions_left < 0:
-                    raise IngestError(f"tables span more than {MAX_TABLE_POSITIONS:,} cells, the most Beleg lays out")
+                self._charge(span)
                 row.extend([cell] * span)
             rows.append(row)
         if header and not any(header):
             header[0] = True  # no row marked: the first row names the columns
         width = max((len(row) for row in rows), default=0)
+        # Every row is padded to the widest, so one wide row over many short ones makes a
+        # grid of width x rows positions: charged before it is allocated, not after.
+        self._charge(sum(width - len(row) for row in rows))
         for row in rows:
             row.extend([None] * (width - len(row)))
         return pipe_table(rows, header)
+
+    def _charge(self, positions: int) -> None:
+        """Count grid positions against the document's budget before they are allocated."""
+        self._positions_left -= positions
+        if self._positions_left < 0:
+            raise IngestError(f"tables span more than {MAX_TABLE_POSITIONS:,} cells, the most Beleg lays out")
 
     @staticmethod
     def _grid_value(properties: Any, name: str) -> int:
@@ -586,6 +595,8 @@ class DocxReader:
         try:
             document = docx.Document(io.BytesIO(data))
             blocks = self._blocks(document)
+        except IngestError:
+            raise  # a limit of ours, already saying why: the file is not corrupt
         except Exception as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise IngestError(f"corrupt or invalid .docx: {reason}") from None

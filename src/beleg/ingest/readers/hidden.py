@@ -301,12 +301,15 @@ class StyleSheet:
 
     def revealing(self, tag: str, classes: frozenset[str], element_id: str) -> list[_Rule]:
         """The rules that style this element in a state a reader can bring about."""
-        return [
-            reveal.rule
-            for reveal in self._candidates(self._reveals_by_key, tag, classes, element_id)
-            if _matches(reveal.rule, tag, classes, element_id) and all(c in self._offered for c in reveal.conditions)
-            and (not reveal.own_target or element_id in self._linked)
-        ]
+        found: list[_Rule] = []
+        for reveal in self._candidates(self._reveals_by_key, tag, classes, element_id):
+            if not _matches(reveal.rule, tag, classes, element_id):
+                continue
+            # Each condition is a check too: K rules chaining 1..K conditions cost K^2 per element.
+            self._count_checks(len(reveal.conditions))
+            if all(c in self._offered for c in reveal.conditions) and (not reveal.own_target or element_id in self._linked):
+                found.append(reveal.rule)
+        return found
 
     def _candidates(self, index: Mapping[str, Iterable[_T]], tag: str, classes: frozenset[str], element_id: str) -> list[_T]:
         keys = [tag, "*", *(f".{c}" for c in classes)]

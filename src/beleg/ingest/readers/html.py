@@ -422,12 +422,17 @@ class _TextBuilder:
                 rowspan = _span(cell.get("rowspan"), 0, _MAX_ROWSPAN) or group_end[r] - r  # 0: to the group's end
                 placed = GridCell(_cell_text(cell), id(cell))
                 for below in range(r, min(r + rowspan, group_end[r])):
-                    self._charge(colspan)
                     row = rows[below]
+                    # The positions written and any gap before them are charged before any is
+                    # allocated: a cell spanning down into a short row pads it to its column.
+                    self._charge(colspan + max(column - len(row), 0))
                     row.extend([None] * (column + colspan - len(row)))
                     row[column : column + colspan] = [placed] * colspan
                 column += colspan
         width = max((len(row) for row in rows), default=0)
+        # Every row is padded to the widest, so one wide row over many short ones makes a
+        # grid of width x rows positions: charged before it is allocated, not after.
+        self._charge(sum(width - len(row) for row in rows))
         for row in rows:
             row.extend([None] * (width - len(row)))
         head = len(parts[0])
