@@ -122,3 +122,19 @@ def test_a_long_hard_wrapped_paragraph_is_cut_between_lines_not_words() -> None:
     chunks = chunk_document("doc", _parsed(text), "Notes", ChunkingConfig(max_tokens=60))
     assert len(chunks) > 2
     assert all(c.text.rstrip().split()[-1].isdigit() for c in chunks)  # each ends where a line ends
+
+
+def test_many_colon_lines_are_merged_in_linear_work(monkeypatch):
+    """Rules 3: 10,000 lines ending in ":" merge into one piece, then word windows. The merge
+    used to recount the growing piece for every line (quadratic: seconds at 50 KB); the words
+    counted must stay a small multiple of the text's, and the chunks exact windows."""
+    import beleg.ingest.chunking as chunking
+
+    text = "key:\n" * 10_000
+    counted = []
+    real_count = chunking._count_words
+    monkeypatch.setattr(chunking, "_count_words", lambda t, s, e: counted.append(e - s) or real_count(t, s, e))
+    chunks = chunk_document("d", ParsedDocument(text=text), "T", ChunkingConfig(rules=3))
+    assert sum(counted) <= 10 * len(text)
+    assert [c.text.split() for c in chunks] == [["key:"] * 220] * 45 + [["key:"] * 100]
+    assert chunks[0].start == 0 and chunks[-1].end == len(text) - 1

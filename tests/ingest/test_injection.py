@@ -746,3 +746,24 @@ def test_an_assistant_heading_of_a_prompt_template_is_markup() -> None:
 )
 def test_documentation_that_mentions_a_system_is_not_a_turn(text: str) -> None:
     assert matched(text) == []
+
+
+def test_many_role_markers_in_one_sentence_are_read_once(monkeypatch):
+    """Thousands of role markers in one word ("<system>" repeated) are one sentence: its bounds
+    and its facts are found once per text, not once per finding (that was quadratic, 73 s at
+    80 KB). The findings are the same as each one alone would give."""
+    import beleg.ingest.injection as injection
+
+    searched = []
+    real = injection._ATTACK_TOPIC
+    class Counting:
+        def search(self, s, *a):
+            searched.append(len(s))
+            return real.search(s, *a)
+    monkeypatch.setattr(injection, "_ATTACK_TOPIC", Counting())
+    text = "<system>" * 5000
+    found = injection.rule_findings(text)
+    assert {f.kind for f in found} == {"role-marker"}
+    assert [(f.start, f.end) for f in found] == [(8 * i, len(text)) for i in range(5000)]
+    assert sum(searched) <= 4 * len(text)
+    assert injection.chunk_flags(text) == ("instruction-like:role-marker",)

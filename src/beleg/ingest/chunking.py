@@ -195,13 +195,20 @@ def _pieces(text: str, start: int, end: int, separator: re.Pattern[str], rules: 
     # A heading line or a one-line lead-in belongs with what follows it, not alone; so does
     # (chunking rules 2) a paragraph that ends in ":", whatever its length: "Here is a
     # recommendation:" announces the code block, list or table after it.
+    # The merged piece's word count and last character are kept as it grows: recounting or
+    # re-stripping it for every piece made many ":"-ended lines quadratic. The separators are
+    # whitespace, so the merged count is the sum of its pieces' counts.
     merged: list[tuple[int, int]] = []
+    merged_words, merged_last = 0, ""
     for s, e in pieces:
-        if merged and (_count_words(text, *merged[-1]) < _MIN_PIECE_WORDS
-                       or rules >= 2 and text[merged[-1][0]:merged[-1][1]].rstrip().endswith(":")):
+        words = _count_words(text, s, e)
+        if merged and (merged_words < _MIN_PIECE_WORDS or rules >= 2 and merged_last == ":"):
             merged[-1] = (merged[-1][0], e)
+            merged_words += words
         else:
             merged.append((s, e))
+            merged_words = words
+        merged_last = text[s:e].rstrip()[-1]  # the piece is not blank (filtered above)
     return merged
 
 

@@ -43,6 +43,7 @@ change, so stored flags can be recomputed.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -267,12 +268,44 @@ _BOT_ASKS_READER = re.compile(
 )
 
 
-def _sentence_at(text: str, start: int, end: int) -> tuple[int, int]:
-    lo = start
-    while lo > 0 and text[lo - 1] != "\n" and not (text[lo - 1].isspace() and lo >= 2 and text[lo - 2] in ".!?"):
-        lo -= 1
-    m = _SENTENCE_END.search(text, end)
-    return lo, len(text) if m is None else m.end()
+# Where a sentence may start: after a line break, or after whitespace that follows ".", "!" or "?".
+_SENTENCE_START = re.compile(r"\n|(?<=[.!?])\s")
+
+
+class _Sentences:
+    """The sentence bounds of one text, found once. Walking back to a sentence's start and
+    searching forward to its end for every finding made a chunk with thousands of findings
+    in one long sentence ("<system>" repeated, one word) quadratic; a bisection is not."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._starts = [m.end() for m in _SENTENCE_START.finditer(text)]
+        self._ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+        self._human_turn: bool | None = None
+        self._about_attacks: dict[tuple[int, int], tuple[bool, bool]] = {}
+
+    def at(self, start: int, end: int) -> tuple[int, int]:
+        """The sentence around ``text[start:end]``: from the last sentence start at or before
+        ``start`` to the end of the first sentence end at or after ``end``."""
+        i = bisect_right(self._starts, start)
+        j = bisect_right(self._ends, end)  # _SENTENCE_END matches one character: its end > end
+        return (self._starts[i - 1] if i else 0), (self._ends[j] if j < len(self._ends) else len(self.text))
+
+    def about_attacks(self, lo: int, hi: int) -> tuple[bool, bool]:
+        """Whether ``text[lo:hi]`` names an attack topic, and reports one; asked once per sentence
+        (many findings share one long sentence)."""
+        facts = self._about_attacks.get((lo, hi))
+        if facts is None:
+            sentence = self.text[lo:hi]
+            topic = _ATTACK_TOPIC.search(sentence) is not None
+            facts = self._about_attacks[(lo, hi)] = (topic, topic and _REPORTED.search(sentence) is not None)
+        return facts
+
+    def human_turn(self) -> bool:
+        """Whether a line of the text is a person's turn ("Caller:", "Kunde:"), asked once per text."""
+        if self._human_turn is None:
+            self._human_turn = _HUMAN_TURN.search(self.text) is not None
+        return self._human_turn
 
 
 def _quoted(sentence: str, start: int, end: int) -> bool:
@@ -285,15 +318,17 @@ def _quoted(sentence: str, start: int, end: int) -> bool:
     return False
 
 
-def _addressed_to_people(text: str, kind: str, start: int, end: int) -> bool:
+def _addressed_to_people(sentences: _Sentences, kind: str, start: int, end: int) -> bool:
     """Whether a finding sits in text that talks about injections or to people, not to a model."""
-    lo, hi = _sentence_at(text, start, end)
+    text = sentences.text
+    lo, hi = sentences.at(start, end)
     sentence = text[lo:hi]
-    if _ATTACK_TOPIC.search(sentence) and (_REPORTED.search(sentence) or _quoted(sentence, start - lo, end - lo)):
+    topic, reported = sentences.about_attacks(lo, hi)
+    if topic and (reported or _quoted(sentence, start - lo, end - lo)):
         return True
     if kind in ("user-directive", "answer-steering") and _STAFF_TEMPLATE.match(sentence):
         return True
-    if (kind == "role-marker" or (kind == "ai-address" and _SPEAKER_AT.match(text, start))) and _HUMAN_TURN.search(text):
+    if (kind == "role-marker" or (kind == "ai-address" and _SPEAKER_AT.match(text, start))) and sentences.human_turn():
         line_end = text.find("\n", end)
         return not _CONTROL_CUE.search(text, end, len(text) if line_end < 0 else line_end)
     if kind == "override" and _SETTINGS_IGNORED.search(sentence):
@@ -421,9 +456,10 @@ def detect_instructions(text: str, *, model: LinearTextModel | None = None) -> l
     reading = read(text, model)
     found = [f for f in rule_findings(text) if not _vetoed(f, text, reading)]
     taken = [(f.start, f.end) for f in found]
+    sentences = _Sentences(text) if reading.spans else None
     for start, end, _ in reading.spans:
         if not any(a < end and start < b for a, b in taken):
-            found.append(Finding("learned", start, end, _excerpt(text, start, end)))
+            found.append(Finding("learned", start, end, _excerpt(text, start, end, sentences)))
     found.sort(key=lambda f: (f.start, f.end, f.kind))
     return found
 
@@ -460,7 +496,8 @@ def rule_findings(text: str) -> list[Finding]:
     joined = _joined_lines(text)
     if joined != text:
         spans = [(f.start, f.end) for f in found]
-        found += [Finding(f.kind, f.start, f.end, _excerpt(text, f.start, f.end)) for f in _detect(joined, gated=True)
+        sentences = _Sentences(text)
+        found += [Finding(f.kind, f.start, f.end, _excerpt(text, f.start, f.end, sentences)) for f in _detect(joined, gated=True)
                   if not any(a < f.end and f.start < b for a, b in spans)]
         found.sort(key=lambda f: (f.start, f.end, f.kind))
     return found
@@ -499,11 +536,12 @@ def _detect(text: str, gated: bool, decode: bool = True) -> list[Finding]:
                 taken.append((start, end))  # another view (a column, the umlaut-free one) finds it again
     if decode:
         raw += [("encoded-payload", start, end) for start, end in _decoded_payloads(text, words[0])]
-    raw = [r for r in raw if not _addressed_to_people(text, *r)]
+    sentences = _Sentences(text)
+    raw = [r for r in raw if not _addressed_to_people(sentences, *r)]
     # A role marker opens a fake turn: the rest of its line is the turn's text, withheld with it.
     raw = [(kind, start, _line_end(text, end) if kind == "role-marker" else end) for kind, start, end in raw]
     raw.sort(key=lambda r: (r[1], r[2], r[0]))
-    return [Finding(kind, start, end, _excerpt(text, start, end))
+    return [Finding(kind, start, end, _excerpt(text, start, end, sentences))
             for kind, start, end in raw]
 
 
@@ -571,16 +609,9 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _excerpt(text: str, start: int, end: int) -> str:
+def _excerpt(text: str, start: int, end: int, sentences: _Sentences | None = None) -> str:
     """The sentence holding the match, cut to 200 characters around the match."""
-    lo = start
-    while lo > 0:
-        c = text[lo - 1]
-        if c == "\n" or (c.isspace() and lo >= 2 and text[lo - 2] in ".!?"):
-            break
-        lo -= 1
-    m = _SENTENCE_END.search(text, end)
-    hi = len(text) if m is None else m.end()
+    lo, hi = (sentences or _Sentences(text)).at(start, end)
     if hi - lo > _EXCERPT_CHARS:
         lo = max(lo, min(start - 40, hi - _EXCERPT_CHARS))
         hi = lo + _EXCERPT_CHARS
