@@ -135,6 +135,21 @@ def test_http_jwt_gives_its_tenant_access(server_url):
     assert r.status_code == 403
 
 
+def test_a_token_without_a_tenant_uploads_nothing(server_url):
+    """An API key without a tenant is an operator's, written so in the auth file; a token that
+    lacks the tenant claim (an identity provider's gap) could otherwise upload documents naming
+    any tenant. It is refused unless it has the admin scope."""
+    doc = b"---\ntenant: globex\n---\n# Planted\n\nThe globex failover host is evil.example.\n"
+    token = _hs256({"sub": "jo", "scope": "ingest read"})  # no "org" (the tenant claim here)
+    r = httpx.post(f"{server_url}/v1/ingest", files={"files": ("planted.md", doc, "text/markdown")},
+                   headers=bearer(token), timeout=60)
+    assert r.status_code == 403 and "tenant claim" in r.text, r.text
+    with_tenant = _hs256({"sub": "jo", "org": "acme", "scope": "ingest read"})
+    r = httpx.post(f"{server_url}/v1/ingest", files={"files": ("planted.md", doc, "text/markdown")},
+                   headers=bearer(with_tenant), timeout=60)
+    assert r.status_code == 403 and "tenant claim" not in r.text  # refused for naming another tenant instead
+
+
 def test_a_token_without_a_user_is_refused(auth_config):
     """Every token without 'sub' was the same caller 'jwt::None': one conversation owner."""
     for claims in ({"org": "acme", "scope": "read"}, {"sub": "  ", "org": "acme", "scope": "read"}):

@@ -66,6 +66,13 @@ class Identity:
         return json.dumps([self.subject, *self.principal.access_key], ensure_ascii=False)
 
     @property
+    def tenantless_token(self) -> bool:
+        """A JWT naming no tenant. An API key without a tenant is an operator's, written so by the
+        operator in the auth file; a token's claims come from an identity provider, where a
+        missing tenant claim is more likely a gap than a grant, so it writes nothing (fail closed)."""
+        return self.subject.startswith("jwt:") and not self.principal.tenant
+
+    @property
     def operator(self) -> bool:
         """An operator's key: admin scope and no tenant. Only it is shown what is index-wide
         (paths, generations, lock holders, vocabulary and vector counts: every tenant's

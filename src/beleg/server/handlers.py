@@ -252,6 +252,9 @@ def _delete_uploaded_file(svc: Service, source: Path, upload_dir: Path) -> list[
 async def ingest(request: Request, identity: Identity | None) -> Response:
     """Multipart upload (field ``files``): staged, checked against the key's tenant, then ingested."""
     api, who = _api(request), _who(identity)
+    if who.tenantless_token and "admin" not in who.scopes:
+        raise AccessDenied("this token names no tenant, so its uploads could name any tenant; uploads need a token "
+                           "with a tenant claim (or the admin scope)")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise ConfigError("upload files as multipart/form-data in a field named 'files'")
     form = await request.form(max_files=MAX_FILES, max_fields=MAX_FILES)
