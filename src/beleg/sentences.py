@@ -232,13 +232,10 @@ def table_top(text: str, at: int) -> int:
 def continued_table_header(text: str, at: int) -> str | None:
     """The header row's text of a table that goes on at offset ``at`` from lines above it (a
     chunk that opens between two rows of a long table), when that table has a header; else None."""
-    if at <= 0 or not _TABLE_ROW.match(text, at) or not _TABLE_ROW.match(text, text.rfind("\n", 0, at - 1) + 1):
+    if at <= 0 or not _TABLE_ROW.match(text, at):
         return None
-    top = table_top(text, at - 1)
-    line_end = text.find("\n", top)
-    line_end = len(text) if line_end < 0 else line_end
-    head = Span(top, line_end, text[top:line_end], "table-row")
-    return head.text.strip() if top < at and is_table_header(text, head) else None
+    header = table_header(text, Span(at, at, "", "table-row"))  # a row opening at ``at``
+    return header.text if header is not None else None
 
 
 def table_header(text: str, row: Span) -> Span | None:

@@ -162,11 +162,15 @@ def with_table_leads(kb: Any, sources: list[Source], principal: Principal | None
     that table's header row from the document, so their first rows read "Header: value" as the
     rows of the table's first chunk do. An instruction-like header is not used (quarantine)."""
     out: list[Source] = []
+    texts: dict[str, str | None] = {}  # one load per document, however many of its chunks are sources
     for src in sources:
         lead = None
         if src.hit.start > 0 and src.hit.text.lstrip().startswith("|"):
-            doc = kb.document(src.hit.doc_id, principal)
-            lead = continued_table_header(doc.text, src.hit.start) if doc is not None else None
+            if src.hit.doc_id not in texts:
+                doc = kb.document(src.hit.doc_id, principal)
+                texts[src.hit.doc_id] = doc.text if doc is not None else None
+            text = texts[src.hit.doc_id]
+            lead = continued_table_header(text, src.hit.start) if text is not None else None
         out.append(replace(src, table_lead=lead) if lead and shown_value(lead) == lead else src)
     return out
 

@@ -229,9 +229,10 @@ _ITEM_LABEL = re.compile(r"^(?:\*\*|__|`)?(?P<label>[^:*_`\n]{1,60}?)(?:\*\*|__|
 _ITEM_GAP = re.compile(r"\s*(?:(?:[-*+]|\d{1,3}[.)])\s*)*")
 
 
-def is_labelled_item(span: Span) -> bool:
-    """Whether a span is a labelled list item ("**Vault**: stores up to 200 GB")."""
-    return span.kind == "list-item" and _ITEM_LABEL.match(span.text) is not None
+def item_label(span: Span) -> str | None:
+    """The label of a labelled list item ("Vault" of "**Vault**: stores up to 200 GB"); else None."""
+    m = _ITEM_LABEL.match(span.text) if span.kind == "list-item" else None
+    return m.group("label") if m else None
 
 
 def list_lead(spans: Sequence[Span], text: str, item: Span) -> Span | None:
@@ -250,9 +251,9 @@ def labelled_lists(sentences: Sequence[Sentence]) -> dict[int, tuple[tuple[str, 
     nothing but list markers between them."""
     items: dict[str, list[tuple[int, int, int, str]]] = {}
     for i, s in enumerate(sentences):
-        m = _ITEM_LABEL.match(s.text) if s.span.kind == "list-item" else None
-        if m:
-            items.setdefault(s.source.hit.chunk_id, []).append((s.span.start, s.span.end, i, m.group("label")))
+        label = item_label(s.span)
+        if label is not None:
+            items.setdefault(s.source.hit.chunk_id, []).append((s.span.start, s.span.end, i, label))
     out: dict[int, tuple[tuple[str, int], str]] = {}
     for cid, found in items.items():
         found.sort()

@@ -59,8 +59,8 @@ from beleg.answer.polarity import opposite_action
 from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import (
     is_howto_question,
-    is_labelled_item,
     is_question,
+    item_label,
     list_lead,
     names_in,
     question_form,
@@ -495,7 +495,7 @@ def quote_context(source: Source, start: int, end: int) -> tuple[str, str]:
         previous = header.text if header else ""
     else:
         spans = split_sentences(hit.text)
-        item = next((sp for sp in spans if sp.start == a and is_labelled_item(sp)), None)
+        item = next((sp for sp in spans if sp.start == a and item_label(sp) is not None), None)
         if item is not None:
             # A labelled list item is a row too: its context is the list's lead-in, not the
             # item above it, which is about another subject ("Agent: runs 4 jobs" is no context
@@ -587,6 +587,13 @@ _TIME_UNIT = re.compile(r"(?:second|minute|hour|day|week|month|quarter|year|seku
                         r"jahr)(?:s|n|en|e|es)?", re.IGNORECASE)
 
 
+def _scopes(text: str, language: str) -> dict[str, set[str]]:
+    """The scopes ``text`` states ("per vault", "each agent"; not a time unit), with their nouns' stems."""
+    found = {m.group(0): set(analyze(m.group(1), language)) for m in _SCOPE.finditer(text)
+             if not _TIME_UNIT.fullmatch(m.group(1))}
+    return {k: v for k, v in found.items() if v}
+
+
 def other_scope(question: str, quote: str, language: str) -> tuple[str, str] | None:
     """The question's scope and the quote's, when the quote states its value per something
     else and never names what the question asks per ("How many jobs run concurrently per
@@ -594,14 +601,10 @@ def other_scope(question: str, quote: str, language: str) -> tuple[str, str] | N
     Within one language only: across languages the words cannot be compared."""
     if detect_language(question, default=language) != language:
         return None
-    asked = {m.group(0): set(analyze(m.group(1), language)) for m in _SCOPE.finditer(question_form(question))
-             if not _TIME_UNIT.fullmatch(m.group(1))}
-    asked = {k: v for k, v in asked.items() if v}
+    asked = _scopes(question_form(question), language)
     if not asked:
         return None
-    said = {m.group(0): set(analyze(m.group(1), language)) for m in _SCOPE.finditer(quote)
-            if not _TIME_UNIT.fullmatch(m.group(1))}
-    said = {k: v for k, v in said.items() if v}
+    said = _scopes(quote, language)
     named = set(analyze(quote, language))
     # Each asked scope the quote never names, against a scope the quote states that the question
     # does not ask ("per minute per user" is not answered by "per minute for each workspace").

@@ -332,9 +332,9 @@ class _Spans:
     in the number of values of a text)."""
 
     def __init__(self, spans: Iterable[tuple[int, int]]) -> None:
-        self._spans = sorted(spans)
-        self._starts = [a for a, _ in self._spans]
-        self._reach = list(accumulate((b for _, b in self._spans), max))  # furthest end so far
+        ordered = sorted(spans)
+        self._starts = [a for a, _ in ordered]
+        self._reach = list(accumulate((b for _, b in ordered), max))  # furthest end so far
 
     def overlaps(self, start: int, end: int) -> bool:
         i = bisect_left(self._starts, end)  # spans starting before ``end``
@@ -343,7 +343,6 @@ class _Spans:
     def add(self, start: int, end: int) -> None:
         """Add a span that overlaps none of these (so the furthest end before it stays below it)."""
         i = bisect_left(self._starts, start)
-        self._spans.insert(i, (start, end))
         self._starts.insert(i, start)
         self._reach.insert(i, end)
 

@@ -329,8 +329,7 @@ def _addressed_to_people(sentences: _Sentences, kind: str, start: int, end: int)
     if kind in ("user-directive", "answer-steering") and _STAFF_TEMPLATE.match(sentence):
         return True
     if (kind == "role-marker" or (kind == "ai-address" and _SPEAKER_AT.match(text, start))) and sentences.human_turn():
-        line_end = text.find("\n", end)
-        return not _CONTROL_CUE.search(text, end, len(text) if line_end < 0 else line_end)
+        return not _CONTROL_CUE.search(text, end, _line_end(text, end))
     if kind == "override" and _SETTINGS_IGNORED.search(sentence):
         return True
     return kind == "output-constraint" and bool(_BOT_ASKS_READER.search(sentence))
