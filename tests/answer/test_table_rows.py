@@ -148,3 +148,15 @@ def test_the_header_of_a_table_that_goes_on_from_lines_above() -> None:
     assert continued_table_header(text, text.index("| C |")) is None  # a new table, after a blank line
     assert continued_table_header(text, text.index("| D |")) is None  # that table has no header row
     assert continued_table_header(text, text.index("Intro")) is None
+
+
+def test_a_score_is_the_weighted_sum_of_its_parts() -> None:
+    # benchmarks/sentence_weights.py fits WEIGHTS from the parts the scorer records: the score
+    # must be exactly what the parts and weights give, or a fit would describe another scorer.
+    from beleg.answer.scoring import FEATURES, WEIGHTS
+
+    scored = _scorer().score("Which code means the token has expired?", candidate_sentences([_source(CODES)]))
+    assert scored and all(s.features is not None and set(s.features) == set(FEATURES) for s in scored)
+    assert any(s.features["other_row"] > 0 or s.features["lexical_same"] > 0 for s in scored)
+    for s in scored:
+        assert s.score == sum(WEIGHTS[k] * v for k, v in s.features.items())

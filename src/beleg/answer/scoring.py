@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -124,6 +124,23 @@ NAME_BONUS = 0.06
 NUMBER_BONUS = 0.06
 #: ... and one whose tense cue matches the question's (asked "before", says "previously") this.
 TENSE_BONUS = 0.05
+#: The parts of a sentence's score, each a number the scorer reads off the sentence, and the
+#: weight it gets: the score is their weighted sum. Lexical coverage and dense similarity are
+#: split by whether the sentence is in the question's language, as their weights are.
+WEIGHTS: dict[str, float] = {
+    "lexical_same": LEXICAL_WEIGHT_SAME_LANGUAGE, "dense_same": 1 - LEXICAL_WEIGHT_SAME_LANGUAGE,
+    "lexical_cross": LEXICAL_WEIGHT_CROSS_LANGUAGE, "dense_cross": 1 - LEXICAL_WEIGHT_CROSS_LANGUAGE,
+    "type": TYPE_BONUS,  # +1 holds the asked-for kind of value, -1 does not, 0 no kind asked
+    "opposite": -TYPE_BONUS,  # does the reverse of the asked action ("ausschalten" for "switch on")
+    "definition": DEFINITION_BONUS,
+    "other_row": -OTHER_ROW_PENALTY,  # a row or labelled item of an asked table or list that names another key
+    "retrieval": RETRIEVAL_PRIOR,  # 1 / (1 + the chunk's retrieval position)
+    "code": HOWTO_CODE_BONUS,  # a how-to question, and the sentence holds or leads into code
+    "name": NAME_BONUS,  # a naming question, and the sentence names something the question does not
+    "tense": TENSE_BONUS,  # a naming question: +1 / -1 as the tense cue matches or not
+    "numbers": NUMBER_BONUS,  # the share of the question's numbers the sentence (or its version) holds
+}
+FEATURES = tuple(WEIGHTS)
 _WHICH = re.compile(r"^\W*(?:which|welche[rsmn]?|was\s+f\u00fcr)\b", re.IGNORECASE)
 _NAMING = re.compile(r"^\W*(?:what|was|wie)\b.*\b(?:called|named|name[sd]?|hei(?:\u00df|ss)t|hie(?:\u00df|ss)(?:en)?|"
                      r"hei(?:\u00df|ss)en|genannt|bezeichnet|namen?s?)\b", re.IGNORECASE)
@@ -291,6 +308,8 @@ class Sentence:
     #: The other-language sentence this one was chosen instead of, as its twin in the
     #: question's language (extractive.choose); confidence then judges it as that sentence.
     translates: str = ""
+    #: The score's parts (:data:`FEATURES`), for a trace and for fitting :data:`WEIGHTS`.
+    features: dict[str, float] | None = field(default=None, compare=False)
 
     @property
     def text(self) -> str:
@@ -449,34 +468,41 @@ class SentenceScorer:
             covered = sum(w for t, w in weights.items() if t in terms)
             covered += HEADING_WEIGHT * sum(w for t, w in weights.items() if t in framing and t not in terms)
             lexical = covered / total
-            a = LEXICAL_WEIGHT_SAME_LANGUAGE if q_lang in ("?", lang) else LEXICAL_WEIGHT_CROSS_LANGUAGE
+            same = q_lang in ("?", lang)
+            f = dict.fromkeys(FEATURES, 0.0)
+            f["lexical_same" if same else "lexical_cross"] = lexical
+            f["dense_same" if same else "dense_cross"] = float(dense[i])
             type_match = 0
             if kind is not None:
                 # A sentence that introduces a code block carries the block's instruction.
                 holds = (kind == "instruction" and bool(s.code_context)) or kind_present(kind, as_read(s.text), question)[0]
                 type_match = 1 if holds else -1
-            score = a * lexical + (1 - a) * dense[i] + TYPE_BONUS * type_match
-            if opposite_action(question, s.text) is not None:
-                score -= TYPE_BONUS  # "ausschalten" for "switch on" is as wrong as a missing kind
+            f["type"] = type_match
+            # "ausschalten" for "switch on" is as wrong as a missing kind
+            f["opposite"] = float(opposite_action(question, s.text) is not None)
             if (definitional and len(path) > 1 and s.doc_start == firsts[s.source.hit.chunk_id]
                     and q_term_set & heading):
-                score += DEFINITION_BONUS
+                f["definition"] = 1.0
             elif definitional and s.span.kind == "table-row" and _names_the_subject(s.text, q_term_set, lang):
-                score += DEFINITION_BONUS  # a glossary or error-code table: the row whose key is the subject
+                f["definition"] = 1.0  # a glossary or error-code table: the row whose key is the subject
             if header is not None and (s.source.hit.chunk_id, header.start) in asked_tables and \
                     not _asked_row(s.text, q_term_set, strong, s.source):
-                score -= OTHER_ROW_PENALTY
+                f["other_row"] += 1
             if i in lists and lists[i][0] in asked_lists and \
                     not _asked_row(lists[i][1], q_term_set, strong, s.source):
-                score -= OTHER_ROW_PENALTY
+                f["other_row"] += 1
             if positions is not None and s.source.hit.chunk_id in positions:
-                score += RETRIEVAL_PRIOR / (1 + positions[s.source.hit.chunk_id])
-            score += _answer_form_bonus(question, s, howto, naming)
+                f["retrieval"] = 1 / (1 + positions[s.source.hit.chunk_id])
+            f["code"] = float(howto and s.code_context)
+            if naming:
+                f["name"] = float(bool(names_in(s.text, question)))
+                f["tense"] = tense_match(question, s.text)
             if numbers:
                 about = f"{s.text}\nversion {s.source.version}" if s.source.version else s.text
-                score += NUMBER_BONUS * (1 - len(missing_anchors(numbers, about)) / len(numbers))
+                f["numbers"] = 1 - len(missing_anchors(numbers, about)) / len(numbers)
+            score = sum(WEIGHTS[k] * v for k, v in f.items())
             out.append(Sentence(s.source, s.span, s.doc_start, s.doc_end, s.values, lexical, float(dense[i]),
-                                type_match, float(score), s.code_context))
+                                type_match, float(score), s.code_context, features=f))
         out.sort(key=lambda s: (-s.score, s.source.rank, s.doc_start))
         return out
 
@@ -493,14 +519,3 @@ class SentenceScorer:
         cos = m @ q
         return np.clip((cos - DENSE_FLOOR) / DENSE_SPAN, 0.0, 1.0)
 
-
-def _answer_form_bonus(question: str, s: Sentence, howto: bool, naming: bool) -> float:
-    """How-to questions want a command; naming questions want the name, in the asked tense."""
-    bonus = 0.0
-    if howto and s.code_context:
-        bonus += HOWTO_CODE_BONUS
-    if naming:
-        if names_in(s.text, question):
-            bonus += NAME_BONUS
-        bonus += TENSE_BONUS * tense_match(question, s.text)
-    return bonus
