@@ -73,7 +73,7 @@ def capture(out: Path, names: list[str], cache_dir: Path | None) -> None:
     result = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     for name, req in requests(names, cache_dir).items():
         dataset = load_dataset(req)
-        kb = prepare_index(dataset, None, progress=False)
+        kb = prepare_index(dataset, req.cache_dir, progress=False)
         rows = []
         try:
             for i, q in enumerate(dataset.queries):
