@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["Normalized", "normalize", "table_columns"]
+__all__ = ["Normalized", "fold_characters", "normalize", "table_columns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,11 +290,13 @@ def _leet(m: re.Match[str]) -> str | None:
     return word.translate(_LEET)
 
 
-def normalize(text: str) -> Normalized:
-    """``text`` with obfuscation undone, and the map back to ``text``'s offsets.
+def fold_characters(text: str) -> Normalized:
+    """``text`` character by character as a model reads it, and the map back to ``text``'s offsets.
 
-    Example: ``normalize("Ig\\u200bnore").text == "Ignore"``, and ``origin`` maps the
-    ``n`` to offset 3 of the original.
+    The first passes of :func:`normalize`: HTML entities and character references decoded,
+    invisible characters dropped, fullwidth, look-alike (Cyrillic, Greek, Armenian ...) and
+    accented letters folded. Tags, Markdown marks and spacing stay, so a caller can look for
+    a tag: ``fold_characters("&lt;/\\u0440assage>").text == "</passage>"``.
     """
     norm = Normalized(text, list(range(len(text) + 1)))
     if "&" in text:
@@ -302,6 +304,16 @@ def normalize(text: str) -> Normalized:
     if not norm.text.isascii():
         norm = _substitute(norm, _COMBINING, _combined)
         norm = _substitute(norm, _NON_ASCII, _char)
+    return norm
+
+
+def normalize(text: str) -> Normalized:
+    """``text`` with obfuscation undone, and the map back to ``text``'s offsets.
+
+    Example: ``normalize("Ig\\u200bnore").text == "Ignore"``, and ``origin`` maps the
+    ``n`` to offset 3 of the original.
+    """
+    norm = fold_characters(text)
     if "<" in norm.text or "-->" in norm.text:
         norm = _substitute(norm, _TAGS, _tag)
     if "-" in norm.text and "|" in norm.text:
