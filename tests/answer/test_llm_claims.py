@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from beleg.answer.citations import verify_answer
+from beleg.answer.claims import claim_gaps
 from beleg.answer.support import llm_support
 from beleg.answer.types import Citation, Source
 from beleg.backends.llms.base import Message
@@ -118,6 +119,85 @@ def test_an_added_clause_the_source_does_not_back_is_not_backed(claim: str, src:
 ])
 def test_correct_claims_with_clauses_and_negations_are_backed(claim: str, src: Source) -> None:
     assert _problems(claim, src) == ()
+
+
+# --------------------------------------------------------------------------- counts
+
+SNAPSHOTS = _source("Each vault keeps at most 30 snapshots.", heading=("Retention",))
+
+
+@pytest.mark.parametrize("claim, text, language, counted", [
+    ("Each vault keeps at most 30 sync jobs [S1].", "Each vault keeps at most 30 snapshots.", "en", "30 sync jobs"),
+    # the sentence names sync jobs, but its 30 counts snapshots
+    ("Each vault keeps at most 30 sync jobs [S1].", "Each vault keeps at most 30 snapshots and runs 4 sync jobs.", "en",
+     "30 sync jobs"),
+    ("Pro Projekt sind höchstens 5 Webhook-Abonnements erlaubt [S1].",
+     "Pro Projekt sind höchstens 5 API-Schlüssel erlaubt.", "de", "5 Webhook-Abonnements"),
+    # a number word: the cited text's Versuche are five, not three
+    ("Der Client macht höchstens drei Versuche [S1].", "Der Client macht höchstens 5 Versuche.", "de", "drei Versuche"),
+])
+def test_a_count_of_another_thing_is_not_backed(claim: str, text: str, language: str, counted: str) -> None:
+    problems = _problems(claim, _source(text, language=language))
+    assert problems and f"'{counted}'" in problems[0], problems
+
+
+def test_a_quoted_claim_that_counts_another_thing_is_not_supported() -> None:
+    quote = "Each vault keeps at most 30 snapshots."
+    cite = Citation("S1", SNAPSHOTS.hit.chunk_id, SNAPSHOTS.hit.doc_id, SNAPSHOTS.hit.source, quote, 0, len(quote), True)
+    answer = f'Each vault keeps at most 30 sync jobs: "{quote}" [S1].'
+    assert verify_answer(answer, [SNAPSHOTS]).ok  # the quote itself is there
+    s = llm_support("How many snapshots does a vault keep?", answer, [cite], [SNAPSHOTS], FlatIDF(),  # type: ignore[arg-type]
+                    quotes_verified=True)
+    claims = s.check("claims")
+    assert not s.supported and claims.passed is False, s.checks
+    assert "'30 sync jobs': the cited text counts '30 snapshots'" in claims.why
+
+
+@pytest.mark.parametrize("claim, text, language", [
+    # singular and plural, the noun before the number, emphasis, a modifier on either side
+    ("Each vault keeps at most 30 snapshots [S1].", "Each vault keeps at most 30: the snapshot limit.", "en"),
+    ("Each vault keeps at most 30 snapshots [S1].", "Snapshots are kept per vault, at most 30.", "en"),
+    ("Each vault keeps at most 30 snapshots [S1].", "A limit of 30 applies to the snapshots of each vault.", "en"),
+    ("Each vault keeps at most 30 snapshots [S1].", "Each vault keeps at most **30** snapshots.", "en"),
+    ("Each vault keeps at most 30 daily snapshots [S1].", "Each vault keeps at most 30 snapshots.", "en"),
+    ("Each vault keeps at most 30 snapshots [S1].", "Each vault keeps at most 30 snapshot copies.", "en"),
+    ("Each vault keeps at most 30 snapshots [S1].", "Set `max_snapshots: 30` to keep that many snapshots per vault.", "en"),
+    # how often is no counted thing
+    ("The client retries 3 times [S1].", "The client makes at most 3 retries.", "en"),
+    # a number after a name is no count
+    ("Python 3 uses asyncio for 4 workers [S1].", "Python 3 supports asyncio with 4 workers.", "en"),
+    ("The gateway accepts at most 1000 connections [S1].", "The gateway accepts at most 1,000 connections.", "en"),
+    # German compounds name their last part
+    ("Pro Projekt sind höchstens 5 Abonnements erlaubt [S1].", "Pro Projekt sind höchstens 5 Webhook-Abonnements erlaubt.",
+     "de"),
+    ("Pro Projekt sind höchstens 5 Webhook-Abonnements erlaubt [S1].", "Pro Projekt sind höchstens 5 Abonnements erlaubt.",
+     "de"),
+    ("Pro Projekt sind höchstens 5 Webhookabonnements erlaubt [S1].", "Pro Projekt sind höchstens 5 Abonnements erlaubt.",
+     "de"),
+    ("Der Client macht höchstens drei fehlgeschlagene Versuche [S1].", "Der Client macht höchstens 3 fehlgeschlagene Versuche.",
+     "de"),
+    ("Abonnements: Pro Projekt sind höchstens 5 erlaubt [S1].", "Pro Projekt sind höchstens 5 Abonnements erlaubt.", "de"),
+])
+def test_paraphrases_of_a_count_are_backed(claim: str, text: str, language: str) -> None:
+    assert _problems(claim, _source(text, language=language)) == ()
+
+
+def test_a_count_is_backed_by_its_heading_table_row_or_table_header() -> None:
+    claim = "A standard vault keeps at most 30 snapshots [S1]."
+    heading = "A standard vault keeps at most 30."
+    row = "| Resource | Limit |\n|---|---|\n| Snapshots per standard vault | 30 |"
+    header = "| Vault | Snapshots |\n|---|---|\n| Standard | 30 |\n| Premium | 90 |"
+    assert claim_gaps(claim, [(heading, "Snapshots")], "en") == []
+    assert claim_gaps(claim, [(row, "Limits")], "en") == []
+    assert claim_gaps(claim, [(header, "Limits")], "en") == []
+    gaps = claim_gaps("A standard vault keeps at most 30 sync jobs [S1].", [(header, "Limits")], "en")
+    assert gaps and "'30 sync jobs'" in gaps[0], gaps
+
+
+def test_a_count_across_languages_is_left_to_values_and_meaning() -> None:
+    """A German claim's noun is not written in an English page: its count is not judged by words."""
+    assert claim_gaps("Jeder Tresor behält höchstens 30 Sync-Jobs [S1].", [("Each vault keeps at most 30 snapshots.", "")],
+                      "en") == []
 
 
 # --------------------------------------------------------------------------- governing source

@@ -1,8 +1,9 @@
 """What an LLM answer's claim says, checked against the text it cites and the governing source.
 
 A claim sentence can share most of its words and every number with the text it cites and
-still say something else: "512 GB" for the cited "512 MB", "is not 512 MB", "512 MB, and
-there is no limit for tenants". Three checks, each one a person can redo by reading:
+still say something else: "512 GB" for the cited "512 MB", "30 sync jobs" for "30 snapshots",
+"is not 512 MB", "512 MB, and there is no limit for tenants". Four checks, each one a person
+can redo by reading:
 
 * **values**: every typed value of the claim (:mod:`beleg.answer.values`: duration, size,
   percentage, money, date, clock time) equals a value of the cited text in kind and
@@ -12,6 +13,12 @@ there is no limit for tenants". Three checks, each one a person can redo by read
   (:func:`converted_numbers`); a less precise date ("2026") is backed by a full one. A number
   that the cited text states without a unit values.py reads ("512 Megabytes", a table cell)
   cannot be compared and is left to the number check.
+* **counts**: a bare count followed by what it counts ("30 sync jobs", "5 Webhook-Abonnements",
+  "drei Versuche") is backed only where the cited text counts the same thing with that
+  number: the counted noun is among the words after the number there, or in the sentence
+  around it, its table header or the headings ("Snapshots are kept ... at most 30."), unless
+  another number of that sentence counts it. "30 sync jobs" is not "30 snapshots"
+  (:func:`count_gaps`).
 * **clauses**: the claim is cut into clauses (at ``;``, at a comma, at "and"/"but"/"und"/
   "aber" …); each clause with two or more content terms needs more than half of them
   in the cited text or its headings, so a clause the source does not back ("unlimited per
@@ -33,18 +40,20 @@ from dataclasses import replace
 
 import numpy as np
 
+from beleg.answer.attributes import MIN_COMPOUND_PART
 from beleg.answer.conflicts import detect_conflicts
 from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import Sentence
 from beleg.answer.types import Conflict, ConflictValue, Source
 from beleg.answer.values import Value, extract_values, same_value
-from beleg.index.analyzer import analyze, detect_language
-from beleg.sentences import split_sentences
+from beleg.index.analyzer import STOPWORDS, analyze, detect_language
+from beleg.sentences import Span, split_sentences, table_header
 
 #: A clause needs more than this share of its content terms in the cited text (a whole claim
 #: needs this share: citations.SUPPORT_SHARE).
 CLAUSE_SHARE = 0.5
-#: Value kinds compared by quantity; a bare count is a number, compared as digits.
+#: Value kinds compared by quantity; a bare count is a number, compared as digits and by
+#: what it counts (:func:`count_gaps`).
 TYPED_KINDS = ("duration", "size", "percent", "money", "date", "time")
 
 LABELS = re.compile(r"\[(?:S\d+)(?:\s*[,;]\s*S\d+)*\]")
@@ -123,6 +132,179 @@ def _leading_number(raw: str) -> float | None:
     return float(m.group(0).replace(",", ".")) if m else None
 
 
+# --------------------------------------------------------------------------- counts
+
+# A word after a number (emphasis around either may stay: "**30** snapshots"); only spaces
+# between, so "30-day", "30, and" and "30 (daily)" have no counted word.
+_NEXT_WORD = re.compile(r"(?:\*\*|__|\*|_)?[ \t\u00a0\u202f]+(?:\*\*|__|\*|_)?([^\W\d_](?:[\w-]*[^\W_])?)(?:\*\*|__|\*|_)?")
+# The word right before a number.
+_WORD_BEFORE = re.compile(r"(?<![\w.-])(?P<word>[^\W\d_][\w.-]*)[ \t\u00a0\u202f]+\Z")
+#: Capitalised words that open a count at a sentence's start ("Only 3 retries", "Höchstens
+#: 5 Abonnements") rather than name a product ("Python 3", "Windows 10"), besides stopwords.
+#: Missing one only leaves a count unchecked.
+_QUANTIFIERS = frozenset({"only", "up", "about", "around", "approximately", "over", "under", "exactly", "just",
+                          "nearly", "almost", "after", "within", "all", "max", "maximum", "min", "minimum", "nur",
+                          "bis", "über", "unter", "etwa", "rund", "ca", "circa", "genau", "höchstens", "mindestens",
+                          "maximal", "insgesamt", "alle", "innerhalb"})
+#: Words a counted phrase never runs into, which the stopword lists do not hold: how often
+#: ("3 times", "3 Mal"), per what ("30 per vault"), and prepositions ("503 during deploys").
+_NOT_COUNTED = frozenset({"times", "time", "mal", "fold", "x", "per", "pro", "je", "each", "every", "jeweils",
+                          "more", "less", "fewer", "mehr", "weniger", "during", "after", "before", "within",
+                          "without", "until", "since", "across", "via", "over", "under", "above", "below",
+                          "between", "through", "including", "except", "plus", "while", "während", "seit",
+                          "ohne", "gegen", "innerhalb", "außerhalb", "zwischen", "ab", "laut", "wegen"})
+#: How far before a number its word is looked for (from the text's start it was quadratic).
+_LOOK_BACK = 80
+#: How many words after a number may hold what it counts ("3 failed login attempts").
+_COUNTED_WORDS = 3
+_DIGITS = re.compile(r"(?<![\w.,])\d{1,3}(?:([.,])\d{3})(?:\1\d{3})*(?![\w]|[.,]\d)|(?<![\w.,])\d+(?![\w]|[.,]\d)")
+
+
+def _counted(text: str, value: Value, language: str) -> tuple[str, str] | None:
+    """What the count ``value`` of ``text`` counts: (its phrase as written, the counted noun),
+    or None when no noun follows it within :data:`_COUNTED_WORDS` words.
+
+    The noun is the first word of the phrase that reads as one without parsing: in German a
+    capitalised word ("drei fehlgeschlagene Versuche"), in English a plural ("30 sync jobs"),
+    which is what a count of two or more takes; an English singular noun cannot be told from
+    a verb ("Python 3 uses"), so "1 job" counts nothing here. A number right after a
+    capitalised word is a name's ("Python 3", "Windows 10", "macOS 14", "js-controller 5"),
+    not a count, unless that word is a stopword or one of :data:`_QUANTIFIERS`."""
+    stop = STOPWORDS.get(language, STOPWORDS["en"])
+    before = _WORD_BEFORE.search(text, max(0, value.start - _LOOK_BACK), value.start)
+    if before:
+        word = before.group("word")
+        if re.search(r"[\d.-]", word) or any(c.isupper() for c in word[1:]) or (
+                word[0].isupper() and word.casefold() not in stop | _QUANTIFIERS):
+            return None
+    pos = value.end
+    for _ in range(_COUNTED_WORDS):
+        m = _NEXT_WORD.match(text, pos)
+        if m is None:
+            return None
+        word = m.group(1)
+        low = word.casefold()
+        if low in stop or low in _NOT_COUNTED:
+            return None
+        pos = m.end(1)
+        if word[0].isupper() if language == "de" else (low.endswith("s") and not low.endswith(("ss", "us", "is"))):
+            return text[value.start:pos], word
+    return None
+
+
+def _noun(word: str, language: str) -> str | None:
+    """The stem that names what ``word`` is: a compound's last part ("Webhook-Abonnements": "abonnement")."""
+    terms = [t for t in analyze(word, language) if t.isalpha()]
+    return terms[-1] if terms else None
+
+
+def _same_noun(a: str, b: str, language: str) -> bool:
+    """Stems of one noun; in German also a closed compound and its last part ("webhookabonnement",
+    "abonnement"), which names the same kind of thing."""
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    return language == "de" and len(short) >= MIN_COMPOUND_PART and long.isalpha() and long.endswith(short)
+
+
+def _noun_in(noun: str, terms: set[str], language: str) -> bool:
+    return any(_same_noun(noun, t, language) for t in terms)
+
+
+class _CountedInText:
+    """Each count of the cited texts: the phrase after it, and what its sentence names besides."""
+
+    def __init__(self, cited: Sequence[tuple[str, str]], language: str) -> None:
+        self.language = language
+        #: (number, terms of its phrase, its noun, its phrase as written, terms of its sentence,
+        #: table header and headings that no other number of the sentence counts)
+        self.counts: list[tuple[float, set[str], str | None, str, set[str]]] = []
+        self.written: set[float] = set()
+        for text, headings in cited:
+            framed = set(analyze(headings, language))
+            for span in split_sentences(text):
+                self._add_sentence(span.text, framed | self._header_terms(text, span))
+
+    def _header_terms(self, text: str, span: Span) -> set[str]:
+        header = table_header(text, span)
+        return set(analyze(header.text, self.language)) if header is not None else set()
+
+    def _add_sentence(self, sentence: str, framed: set[str]) -> None:
+        values = extract_values(sentence)
+        taken = [(v.start, v.end) for v in values]
+        found: list[tuple[float, set[str], str | None, str]] = []
+        for v in values:
+            if v.kind != "count" or not isinstance(v.normalized, float):
+                continue
+            counted = _counted(sentence, v, self.language)
+            if counted is None:
+                found.append((v.normalized, set(), None, ""))
+            else:
+                phrase, word = counted
+                found.append((v.normalized, set(analyze(phrase, self.language)), _noun(word, self.language), phrase))
+        for m in _DIGITS.finditer(sentence):
+            number = float(re.sub(r"[.,]", "", m.group(0)))
+            self.written.add(number)
+            # Digits no value holds (inline code "`max_snapshots: 30`", a path) count what
+            # their sentence names; digits of a typed value ("30 days") count nothing.
+            if not any(a < m.end() and m.start() < b for a, b in taken):
+                found.append((number, set(), None, ""))
+        around = set(analyze(sentence, self.language)) | framed
+        for i, (number, terms, noun, phrase) in enumerate(found):
+            # "Snapshots are kept ... at most 30", "a limit of 30 applies to snapshots": the number
+            # counts what its sentence names, unless another number counts that ("30 snapshots
+            # and 4 sync jobs": the 30 counts no sync jobs).
+            elsewhere = set().union(*(other[1] for j, other in enumerate(found) if j != i))
+            self.counts.append((number, terms, noun, phrase, around - elsewhere))
+
+    def backing(self, number: float, noun: str, phrase_terms: set[str]) -> tuple[bool, list[str]]:
+        """Whether a count of ``number`` here counts ``noun`` (or what ``phrase_terms`` name);
+        if not, the phrases that ``number`` counts here."""
+        others = []
+        for n, terms, own, phrase, sentence in self.counts:
+            if n != number:
+                continue
+            if (_noun_in(noun, terms | sentence, self.language)
+                    or (own is not None and _noun_in(own, phrase_terms, self.language))):
+                return True, []
+            if phrase:
+                others.append(phrase)
+        return False, list(dict.fromkeys(others))
+
+
+def count_gaps(claim: str, cited: Sequence[tuple[str, str]], language: str) -> list[str]:
+    """The claim's counts of a thing ("30 sync jobs") whose number counts another thing in the
+    cited texts ("30 snapshots"), or nothing at all. ``cited``: (readable text, headings) per
+    cited source. A claim in another language than the cited text is not judged here: its noun
+    is not written there (:func:`clause_gaps` says the same for words). A count in digits that
+    the cited text does not write is left to the number check, which reports it."""
+    text = LABELS.sub("", claim)
+    if detect_language(text, default=language) != language:
+        return []
+    found: _CountedInText | None = None
+    gaps = []
+    for v in extract_values(text):
+        # "one" is as often "a" or "a single": a number word counts from two.
+        if v.kind != "count" or not isinstance(v.normalized, float) or (
+                v.normalized < 2 and not any(ch.isdigit() for ch in v.raw)):
+            continue
+        counted = _counted(text, v, language)
+        if counted is None:
+            continue
+        phrase, word = counted
+        noun = _noun(word, language)
+        if noun is None:
+            continue
+        found = found or _CountedInText(cited, language)
+        if any(ch.isdigit() for ch in v.raw) and v.normalized not in found.written:
+            continue
+        backed, others = found.backing(v.normalized, noun, set(analyze(phrase, language)))
+        if not backed:
+            gaps.append(f"{phrase!r}: " + (f"the cited text counts {', '.join(repr(o) for o in others[:3])}"
+                                           if others else f"no cited sentence with {v.raw} names {word}"))
+    return gaps
+
+
 def clause_gaps(claim: str, cited: Sequence[tuple[str, str]], language: str) -> list[str]:
     """Clauses of ``claim`` that the cited texts do not back, or whose polarity is the reverse
     of the cited clause closest to them. ``cited``: (readable text, headings) per cited source.
@@ -160,9 +342,10 @@ def clause_gaps(claim: str, cited: Sequence[tuple[str, str]], language: str) -> 
 
 
 def claim_gaps(claim: str, cited: Sequence[tuple[str, str]], language: str) -> list[str]:
-    """Everything :func:`value_gaps` and :func:`clause_gaps` find in one claim sentence."""
+    """Everything :func:`value_gaps`, :func:`count_gaps` and :func:`clause_gaps` find in one claim sentence."""
     text = LABELS.sub("", claim)
-    return value_gaps(text, "\n".join(t for t, _ in cited)) + clause_gaps(text, cited, language)
+    return (value_gaps(text, "\n".join(t for t, _ in cited)) + count_gaps(text, cited, language)
+            + clause_gaps(text, cited, language))
 
 
 def cited_texts(sources: Sequence[Source]) -> list[tuple[str, str]]:
