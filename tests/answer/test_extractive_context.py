@@ -479,3 +479,29 @@ def test_a_sentence_followed_by_an_announcement_takes_the_announced_block() -> N
     ex, _ = _answer("To build it you require build tools. Details follow:\n\nThey are listed in the FAQ.",
                     "To build it", "What must I install?")
     assert ex.citations[0].quote == "To build it you require build tools."
+
+
+@pytest.mark.parametrize(("text", "best", "named"), [
+    ("## Uploads\n\nThe API provides a special endpoint for file uploads:\n\n`/api/v2/uploads/`\n\n"
+     "POST a multipart form to this endpoint, where the field `file` holds the document.\n",
+     "POST a multipart", "/api/v2/uploads/"),
+    ("## Neu starten\n\n`iobroker restart`\n\nMit diesem Befehl startest du alle Instanzen neu.\n",
+     "Mit diesem", "iobroker restart"),
+])
+def test_a_sentence_naming_this_endpoint_is_quoted_with_the_code_line_above(text: str, best: str, named: str) -> None:
+    # "POST a multipart form to this endpoint" alone does not say which endpoint: the line
+    # above it, across the blank line, names it (and the lead-in ending in ":" says what it is).
+    ex, doc = _answer(text, best, question="Which endpoint do I post to?", start=7)
+    _exact(ex, doc)
+    assert named in ex.citations[0].quote and ex.citations[0].quote.endswith(".")
+    assert named in ex.answer
+
+
+def test_a_bare_this_or_a_code_block_above_does_not_pull_in_earlier_paragraphs() -> None:
+    # Only a demonstrative naming a thing ("this endpoint") under a one-code-span line reaches
+    # across a blank line; "This is handy." or a sentence under a fenced block stays alone.
+    text = ("Run it once:\n\n`iobroker fix`\n\nThis is handy after an update of Node.js.\n\n"
+            "```\niobroker status\n```\n\nThese settings are kept after a restart.\n")
+    for best in ("This is handy", "These settings"):
+        ex, _ = _answer(text, best, question="What happens?")
+        assert ex.citations[0].quote.startswith(best)

@@ -73,18 +73,39 @@ def refers_back(sentence: str) -> bool:
     return _REFERS_BACK.search(sentence) is not None
 
 
+#: "this endpoint", "these options", "diesem Befehl": a demonstrative naming a kind of thing.
+_NAMES_BACK = re.compile(r"\b(?:this|these|that|those)\s+(?!is\b|are\b|was\b|way\b|case\b)[^\W\d_]{3,}|"
+                         r"\b(?:diese[mnrs]?|jene[mnrs]?)\s+[^\W\d_]{3,}", re.IGNORECASE)
+#: A line holding nothing but one code span: the endpoint, command or file a reference page names.
+_CODE_LINE = re.compile(r"\s*`[^`\n]+`\s*")
+
+
 def preceding_start(chosen: Sentence) -> int | None:
     """Where the quote starts when the chosen sentence refers back (document offset): at the
     sentence before it, when that is prose of the same paragraph of the same chunk, not
-    withheld, and the two stay within :data:`MAX_CONTEXT_CHARS`; else None."""
+    withheld, and the two stay within :data:`MAX_CONTEXT_CHARS`; else None.
+
+    A sentence naming "this endpoint" or "diesen Befehl" right under a line that holds only a
+    code span (the endpoint itself, a blank line between) starts at that line, and at the
+    sentence ending in ":" that introduces it: "The API provides a special endpoint for file
+    uploads: `/api/documents/post_document/` POST a multipart form to this endpoint, …"
+    ("POST a multipart form to this endpoint" alone does not say which endpoint)."""
     if chosen.span.kind != "sentence" or not refers_back(chosen.text):
         return None
     hit, quarantine = chosen.source.hit, chosen.source.quarantine
     rel_start = chosen.doc_start - hit.start
     before = [sp for sp in split_sentences(hit.text) if sp.end <= rel_start]
-    if not before or before[-1].kind != "sentence" or "\n\n" in hit.text[before[-1].end:rel_start]:
+    if not before or before[-1].kind != "sentence":
         return None
     prev = before[-1]
+    if "\n\n" in hit.text[prev.end:rel_start]:
+        if not (_NAMES_BACK.search(chosen.text) and _CODE_LINE.fullmatch(prev.text)
+                and hit.text.count("\n", prev.end, rel_start) <= 2):
+            return None
+        lead = before[-2] if len(before) > 1 else None
+        if lead is not None and lead.kind == "sentence" and lead.text.rstrip().endswith(":") and \
+                hit.text.count("\n", lead.end, prev.start) <= 2:
+            prev = lead
     if chosen.doc_end - (hit.start + prev.start) > MAX_CONTEXT_CHARS or quarantine.overlaps(prev.start, rel_start):
         return None
     return hit.start + prev.start
