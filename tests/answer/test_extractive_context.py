@@ -505,3 +505,38 @@ def test_a_bare_this_or_a_code_block_above_does_not_pull_in_earlier_paragraphs()
     for best in ("This is handy", "These settings"):
         ex, _ = _answer(text, best, question="What happens?")
         assert ex.citations[0].quote.startswith(best)
+
+
+def test_a_conflict_with_a_source_of_better_standing_makes_that_source_the_answer() -> None:
+    # choose() prefers the governing source only within GOVERN_MARGIN of the best score: a
+    # community post phrased like the question outscored the reference by more, was answered,
+    # and the reference was listed as contradicting it. Once the two are found to state one
+    # attribute, the reference's value is the answer and the post the contradicting claim.
+    from beleg.answer.evidence import GovernancePolicy, assess
+
+    def hit(cid: str, text: str, authority: str, pos: int) -> Hit:
+        meta = {"language": "en", "status": "current", "authority": authority, "version": "2.0"}
+        return Hit(cid, f"d-{cid}", f"{cid}.md", cid, (cid, "Workspaces"), 0, len(text), 1.0 - pos / 10, text, meta)
+
+    hits = [hit("forum", "In my experience each workspace holds up to 500 users.", "community", 0),
+            hit("limits", "Each workspace holds up to 50 users.", "reference", 1)]
+    sources = assess(hits, NO_TARGET, GovernancePolicy())
+    scored = _scored(sources, "In my experience", others=0.8, top=0.95)  # beyond GOVERN_MARGIN, within CONFLICT_MARGIN
+    ex = extract_answer("How many users can a workspace hold?", scored, NO_TARGET)
+    assert ex.chosen is not None and ex.chosen.source.authority == "reference"
+    assert ex.answer.startswith("Each workspace holds up to 50 users.")
+    (conflict,) = ex.conflicts
+    assert conflict.governing is not None and conflict.governing.value == "50"
+    assert [(v.value, v.relation) for v in conflict.values if not v.governs] == [("500", "contradicts")]
+
+
+def test_sources_of_equal_standing_keep_the_chosen_answer_when_they_disagree() -> None:
+    # Retrieval order is no standing: between two references the better-scoring one still answers.
+    from beleg.answer.evidence import GovernancePolicy, assess
+
+    meta = {"language": "en", "status": "current", "authority": "reference", "version": "2.0"}
+    texts = {"a": "Each workspace holds up to 500 users.", "b": "Each workspace holds up to 50 users."}
+    hits = [Hit(c, f"d-{c}", f"{c}.md", c, (c, "Workspaces"), 0, len(t), 1.0, t, meta) for c, t in texts.items()]
+    scored = _scored(assess(hits[::-1], NO_TARGET, GovernancePolicy()), "Each workspace holds up to 500", top=0.95)
+    ex = extract_answer("How many users can a workspace hold?", scored, NO_TARGET)
+    assert ex.answer.startswith("Each workspace holds up to 500 users.")

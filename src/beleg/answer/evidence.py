@@ -177,8 +177,8 @@ def assess(hits: Sequence[Hit], target: Target, policy: GovernancePolicy) -> lis
         keyed.append((key, hit, eligible, tuple(reasons), quarantine))
     keyed.sort(key=lambda item: item[0])
     return [
-        Source(f"S{i}", hit, i, eligible, reasons, tuple(hit.flags), quarantine)
-        for i, (_, hit, eligible, reasons, quarantine) in enumerate(keyed, start=1)
+        Source(f"S{i}", hit, i, eligible, reasons, tuple(hit.flags), quarantine, standing=key[:4])
+        for i, (key, hit, eligible, reasons, quarantine) in enumerate(keyed, start=1)
     ]
 
 

@@ -375,6 +375,30 @@ def _governance(s: Sentence) -> tuple[str | None, str, str]:
     return s.source.version, s.source.status, s.source.authority
 
 
+def _governing_statement(question: str, chosen: Sentence, conflicts: tuple[Conflict, ...], others: list[Sentence],
+                         scored: Sequence[Sentence], refuse_below: float,
+                         embed: Callable[[list[str]], np.ndarray] | None,
+                         ) -> tuple[Sentence, tuple[Conflict, ...], list[Sentence]]:
+    """The answer when a source that governs over the chosen one states the same fact otherwise.
+
+    ``choose`` prefers the governing source only among sentences scoring within
+    :data:`GOVERN_MARGIN` of the best, so a community post phrased like the question
+    ("Maintenance actually starts at 3:00 AM CET") could outscore the reference ("… starts
+    at 01:00 CET") and be answered, with the reference listed as contradicting it. A
+    conflict is two values for one attribute: once one is found, the value of the source
+    with the better standing (status, authority, version match) is the answer, and the
+    chosen one becomes the contradicting claim, when the conflict check, run from that
+    source, finds it so (the check is the same in both directions, or nothing changes)."""
+    better = [s for s in others if s.source.eligible and s.source.governs_over(chosen.source)]
+    if not better:
+        return chosen, conflicts, others
+    governing = min(better, key=lambda s: (s.source.standing, s.source.rank, -s.score))
+    again, again_others = detect_conflicts(question, governing, scored, refuse_below, embed=embed)
+    if not any(s.source.hit.doc_id == chosen.source.hit.doc_id for s in again_others):
+        return chosen, conflicts, others
+    return governing, again, again_others
+
+
 def extract_answer(question: str, scored: Sequence[Sentence], target: Target, coverage: float = 1.0,
                    refuse_below: float = REFUSE_BELOW, min_coverage: float = MIN_COVERAGE, *,
                    embed: Callable[[list[str]], np.ndarray] | None = None) -> Extract:
@@ -391,6 +415,7 @@ def extract_answer(question: str, scored: Sequence[Sentence], target: Target, co
         top = next((s.score for s in scored if s.source.eligible), None)
         return refusal("no eligible source" if top is None else f"best sentence scores {below(top, refuse_below)}")
     conflicts, others = detect_conflicts(question, chosen, scored, refuse_below, embed=embed)
+    chosen, conflicts, others = _governing_statement(question, chosen, conflicts, others, scored, refuse_below, embed)
     first, shown = quote_answer(chosen, scored)
     text = f"{shown} [{chosen.source.label}]"
     citations = [first]

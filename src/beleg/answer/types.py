@@ -44,6 +44,13 @@ class Source:
     #: The header row of the table this chunk opens inside when the header is in an earlier
     #: chunk (a long table is cut between rows): the chunk's first table reads its rows with it.
     table_lead: str = ""
+    #: How well it governs, without the retrieval position (lower governs): eligibility,
+    #: version match, status and authority as evidence assessment ranks them; () when unknown.
+    standing: tuple[int, ...] = ()
+
+    def governs_over(self, other: Source) -> bool:
+        """Whether this source governs over ``other`` by standing, not merely by retrieval order."""
+        return bool(self.standing) and bool(other.standing) and self.standing < other.standing
 
     def __post_init__(self) -> None:
         if self.quarantine is None:
