@@ -513,15 +513,14 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from beleg.index.versions import collect, describe_holder
 
     root = args.index or default_index_dir()
-    kept: list[Any] = []
     if isinstance(root, str):  # a postgresql:// URL
         from beleg.index.postgres import versions as pg_versions
         from beleg.index.postgres.config import PostgresLocation
 
-        removed: list[Any] = pg_versions.gc(PostgresLocation.parse(root))
+        collected: Any = pg_versions.collect(PostgresLocation.parse(root))
     else:
         collected = collect(root)
-        removed, kept = collected.removed, collected.kept
+    removed, kept = collected.removed, collected.kept
     if args.json:
         print(json.dumps({"removed": [v.to_json() for v in removed],
                           "kept": [{**v.to_json(), "held_by": held} for v, held in kept]}, indent=2))

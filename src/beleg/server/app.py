@@ -28,7 +28,6 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from beleg.errors import BelegError, ConfigError, LLMError, NeedsLLMError
-from beleg.index import versions
 from beleg.index.postgres.config import is_postgres_url
 from beleg.index.versions import IndexBusyError, VersionNotLiveError
 from beleg.server import openapi
@@ -40,6 +39,7 @@ from beleg.server.worker import (
     IndexThread,
     connection_lost,
     default_upload_dir,
+    hold_version,
     service_opener,
 )
 from beleg.service import AccessDenied, SearchRequest, Service
@@ -132,7 +132,7 @@ class Api:
     """The state one app holds: index threads, auth, limits, metrics, conversations."""
 
     def __init__(self, source: Any, auth: AuthConfig, settings: ServerSettings) -> None:
-        opener, root, folder = service_opener(source)
+        opener, root, held = service_opener(source)
         self.upload_dir = settings.upload_dir or default_upload_dir(root)
         if set("*?[") & set(str(self.upload_dir)):  # uploads are ingested as globs rooted there (handlers)
             raise ConfigError(f"the upload folder {self.upload_dir} has a '*', '?' or '[' in its path; "
@@ -148,8 +148,7 @@ class Api:
         self.conversations = Conversations()
         # While the server runs, 'beleg gc' keeps the version it opened (it may be switched away from).
         self._held = ExitStack()
-        if folder is not None:
-            self._held.enter_context(versions.hold_version(Path(root), folder, "beleg serve"))
+        self._held.enter_context(hold_version(root, held, "beleg serve"))
         self.ready = False
         #: The catalog generation each reader thread last served (a change rebuilds its search view).
         self._seen = threading.local()

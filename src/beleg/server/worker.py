@@ -17,8 +17,9 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -162,17 +163,17 @@ def release_snapshot(kb: Any) -> None:
         kb.store.forget_view()
 
 
-def service_opener(source: Any) -> tuple[Callable[[], Service], str | Path, Path | None]:
+def service_opener(source: Any) -> tuple[Callable[[], Service], str | Path, Path | str]:
     """A function that opens a :class:`Service` like ``source`` on the calling thread, the
-    index root, and the folder of the version it opens (None for PostgreSQL).
+    index root, and the version it opens: its folder, or its schema for PostgreSQL.
 
     ``source`` is an index folder, a ``postgresql://`` URL, a :class:`~beleg.kb.KnowledgeBase`
     or a :class:`Service`; an open one is reopened (same index, same embedder, LLM, reranker
     and Service class), since its connection belongs to the thread that opened it. Every
-    thread of an index folder opens the version ``source`` opened, even after a ``beleg
-    switch``: one server never answers from two versions (it refuses writes then, see
+    thread opens the version ``source`` opened, even after a ``beleg switch``: one server
+    never answers from two versions (it refuses writes then, see
     :class:`~beleg.index.versions.VersionNotLiveError`). The root of a PostgreSQL index is
-    its URL: each thread opens its own connection (and its own read view) to the live schema.
+    its URL: each thread opens its own connection (and its own read view) to that schema.
     """
     from beleg.kb import KnowledgeBase
 
@@ -212,17 +213,15 @@ def default_upload_dir(root: str | Path) -> Path:
 
 
 def _reopener(cls: type[Service], kb: Any, llm: Any, reranker: Any) -> tuple[Callable[[], Service], str | Path,
-                                                                             Path | None]:
+                                                                             Path | str]:
     from beleg.kb import KnowledgeBase
 
     embedder = kb.embedder  # loaded once, shared by the reopened copies
     root = kb.root
-    if is_postgres_url(str(root)):
-        def reopen() -> Service:
-            return cls(KnowledgeBase(root, create=False, embedder=embedder), llm=llm, reranker=reranker)
-
-        return reopen, root, None
-    folder, version, opened_live = Path(kb.path), kb.config.index_version, kb.opened_live
+    # A PostgreSQL version is named by its schema (two schemas may hold one configuration).
+    held: Path | str = kb.store.schema if is_postgres_url(str(root)) else Path(kb.path)
+    version = held if isinstance(held, str) else kb.config.index_version
+    opened_live = kb.opened_live
 
     def reopen_version() -> Service:
         copy = KnowledgeBase(root, create=False, embedder=embedder, version=version)
@@ -231,4 +230,22 @@ def _reopener(cls: type[Service], kb: Any, llm: Any, reranker: Any) -> tuple[Cal
         copy.opened_live = opened_live
         return cls(copy, llm=llm, reranker=reranker)
 
-    return reopen_version, root, folder
+    return reopen_version, root, held
+
+
+@contextmanager
+def hold_version(root: str | Path, held: Path | str, purpose: str) -> Iterator[object]:
+    """Register ``held`` (a version's folder, or a PostgreSQL index's schema) as open in this
+    process while the context lasts, so ``beleg gc`` keeps it (beleg.index.versions,
+    beleg.index.postgres.versions)."""
+    if isinstance(held, Path):
+        from beleg.index import versions
+
+        with versions.hold_version(Path(root), held, purpose) as entry:
+            yield entry
+        return
+    from beleg.index.postgres.config import PostgresLocation
+    from beleg.index.postgres.versions import VersionHold
+
+    with VersionHold(PostgresLocation.parse(str(root)), held, purpose) as hold:
+        yield hold

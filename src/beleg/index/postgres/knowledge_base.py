@@ -34,6 +34,7 @@ from beleg.index.postgres import versions as pg_versions
 from beleg.index.postgres.claims import LEASE_ENV, PostgresClaims, lease_from_env
 from beleg.index.postgres.config import PostgresLocation, connect
 from beleg.index.postgres.store import PostgresStore
+from beleg.index.versions import VersionNotLiveError
 from beleg.kb import KnowledgeBase
 from beleg.retrieve.techniques import Techniques
 from beleg.types import Chunk, Document, Heading
@@ -215,10 +216,16 @@ class PostgresKnowledgeBase(KnowledgeBase):
     def __init__(self, path: str | Path, config: IndexConfig | None = None, *, create: bool = True,
                  embedder: Embedder | None = None, version: str | None = None) -> None:
         self.root_location = PostgresLocation.parse(str(path))
-        self.location = self.root_location.with_schema(self._schema_for(version))
+        schema, live = self._schema_for(version)
+        self.location = self.root_location.with_schema(schema)
         self.root = self.root_location.url  # type: ignore[assignment]  # a URL, not a folder
         self.path = self.location.url  # type: ignore[assignment]
+        #: Whether this object opened the version that was live: its document writes are then
+        #: refused once a switch made another live, or they would be lost to every reader.
+        #: A copy reopened on the same version later (a server's thread) takes the original's.
+        self.opened_live = schema == live
         self.store = PostgresStore(self.location, create=create)
+        self.store.write_guard = self._refuse_if_switched
         try:
             self.config = self._load_config(config, create)
         except BaseException:
@@ -232,16 +239,18 @@ class PostgresKnowledgeBase(KnowledgeBase):
         self._sentence_vectors: Any = None
         self.techniques = Techniques()
 
-    def _schema_for(self, version: str | None) -> str:
-        """The live version's schema, or the schema of ``version``."""
+    def _schema_for(self, version: str | None) -> tuple[str, str]:
+        """The schema of ``version`` (a version, or the schema of one; None: the live one), and
+        the live version's schema."""
         conn = connect(self.root_location)
         try:
             root = self.root_location.schema
+            live = pg_versions.live_schema(conn, root)
             if version in (None, "live"):
-                return pg_versions.live_schema(conn, root)
+                return live, live
             for v in pg_versions.list_versions(conn, root):
-                if v.version == version:
-                    return v.schema
+                if version in (v.version, v.schema):
+                    return v.schema, live
             raise IndexStateError(f"no version {version!r} in {self.root_location.url}; build it with 'beleg reindex'")
         finally:
             conn.close()
@@ -275,7 +284,24 @@ class PostgresKnowledgeBase(KnowledgeBase):
         return self.search_index()
 
     def _refuse_while_building(self) -> None:
-        return None  # no index versions, so no reindex lock, for PostgreSQL yet
+        """At the start of an ingest: refuse it at once when a switch made another version
+        live (a reindex does not lock the live schema for PostgreSQL; ingests during it are
+        not in the new version, see reindex)."""
+        self._refuse_if_switched()
+
+    def _refuse_if_switched(self) -> None:
+        """Raise VersionNotLiveError when this object opened the live version and the root now
+        names another. Run inside every write transaction but an erasure's, once the schema's
+        write lock is held (PostgresStore.write_guard): ``beleg switch`` takes that lock before
+        it moves the pointer, so a write either commits while its version is live or is refused."""
+        if not self.opened_live:
+            return
+        live = pg_versions.live_schema(self.store.conn, self.root_location.schema)
+        if live != self.store.schema:
+            raise VersionNotLiveError(
+                f"the index {self.root} was switched to another live version (schema {live}) after this process "
+                f"opened schema {self.store.schema}; a change written now would be lost to everyone who opens the "
+                "index. Reopen the index (restart the server) and write again")
 
     def _flush_replaced_text(self) -> None:
         if self.catalog.pending_erasure:

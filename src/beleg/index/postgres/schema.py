@@ -17,7 +17,7 @@ from psycopg import errors, sql
 from beleg.index.postgres import rls
 from beleg.index.postgres.config import READER_ROLE
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def _v1(schema: str) -> list[sql.Composable]:
@@ -124,6 +124,21 @@ def _v5(schema: str) -> list[sql.Composable]:
             sql.SQL("CREATE INDEX IF NOT EXISTS documents_location ON {s}.documents (location)").format(s=s)]
 
 
+def _v6(schema: str) -> list[sql.Composable]:
+    """Processes that hold a version open (``beleg serve``), read in the root schema by
+    ``beleg gc`` so it keeps the versions they read (beleg.index.postgres.versions.VersionHold);
+    never granted to the reader."""
+    return [sql.SQL("""
+    CREATE TABLE IF NOT EXISTS {s}.version_holders (
+        token text PRIMARY KEY,
+        version_schema text NOT NULL,
+        purpose text NOT NULL,
+        pid integer NOT NULL,
+        host text NOT NULL,
+        since timestamptz NOT NULL DEFAULT now()
+    )""").format(s=sql.Identifier(schema))]
+
+
 #: (version, description, statements for a schema). Append; never edit a released one.
 MIGRATIONS: list[tuple[int, str, Callable[[str], list[sql.Composable]]]] = [
     (1, "documents, chunks with vectors, postings, BM25 statistics, row-level security", _v1),
@@ -131,6 +146,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[str], list[sql.Composable]]]] = [
     (3, "claims of chunk texts being embedded, with their vectors once embedded", _v3),
     (4, "cheaper reads: the access policy inlined, vectors stored in the chunk rows", _v4),
     (5, "documents.location: the resolved path of a document's file", _v5),
+    (6, "version_holders: processes holding a version open, kept by gc", _v6),
 ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,7 +24,7 @@ from beleg.index.postgres import hnsw_calibration
 from beleg.index.postgres import schema as schema_mod
 from beleg.index.postgres.config import PostgresLocation, connect
 from beleg.index.postgres.search import EXACT_BELOW, PostgresSearchIndex
-from beleg.index.postgres.writes import SchemaWriter
+from beleg.index.postgres.writes import SchemaWriter, take_write_lock
 from beleg.types import Document, Heading
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,13 @@ class PostgresStore:
             raise IndexStateError(f"no Beleg index in schema {self.schema} of {self.pg_location.conninfo}; "
                                   f"create one with 'beleg init --index {self.pg_location.url}'")
         schema_mod.migrate(self.conn, self.schema)
+        # Stated, not left to the server's default: a write transaction reads what another one
+        # committed while it waited for the write lock (the statistics, the live pointer).
+        self.conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
         self.k1, self.b, self.exact_below = k1, b, exact_below
+        #: Called inside every write transaction but an erasure's, once the write lock is held
+        #: (the knowledge base refuses writes to a version a switch took out of service).
+        self.write_guard: Callable[[], None] | None = None
         self._writer = SchemaWriter(self.conn, self.schema)
         self._depth = 0
         self._view: PostgresSearchIndex | None = None
@@ -81,16 +87,21 @@ class PostgresStore:
         return int(self.conn.execute(self._q("SELECT value FROM {s}.meta WHERE key = 'generation'")).fetchone()[0])
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, erasure: bool = False) -> Iterator[None]:
         """All writes inside commit together (nested calls join the outer transaction). After
         the outermost commit, the HNSW index's search depth is measured again when the number
-        of chunks has moved enough (:mod:`beleg.index.postgres.hnsw_calibration`)."""
+        of chunks has moved enough (:mod:`beleg.index.postgres.hnsw_calibration`).
+
+        The outermost one takes the schema's write lock, then runs :attr:`write_guard` unless
+        it is an ``erasure`` (an erasure must reach every version, live or not)."""
         outermost = self._depth == 0
         with self.conn.transaction():
             self._depth += 1
             try:
                 if self._depth == 1:
-                    self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"beleg:write:{self.schema}",))
+                    take_write_lock(self.conn, self.schema)
+                    if self.write_guard is not None and not erasure:
+                        self.write_guard()
                 yield
                 if self._depth == 1:
                     self.conn.execute(self._q("UPDATE {s}.meta SET value = (value::bigint + 1)::text "
@@ -206,7 +217,7 @@ class PostgresStore:
         removed from tables and indexes. ``complete`` is False when another session's open
         snapshot still holds them back (run the erasure or ``beleg gc`` again after it ends)."""
         self.forget_view()
-        with self.transaction():
+        with self.transaction(erasure=True):
             summary = self._writer.erase(doc_ids)
         if not summary.documents:
             return summary

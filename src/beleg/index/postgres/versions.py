@@ -7,19 +7,36 @@ transaction, so a process opening the index afterwards reads the new version and
 half of a switch; ``beleg gc`` drops the version schemas that are not live. The root schema
 is the first version (it holds the pointer, so it is never dropped; when it is not live,
 gc erases its documents and its configuration, so it is no longer a version).
+
+A process that opened the live version and stays open refuses document writes once a switch
+made another live (:class:`~beleg.index.versions.VersionNotLiveError`, checked by
+:class:`~beleg.index.postgres.knowledge_base.PostgresKnowledgeBase` inside each write
+transaction while it holds its schema's write lock; ``switch`` takes the outgoing live
+schema's write lock before it moves the pointer, so no write slips in between). A
+long-running one (``beleg serve``) registers the version it reads (:class:`VersionHold`),
+and ``gc`` keeps a version so held.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import socket
+import threading
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg import sql
 
-from beleg.errors import ConfigError
+from beleg.errors import ConfigError, IndexStateError
 from beleg.index.postgres import schema as schema_mod
 from beleg.index.postgres.config import PostgresLocation, check_schema_name, connect
+from beleg.index.postgres.writes import take_write_lock
+
+log = logging.getLogger(__name__)
 
 LIVE_KEY = "live_schema"
 VERSIONS_KEY = "version_schemas"
@@ -81,49 +98,197 @@ def register(conn: Any, root: str, schema: str) -> None:
                                  "SET value = EXCLUDED.value").format(s), (VERSIONS_KEY, json.dumps(known + [schema])))
 
 
+def _writer_connection(location: PostgresLocation) -> Any:
+    """A connection whose transactions read what others committed while they waited for a lock."""
+    conn = connect(location)
+    conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+    return conn
+
+
+def _lock_versions(conn: Any, root: str, *, session: bool = False) -> None:
+    """Take the root's versions lock: switches, gc and holder registrations of one index run
+    one at a time (until the transaction ends, or with ``session`` until released)."""
+    fn = "pg_advisory_lock" if session else "pg_advisory_xact_lock"
+    conn.execute(sql.SQL("SELECT {}(hashtext(%s))").format(sql.Identifier(fn)), (f"beleg:versions:{root}",))
+
+
 def switch(location: PostgresLocation, version: str) -> PostgresVersion:
     """Make ``version`` live, in one transaction (the root's pointer is one row)."""
-    conn = connect(location)
+    conn = _writer_connection(location)
+    root = location.schema
     try:
-        for v in list_versions(conn, location.schema):
-            if v.version == version:
-                with conn.transaction():
+        with conn.transaction():
+            _lock_versions(conn, root)
+            for v in list_versions(conn, root):
+                if v.version == version:
+                    # A writer to the live version checks the pointer while it holds this lock:
+                    # one in flight commits before the pointer moves, every later one sees it moved.
+                    take_write_lock(conn, live_schema(conn, root))
                     conn.execute(sql.SQL("INSERT INTO {}.meta (key, value) VALUES (%s, %s) ON CONFLICT (key) "
-                                         "DO UPDATE SET value = EXCLUDED.value").format(sql.Identifier(location.schema)),
+                                         "DO UPDATE SET value = EXCLUDED.value").format(sql.Identifier(root)),
                                  (LIVE_KEY, v.schema))
-                return PostgresVersion(v.version, v.schema, True)
-        known = ", ".join(v.version for v in list_versions(conn, location.schema)) or "none"
+                    return PostgresVersion(v.version, v.schema, True)
+            known = ", ".join(v.version for v in list_versions(conn, root)) or "none"
         raise ConfigError(f"no version {version!r} in {location.url} (versions: {known}); build it with beleg reindex")
     finally:
         conn.close()
 
 
+@dataclass(frozen=True)
+class Collected:
+    removed: list[PostgresVersion]
+    #: Versions not live but kept, each with the running processes that hold it open.
+    kept: list[tuple[PostgresVersion, list[dict[str, Any]]]]
+
+
 def gc(location: PostgresLocation) -> list[PostgresVersion]:
-    """Drop every version schema that is not live; the root, if not live, is emptied."""
+    """Drop every version schema that is not live and not held open; the root, if not live, is
+    emptied. Returns what was removed (:func:`collect` also says what was kept and why)."""
+    return collect(location).removed
+
+
+def collect(location: PostgresLocation) -> Collected:
+    """Drop every version schema that is not live and that no running process holds open
+    (:class:`VersionHold`); the root, if not live and not held, is emptied."""
     from beleg.index.postgres.store import PostgresStore
 
-    conn = connect(location)
-    removed = []
+    conn = _writer_connection(location)
+    root = location.schema
+    removed, kept = [], []
     try:
-        for v in list_versions(conn, location.schema):
+        _lock_versions(conn, root, session=True)  # a session lock: VACUUM cannot run in a transaction
+        holders = version_holders(conn, root)
+        for v in list_versions(conn, root):
             if v.live:
                 continue
-            if v.schema == location.schema:
+            if holders.get(v.schema):
+                kept.append((v, holders[v.schema]))
+                continue
+            if v.schema == root:
                 store = PostgresStore(location)
                 try:
                     store.erase([r.doc_id for r in store.document_records()])
                     with store.transaction():  # no longer a version one can switch to
                         store.conn.execute(sql.SQL("DELETE FROM {}.meta WHERE key = %s").format(
-                            sql.Identifier(location.schema)), (CONFIG_KEY,))
+                            sql.Identifier(root)), (CONFIG_KEY,))
                 finally:
                     store.close()
             else:
                 schema_mod.drop(conn, v.schema)
             removed.append(v)
-        remaining = [s for s in json.loads(_meta(conn, location.schema, VERSIONS_KEY) or "[]")
+        remaining = [s for s in json.loads(_meta(conn, root, VERSIONS_KEY) or "[]")
                      if s not in {v.schema for v in removed}]
-        conn.execute(sql.SQL("UPDATE {}.meta SET value = %s WHERE key = %s").format(sql.Identifier(location.schema)),
+        conn.execute(sql.SQL("UPDATE {}.meta SET value = %s WHERE key = %s").format(sql.Identifier(root)),
                      (json.dumps(remaining), VERSIONS_KEY))
     finally:
-        conn.close()
-    return removed
+        conn.close()  # ends the session, and its lock
+    return Collected(removed, kept)
+
+
+# ---------------------------------------------------------------------------- versions held open
+#
+# A server reads the schema that was live when it started until it is restarted, also after
+# a switch; gc must not drop that schema under it. While it runs, a holder keeps a row in the
+# root's ``version_holders`` (schema, purpose, pid, host, since) and, on a connection of its
+# own, a session advisory lock named by the row's token. The lock is the liveness rule, for
+# processes on any host: a process that is gone (killed, its host down) has lost its session
+# and with it the lock, and gc, which tries the lock, deletes its row. When the database ends
+# the session of a running holder (a restart, pg_terminate_backend), the holder registers
+# again on a new connection within HEARTBEAT_S.
+
+#: How often a holder checks that its registration's session is still open.
+HEARTBEAT_S = 5.0
+_HOLD_LOCK = "SELECT {}(hashtextextended('beleg:hold:' || %s, 0))"
+
+
+def _hold_lock(fn: str) -> sql.Composed:
+    return sql.SQL(_HOLD_LOCK).format(sql.Identifier(fn))
+
+
+class VersionHold:
+    """Registers that this process reads ``schema`` of the index at ``root``, until :meth:`close`.
+
+    Raises IndexStateError when ``schema`` is no longer a version (a switch and a gc ran
+    between opening it and registering)."""
+
+    def __init__(self, root: PostgresLocation, schema: str, purpose: str) -> None:
+        self.root, self.schema, self.purpose = root, schema, purpose
+        self.token = uuid.uuid4().hex
+        self._conn = self._register()
+        self._stop = threading.Event()
+        self._watch = threading.Thread(target=self._keep_registered, name="beleg-version-hold", daemon=True)
+        self._watch.start()
+
+    def _register(self) -> Any:
+        conn = connect(self.root)
+        r = sql.Identifier(self.root.schema)
+        try:
+            schema_mod.migrate(conn, self.root.schema)  # a root opened only through its versions lacks the table
+            with conn.transaction():
+                _lock_versions(conn, self.root.schema)  # gc reads the holders under it
+                if self.schema not in {v.schema for v in list_versions(conn, self.root.schema)}:
+                    raise IndexStateError(
+                        f"schema {self.schema} is no longer a version of {self.root.url} (a 'beleg switch' and a "
+                        f"'beleg gc' ran while this process opened it); open the index again")
+                conn.execute(_hold_lock("pg_advisory_lock"), (self.token,))  # kept after the commit
+                conn.execute(sql.SQL(
+                    "INSERT INTO {}.version_holders (token, version_schema, purpose, pid, host) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (token) DO NOTHING").format(r),
+                    (self.token, self.schema, self.purpose, os.getpid(), socket.gethostname()))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _keep_registered(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                self._conn.execute("SELECT 1")
+                continue
+            except psycopg.Error:
+                log.warning("the database ended the session that registers schema %s as held open by this "
+                            "process; registering it again", self.schema)
+            self._conn.close()
+            try:
+                self._conn = self._register()
+            except (psycopg.Error, IndexStateError, ConfigError) as exc:
+                log.error("could not register schema %s as held open again (retrying in %g s): %s",
+                          self.schema, HEARTBEAT_S, exc)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._watch.join()
+        try:
+            self._conn.execute(sql.SQL("DELETE FROM {}.version_holders WHERE token = %s").format(
+                sql.Identifier(self.root.schema)), (self.token,))
+        except psycopg.Error as exc:  # the lock ends with the session: gc deletes the row
+            log.warning("could not remove this process's registration of schema %s: %s", self.schema, exc)
+        finally:
+            self._conn.close()
+
+    def __enter__(self) -> VersionHold:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def version_holders(conn: Any, root: str) -> dict[str, list[dict[str, Any]]]:
+    """Schema → the running processes that hold it open; rows of processes that are gone
+    (their session no longer holds the registration's lock) are deleted."""
+    r = sql.Identifier(root)
+    if not conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{root}.version_holders",)).fetchone()[0]:
+        return {}  # written before holders were registered: none can be
+    out: dict[str, list[dict[str, Any]]] = {}
+    rows = conn.execute(sql.SQL("SELECT token, version_schema, purpose, pid, host, "
+                                "to_char(since, 'YYYY-MM-DD\"T\"HH24:MI:SSOF') FROM {}.version_holders "
+                                "ORDER BY since").format(r)).fetchall()
+    for token, schema, purpose, pid, host, since in rows:
+        with conn.transaction():
+            gone = conn.execute(_hold_lock("pg_try_advisory_xact_lock"), (token,)).fetchone()[0]
+            if gone:
+                conn.execute(sql.SQL("DELETE FROM {}.version_holders WHERE token = %s").format(r), (token,))
+                continue
+        out.setdefault(schema, []).append({"purpose": purpose, "schema": schema, "pid": pid, "host": host,
+                                           "since": since})
+    return out

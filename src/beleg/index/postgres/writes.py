@@ -22,6 +22,13 @@ from beleg.index.postgres.rls import document_access
 from beleg.types import Document, Heading
 
 
+def take_write_lock(conn: Any, schema: str) -> None:
+    """Take ``schema``'s write lock until the end of the current transaction. Writers of every
+    process queue on it, and ``beleg switch`` takes the outgoing live schema's, so a writer that
+    checks the live pointer while holding it cannot miss a switch (beleg.index.postgres.versions)."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"beleg:write:{schema}",))
+
+
 def vector_literal(vector: np.ndarray) -> str:
     """pgvector's text form; float32 values print exactly (strtof reads them back bit for bit)."""
     return "[" + ",".join(repr(x) for x in np.asarray(vector, dtype=np.float32).tolist()) + "]"
