@@ -43,7 +43,9 @@ def test_many_style_rules_and_elements_read_fast(case: int) -> None:
     start = time.perf_counter()
     assert "w" in blank_hidden(md)
     assert "w" in HtmlReader().read(page.encode(), Path("a.html")).text
-    assert time.perf_counter() - start < 2  # before: N^2 rule checks, 27 s at 240 KB
+    # Before: N^2 rule checks, 27 s at 240 KB; near-linear takes well under a second idle. The
+    # bound only has to tell the two apart on a loaded 2-core machine (2 s failed at 2.9 s there).
+    assert time.perf_counter() - start < 8
 
 
 def test_compound_rules_sharing_a_class_fail_the_file_not_the_cpu() -> None:
