@@ -496,10 +496,12 @@ def cmd_switch(args: argparse.Namespace) -> int:
         from beleg.index.postgres import versions as pg_versions
         from beleg.index.postgres.config import PostgresLocation
 
-        print(f"version {pg_versions.switch(PostgresLocation.parse(root), args.version).version} is live")
-        return 0
-    before = drift(live_dir(root), version_dir(root, args.version))
-    info = switch(root, args.version)
+        location = PostgresLocation.parse(root)
+        before = pg_versions.drift(location, args.version) or {"missing": 0, "changed": 0}
+        info: Any = pg_versions.switch(location, args.version)
+    else:
+        before = drift(live_dir(root), version_dir(root, args.version))
+        info = switch(root, args.version)
     print(f"version {info.version} is live")
     if before["missing"] or before["changed"]:
         # Deletions reach every version; ingests after a build reach only the live one.

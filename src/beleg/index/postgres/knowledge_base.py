@@ -225,7 +225,7 @@ class PostgresKnowledgeBase(KnowledgeBase):
         #: A copy reopened on the same version later (a server's thread) takes the original's.
         self.opened_live = schema == live
         self.store = PostgresStore(self.location, create=create)
-        self.store.write_guard = self._refuse_if_switched
+        self.store.write_guard = self._guard_write
         try:
             self.config = self._load_config(config, create)
         except BaseException:
@@ -284,16 +284,23 @@ class PostgresKnowledgeBase(KnowledgeBase):
         return self.search_index()
 
     def _refuse_while_building(self) -> None:
-        """At the start of an ingest: refuse it at once when a switch made another version
-        live (a reindex does not lock the live schema for PostgreSQL; ingests during it are
-        not in the new version, see reindex)."""
+        """At the start of an ingest: refuse it at once while a reindex builds, or when a
+        switch made another version live (each write transaction checks again)."""
+        with self.store.conn.transaction():
+            self._guard_write()
+
+    def _guard_write(self) -> None:
+        """Run inside every write transaction but an erasure's, once the schema's write lock is
+        held (PostgresStore.write_guard): IndexBusyError while a reindex builds (the new version
+        would miss the write; a build that starts meanwhile waits for this transaction), then
+        :meth:`_refuse_if_switched`."""
+        pg_versions.refuse_while_building(self.store.conn, self.root_location.schema)
         self._refuse_if_switched()
 
     def _refuse_if_switched(self) -> None:
         """Raise VersionNotLiveError when this object opened the live version and the root now
-        names another. Run inside every write transaction but an erasure's, once the schema's
-        write lock is held (PostgresStore.write_guard): ``beleg switch`` takes that lock before
-        it moves the pointer, so a write either commits while its version is live or is refused."""
+        names another: ``beleg switch`` takes the schema's write lock before it moves the
+        pointer, so a write either commits while its version is live or is refused."""
         if not self.opened_live:
             return
         live = pg_versions.live_schema(self.store.conn, self.root_location.schema)
@@ -324,11 +331,20 @@ class PostgresKnowledgeBase(KnowledgeBase):
         """Build ``config`` into its own schema from the stored documents (blue/green); nothing
         changes for readers until ``beleg switch``. With the same embedder, vectors of unchanged
         chunk texts are taken from this version instead of recomputed; run again, it resumes.
-        Documents ingested into the live version during the build are not in the new one
-        (``beleg switch`` does not warn about it yet)."""
+        While it builds, document writes and deletions to the index are refused (IndexBusyError,
+        :class:`~beleg.index.postgres.versions.BuildLock`), so the new version misses none.
+        """
         version = config.index_version
         if version == self.config.index_version:
             raise ConfigError(f"version {version} is this index's live configuration already; nothing to build")
+        with pg_versions.BuildLock(self.root_location, version) as lock:
+            result = self._build_version(config, progress=progress, embedder=embedder)
+            lock.check_held()  # else writes were accepted during the build
+        return result
+
+    def _build_version(self, config: IndexConfig, *, progress: bool | str | None,
+                       embedder: Embedder | None) -> dict[str, Any]:
+        version = config.index_version
         root = self.root_location.schema
         schema = pg_versions.version_schema(root, version)
         pg_versions.register(self.store.conn, root, schema)
@@ -371,18 +387,20 @@ class PostgresKnowledgeBase(KnowledgeBase):
 
     # ------------------------------------------------------------------ deletion
     def delete(self, doc_ids: Sequence[str] = (), *, where: FilterLike = None) -> dict[str, Any]:
-        """Erase documents by id and/or filter (one version: the schema), then VACUUM; see
-        :meth:`PostgresStore.erase` for what ``complete`` means here."""
+        """Erase documents by id and/or filter from every version (schema), then VACUUM; see
+        :meth:`PostgresStore.erase` for what ``complete`` means here. Refused while a reindex
+        builds (:class:`~beleg.index.versions.IndexBusyError`)."""
         expr = combine(where)
         if not doc_ids and expr is None:
             raise ConfigError("name documents to delete: doc ids, or a filter (--where)")
-        stores = self._version_stores()
-        try:  # an erasure reaches every version, so a switch cannot bring a document back
-            return self._erase(stores, doc_ids, expr)  # type: ignore[arg-type]
-        finally:
-            self.store.forget_view()
-            for _, store in stores[1:]:
-                store.close()
+        with pg_versions.no_build(self.root_location):  # refused while a reindex builds, as for a folder
+            stores = self._version_stores()
+            try:  # an erasure reaches every version, so a switch cannot bring a document back
+                return self._erase(stores, doc_ids, expr)  # type: ignore[arg-type]
+            finally:
+                self.store.forget_view()
+                for _, store in stores[1:]:
+                    store.close()
 
     # ------------------------------------------------------------------ inspection
     def status(self) -> dict[str, Any]:

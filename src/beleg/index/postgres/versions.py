@@ -14,7 +14,8 @@ made another live (:class:`~beleg.index.versions.VersionNotLiveError`, checked b
 transaction while it holds its schema's write lock; ``switch`` takes the outgoing live
 schema's write lock before it moves the pointer, so no write slips in between). A
 long-running one (``beleg serve``) registers the version it reads (:class:`VersionHold`),
-and ``gc`` keeps a version so held.
+and ``gc`` keeps a version so held. While ``reindex`` builds, document writes, deletions,
+``switch`` and ``gc`` are refused (:class:`BuildLock`), as for an index folder.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +39,7 @@ from beleg.errors import ConfigError, IndexStateError
 from beleg.index.postgres import schema as schema_mod
 from beleg.index.postgres.config import PostgresLocation, check_schema_name, connect
 from beleg.index.postgres.writes import take_write_lock
+from beleg.index.versions import SHORT_WAIT_S, IndexBusyError
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +124,7 @@ def switch(location: PostgresLocation, version: str) -> PostgresVersion:
     try:
         with conn.transaction():
             _lock_versions(conn, root)
+            refuse_while_building(conn, root)  # the version being built is not ready, the live one is its source
             for v in list_versions(conn, root):
                 if v.version == version:
                     # A writer to the live version checks the pointer while it holds this lock:
@@ -157,6 +163,8 @@ def collect(location: PostgresLocation) -> Collected:
     removed, kept = [], []
     try:
         _lock_versions(conn, root, session=True)  # a session lock: VACUUM cannot run in a transaction
+        if not conn.execute(_build_lock("pg_try_advisory_lock_shared"), (root,)).fetchone()[0]:
+            raise _building_error(conn, root)  # the version being built is not live: gc would drop it
         holders = version_holders(conn, root)
         for v in list_versions(conn, root):
             if v.live:
@@ -292,3 +300,147 @@ def version_holders(conn: Any, root: str) -> dict[str, list[dict[str, Any]]]:
         out.setdefault(schema, []).append({"purpose": purpose, "schema": schema, "pid": pid, "host": host,
                                            "since": since})
     return out
+
+
+# ---------------------------------------------------------------------------- the build lock
+#
+# While ``beleg reindex`` builds a new version from the live one's documents, document writes
+# (ingest, metadata edits, deletions), ``switch`` and ``gc`` are refused, as for an index
+# folder (docs/index-lifecycle.md): the build reads the live documents once, so a write
+# during it would be missing from the new version (an ingest lost, a deletion brought back by
+# the switch). The marker is a session advisory lock named by the root, which the reindex
+# holds exclusively on a connection of its own: a reindex that is killed, or whose host goes
+# down, loses its session and with it the lock, so it leaves nothing behind. A writer takes
+# the lock shared, without waiting, inside its write transaction: not getting it means a
+# build runs; getting it makes a build that starts meanwhile wait until the write committed.
+# The root's meta row ``reindex_running`` says who builds, for the message; only the lock
+# says whether.
+
+BUILD_KEY = "reindex_running"
+_BUILD_LOCK = "SELECT {}(hashtextextended('beleg:build:' || %s, 0))"
+
+
+def _build_lock(fn: str) -> sql.Composed:
+    return sql.SQL(_BUILD_LOCK).format(sql.Identifier(fn))
+
+
+def _building_error(conn: Any, root: str) -> IndexBusyError:
+    try:
+        owner = json.loads(_meta(conn, root, BUILD_KEY) or "{}")
+    except ValueError:
+        owner = {}
+    target = f" to version {owner['version']}" if owner.get("version") else ""
+    return IndexBusyError(
+        f"a reindex{target} is running on the index in schema {root} since {owner.get('since', '?')} (pid "
+        f"{owner.get('pid', '?')} on {owner.get('host', '?')}); documents cannot change until it finishes, or the "
+        "new version would miss the change. Wait for it to finish and run this again (a reindex that was killed "
+        "frees the lock by itself; resume it with the same 'beleg reindex' command)")
+
+
+def refuse_while_building(conn: Any, root: str) -> None:
+    """Inside a write transaction: hold the build lock of the index at ``root`` shared until the
+    transaction ends, or raise :class:`IndexBusyError` when a reindex holds it."""
+    if not conn.execute(_build_lock("pg_try_advisory_xact_lock_shared"), (root,)).fetchone()[0]:
+        raise _building_error(conn, root)
+
+
+@contextmanager
+def no_build(location: PostgresLocation) -> Iterator[None]:
+    """Hold the build lock of the index at ``location`` shared, on a connection of its own, for
+    an operation of several transactions (a deletion: one per version), so a build cannot start
+    halfway through it. Raises :class:`IndexBusyError` when a reindex holds it."""
+    conn = connect(location)
+    try:
+        if not conn.execute(_build_lock("pg_try_advisory_lock_shared"), (location.schema,)).fetchone()[0]:
+            raise _building_error(conn, location.schema)
+        yield
+    finally:
+        conn.close()  # ends the session, and its lock
+
+
+class BuildLock:
+    """Held by ``beleg reindex`` while it builds ``version`` of the index at ``root``: the
+    root's build lock, exclusive, on a connection of its own (see above), until :meth:`close`.
+
+    Raises :class:`IndexBusyError` when another reindex holds it, or when writes in flight
+    have not committed within :data:`~beleg.index.versions.SHORT_WAIT_S`."""
+
+    def __init__(self, root: PostgresLocation, version: str) -> None:
+        self.root = root
+        self._conn = connect(root)
+        try:
+            self._take()
+            owner = {"version": version, "pid": os.getpid(), "host": socket.gethostname(),
+                     "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            with self._conn.transaction():
+                self._conn.execute(sql.SQL("INSERT INTO {}.meta (key, value) VALUES (%s, %s) ON CONFLICT (key) "
+                                           "DO UPDATE SET value = EXCLUDED.value").format(sql.Identifier(root.schema)),
+                                   (BUILD_KEY, json.dumps(owner)))
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _take(self) -> None:
+        conn, key = self._conn, (self.root.schema,)
+        if conn.execute(_build_lock("pg_try_advisory_lock"), key).fetchone()[0]:
+            return
+        with conn.transaction():
+            refuse_while_building(conn, self.root.schema)  # another build: refuse at once
+        # Writes in flight hold the lock shared: wait for them to commit. Writers that come
+        # later queue behind this request, so they are refused instead of starving it.
+        conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(f"{SHORT_WAIT_S:g}s")))
+        try:
+            conn.execute(_build_lock("pg_advisory_lock"), key)
+        except psycopg.errors.LockNotAvailable:
+            raise IndexBusyError(
+                f"writes to the index in schema {self.root.schema} did not finish within {SHORT_WAIT_S:g} s (or another "
+                "reindex started), so the reindex cannot start; run it again") from None
+        conn.execute("RESET lock_timeout")
+
+    def check_held(self) -> None:
+        """Raise IndexStateError when the database ended the lock's session during the build (a
+        restart, ``pg_terminate_backend``): writes were accepted meanwhile, and the new version
+        may miss them."""
+        try:
+            self._conn.execute("SELECT 1")
+        except psycopg.Error:
+            raise IndexStateError(
+                f"the database ended the session holding the build lock of the index in schema {self.root.schema} "
+                "while the reindex ran, so documents written meanwhile may be missing from the new version; run the "
+                "same 'beleg reindex' again (it resumes and catches up)") from None
+
+    def close(self) -> None:
+        try:
+            with self._conn.transaction():
+                self._conn.execute(sql.SQL("DELETE FROM {}.meta WHERE key = %s").format(
+                    sql.Identifier(self.root.schema)), (BUILD_KEY,))
+        except psycopg.Error as exc:  # the lock ends with the session; a stale row says nothing
+            log.warning("could not remove the record of this reindex from schema %s: %s", self.root.schema, exc)
+        finally:
+            self._conn.close()
+
+    def __enter__(self) -> BuildLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def drift(location: PostgresLocation, version: str) -> dict[str, int] | None:
+    """How ``version``'s documents differ from the live version's: ``missing`` (in live only),
+    ``changed`` (other content or metadata) and ``extra`` (not in live); None when the index
+    has no such version. Read-only."""
+    conn = connect(location)
+    try:
+        live = live_schema(conn, location.schema)
+        other = next((v.schema for v in list_versions(conn, location.schema) if v.version == version), None)
+        if other is None:
+            return None
+        missing, changed, extra = conn.execute(sql.SQL(
+            "SELECT count(*) FILTER (WHERE o.doc_id IS NULL), count(*) FILTER (WHERE l.doc_id IS NOT NULL "
+            "AND o.doc_id IS NOT NULL AND (l.content_hash, l.metadata) IS DISTINCT FROM (o.content_hash, o.metadata)), "
+            "count(*) FILTER (WHERE l.doc_id IS NULL) FROM {}.documents l FULL JOIN {}.documents o "
+            "ON o.doc_id = l.doc_id").format(sql.Identifier(live), sql.Identifier(other))).fetchone()
+        return {"missing": int(missing), "changed": int(changed), "extra": int(extra)}
+    finally:
+        conn.close()
