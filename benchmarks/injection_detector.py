@@ -226,6 +226,20 @@ def by_family(rows: list[dict[str, Any]]) -> dict[str, str]:
     return {fam: f"{hit}/{n}" for fam, (hit, n) in sorted(counts.items())}
 
 
+REALDOCS = C.REPO_ROOT / ".cache" / "realdocs"
+REALDOCS_SETS = ("iobroker", "contao", "mailcow", "paperless")
+
+
+def realdocs_paragraphs(name: str) -> list[str]:
+    """The paragraphs (blank-line separated, 40+ characters) of a fetched realdocs corpus
+    (``benchmarks/realdocs_quality.py --set NAME`` fetches it); none when it is not fetched."""
+    out = []
+    for path in sorted((REALDOCS / name).rglob("*.md")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        out += [p for p in re.split(r"\n\s*\n", text) if len(p.strip()) >= 40]
+    return out
+
+
 def demo_chunks() -> list[str]:
     texts = []
     config = ChunkingConfig()
@@ -341,6 +355,16 @@ def main() -> None:
     paragraphs = C.load_xquad(["en", "de"])
     xquad_hits = [f"{f.kind}: {f.excerpt}" for p in paragraphs for f in detect_instructions(p.context)]
     result["xquad_dev_paragraphs"] = {"paragraphs": len(paragraphs), "findings": len(xquad_hits), "texts": xquad_hits}
+
+    # Documentation nobody here wrote: paragraphs flagged (the encoder's training read iobroker and
+    # contao as hard negatives; mailcow and paperless it never read). Without the encoder for comparison.
+    result["realdocs_paragraphs_flagged"] = {}
+    for name in REALDOCS_SETS:
+        found = realdocs_paragraphs(name)
+        if found:
+            result["realdocs_paragraphs_flagged"][name] = {
+                "paragraphs": len(found), "flagged": sum(bool(detect_instructions(p)) for p in found),
+                "flagged_without_encoder": sum(bool(detect_instructions(p, encoder=False)) for p in found)}
 
     repeats = 1 if args.quick else 5
     chunks = demo_chunks()

@@ -14,12 +14,15 @@ encoder fine-tuned on these writers". This script is that step, run on the CPU:
   lexical stage scores) and the corpus's held-out share; the held-out splits are never read
   here (``benchmarks/injection_detector.py`` scores them, counts only).
 
-    python benchmarks/injection_encoder.py --train-top 12 --epochs 3 --write   # shipped; ~35 min on 2 cores
+    python benchmarks/realdocs_quality.py --set iobroker; python benchmarks/realdocs_quality.py --set contao
+    python benchmarks/injection_encoder.py --train-top 12 --epochs 3 --hard-negatives 6000 --write  # shipped (v11); ~40 min
     python benchmarks/injection_encoder.py --train-top 4 --epochs 4             # ~15 min, measure only
 
 Needs torch (CPU build) for training only. Writes ``benchmarks/results/injection_encoder.json``;
-``--write`` also writes the weights file that the run-time stage of the not-merged v11 candidate
-reads (local branch ``encoder-v11-wip``; docs/benchmarks.md says why it is not merged).
+``--write`` also writes ``src/beleg/ingest/data/injection_encoder.npz``, the weights the detector's
+third stage (:mod:`beleg.ingest.injection_encoder`, detector v11) reads. ``--hard-negatives N``
+adds N gated units of the ioBroker and Contao realdocs corpora as benign (three quarters German);
+mailcow and Paperless stay out, to measure false positives on documentation it never read.
 """
 
 from __future__ import annotations
@@ -34,11 +37,12 @@ from typing import Any
 
 import _common as C
 import numpy as np
-from injection_detector import HELD_OUT_SPLITS, SPLIT_FILES, load_rows
+from injection_detector import HELD_OUT_SPLITS, SPLIT_FILES, load_rows, realdocs_paragraphs
 from train_injection_model import corpus_units, readme_units, row_text, training_units
 from train_injection_model import train as train_lexical
 
 from beleg.backends.embedders import e5_fp32
+from beleg.index.analyzer import detect_language
 from beleg.ingest.injection import detect_instructions
 from beleg.ingest.injection_learned import scored_units
 
@@ -240,6 +244,26 @@ def write_model(model: Any, clf: Classifier, frozen: int, result: dict[str, Any]
 
 
 # ------------------------------------------------------------------------------ data
+#: Real documentation used as hard negatives (their gated units), and the sets kept out to
+#: measure false positives on documentation nobody here trained on.
+HARD_NEGATIVE_SETS = ("iobroker", "contao")
+FP_CHECK_SETS = ("mailcow", "paperless")
+
+
+def hard_negatives(cap: int) -> list[str]:
+    """A seeded sample of ``cap`` gated units of the hard-negative corpora, three quarters German
+    (German second-person how-to prose is where the first candidate flagged real documentation)."""
+    units: dict[str, None] = {}
+    for name in HARD_NEGATIVE_SETS:
+        for paragraph in realdocs_paragraphs(name):
+            units.update(dict.fromkeys(scored_units(paragraph)))
+    german = [u for u in units if detect_language(u, default="en") == "de"]
+    english = [u for u in units if u not in set(german)]
+    rng = random.Random(SEED)
+    take_de = min(len(german), cap * 3 // 4)
+    return rng.sample(german, take_de) + rng.sample(english, min(len(english), cap - take_de))
+
+
 def row_units(text: str) -> list[str]:
     norm = " ".join(text.split())
     return list(dict.fromkeys([row_text({"text": norm}), *scored_units(text)]))
@@ -269,6 +293,9 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--hard-negatives", type=int, default=0, metavar="N",
+                    help=f"add N gated units of the realdocs corpora {', '.join(HARD_NEGATIVE_SETS)} as benign "
+                         f"(fetch them first; {', '.join(FP_CHECK_SETS)} stay out to measure false positives)")
     ap.add_argument("--from-checkpoint", help="skip training: score and write a classifier this script saved")
     ap.add_argument("--write", action="store_true", help=f"write the shipped model to {OUT_MODEL}")
     ap.add_argument("--out", help="result path (default benchmarks/results/injection_encoder.json)")
@@ -293,6 +320,9 @@ def main() -> None:
     n_labelled = len(texts)
     texts += corpus["train"]
     y += [False] * len(corpus["train"])
+    hard = hard_negatives(args.hard_negatives) if args.hard_negatives else []
+    texts += hard
+    y += [False] * len(hard)
     yy = np.array(y)
     # Balanced classes; real documentation counts twice among the benign (as in the lexical stage).
     w = np.where(yy, 0.5 / yy.mean(), 0.5 / (1 - yy.mean()))
@@ -315,6 +345,7 @@ def main() -> None:
     result: dict[str, Any] = {"protocol": __doc__, "train_top": args.train_top, "epochs": args.epochs, "lr": args.lr,
                               "batch": args.batch, "validation_writers": list(VALIDATION_WRITERS),
                               "training_units": len(texts), "training_injections": int(yy.sum()),
+                              "hard_negatives": len(hard), "hard_negative_sets": list(HARD_NEGATIVE_SETS) if hard else [],
                               "v10_validation": rates(v10_val, val_y), "per_epoch": {}}
 
     def on_epoch(epoch: int) -> None:

@@ -442,7 +442,7 @@ _MODEL_LABEL_END = re.compile(r"\b(?:ai|ki|llms?|gpts?|(?:chat)?bots?|assistants
 _OPENS_LINE_OR_SENTENCE = re.compile(r"(?:^|[.!?])[\s>#*_-]*$")
 
 
-def detect_instructions(text: str, *, model: LinearTextModel | None = None) -> list[Finding]:
+def detect_instructions(text: str, *, model: LinearTextModel | None = None, encoder: bool = True) -> list[Finding]:
     """All instruction-like text in ``text``: the rules' findings, then (v6) the learned stage's.
 
     :func:`rule_findings` runs the phrase families, frames and orders; since v10 a rule finding
@@ -453,14 +453,55 @@ def detect_instructions(text: str, *, model: LinearTextModel | None = None) -> l
     model (training and evaluation only).
     """
     reading = read(text, model)
-    found = [f for f in rule_findings(text) if not _vetoed(f, text, reading)]
+    rules = rule_findings(text)
+    found = [f for f in rules if not _vetoed(f, text, reading)]
     taken = [(f.start, f.end) for f in found]
     sentences = _Sentences(text) if reading.spans else None
     for start, end, _ in reading.spans:
         if not any(a < end and start < b for a, b in taken):
             found.append(Finding("learned", start, end, _excerpt(text, start, end, sentences)))
+    if encoder:
+        found += _encoder_findings(text, reading, rules, found)
     found.sort(key=lambda f: (f.start, f.end, f.kind))
     return found
+
+
+def _encoder_findings(text: str, reading: Reading, rules: list[Finding], found: list[Finding]) -> list[Finding]:
+    """v11: the windows the lexical stage scored at least ``injection_encoder.GATE``, or that hold a
+    rule finding (vetoed or not), read by the fine-tuned encoder; each sentence (else the window)
+    reaching its threshold and not yet found becomes an ``encoder`` finding."""
+    from beleg.ingest.injection_encoder import GATE, load_encoder
+
+    windows = [(a, b) for a, b, best in reading.windows
+               if best >= GATE or any(f.start < b and a < f.end for f in rules)]
+    if not windows:
+        return []
+    encoder = load_encoder()
+    units: dict[tuple[int, int], str] = {}
+    for a, b in windows:
+        units[(a, b)] = _unit(text, a, b)
+        for sa, sb, _ in reading.sentences:
+            if a <= sa and sb <= b:
+                units[(sa, sb)] = _unit(text, sa, sb)
+    spans = list(units)
+    scores = dict(zip(spans, encoder.scores([units[s] for s in spans])))
+    taken = [(f.start, f.end) for f in found]
+    sentences = _Sentences(text)
+    out: list[Finding] = []
+    for a, b in windows:
+        inside = [(sa, sb) for sa, sb, _ in reading.sentences if a <= sa and sb <= b and (sa, sb) != (a, b)]
+        hits = [s for s in inside if scores[s] >= encoder.threshold] or \
+            ([(a, b)] if scores[(a, b)] >= encoder.threshold else [])
+        for start, end in hits:
+            if not any(x < end and start < y for x, y in taken):
+                out.append(Finding("encoder", start, end, _excerpt(text, start, end, sentences)))
+                taken.append((start, end))
+    return out
+
+
+def _unit(text: str, start: int, end: int) -> str:
+    """A window or sentence as the encoder was trained on it: normalized, whitespace collapsed."""
+    return " ".join(normalize(text[start:end]).text.split())
 
 
 def _vetoed(finding: Finding, text: str, reading: Reading) -> bool:

@@ -9,4 +9,6 @@ it here lets that check run without importing (and compiling) the phrase familie
 # 10.1: accents folded, look-alikes, an umlaut-free reading; 10.2: more look-alikes, blank fillers;
 # 10.3: "SYSTEM:", "[SYSTEM]", "<system>" open a fake turn whatever follows (the whole line is the
 # finding), a label to a model that opens a line ("Note to the LLM:") is never vetoed.
-DETECTOR_VERSION = "10.3"
+# 11: a third stage, the fine-tuned e5-small encoder (beleg.ingest.injection_encoder), reads the
+# windows the lexical stage scored at least 0.1 or that hold a rule finding.
+DETECTOR_VERSION = "11"
