@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from beleg.index.postgres.config import PostgresLocation
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "postgres.sh"
 
@@ -54,3 +56,18 @@ def pg_location(postgres_url: str) -> Iterator[str]:
     yield schema_url(postgres_url, schema)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture(name="root")
+def version_root(pg_location: str, postgres_url: str) -> Iterator[PostgresLocation]:
+    """The index's root location (:func:`pg_location`); the version schemas (``<root>_v…``) a
+    test builds with ``reindex`` are dropped with it."""
+    import psycopg
+    from psycopg import sql
+
+    location = PostgresLocation.parse(pg_location)
+    yield location
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
+                                      (f"{location.schema}_v%",)).fetchall():
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +38,10 @@ DURING = TextSource("during.md", "# During\n\nWritten while the build runs, frob
 WINDOW = IndexConfig(ChunkingConfig("window", 60, 10))
 
 
-@pytest.fixture
-def root(pg_location: str, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[PostgresLocation]:
-    """The index's root location; the version schemas a test builds are dropped with it."""
+@pytest.fixture(autouse=True)
+def _lock_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     # A lock wait that would never end fails the test instead of hanging it.
     monkeypatch.setenv("PGOPTIONS", "-c lock_timeout=30000")
-    location = PostgresLocation.parse(pg_location)
-    yield location
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
-                                      (f"{location.schema}_v%",)).fetchall():
-            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 def sources_by_version(root: PostgresLocation) -> dict[str, list[str]]:

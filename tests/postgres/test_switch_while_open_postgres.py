@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -27,15 +26,6 @@ BEFORE = TextSource("before.md", "# Before\n\nWritten before the switch, frobnit
 AFTER = TextSource("after.md", "# After\n\nWritten after the switch, frobnitz-2.\n")
 
 
-@pytest.fixture
-def root(pg_location: str, postgres_url: str) -> Iterator[PostgresLocation]:
-    """The index's root location; the version schemas a test builds are dropped with it."""
-    location = PostgresLocation.parse(pg_location)
-    yield location
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
-                                      (f"{location.schema}_v%",)).fetchall():
-            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 def sources_by_version(root: PostgresLocation) -> dict[str, list[str]]:

@@ -4,20 +4,16 @@ and deletions through the server are refused with 409 `index_busy` until the bui
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
-from psycopg import sql
 
 import beleg
 from beleg.index.config import IndexConfig
-from beleg.index.postgres.config import PostgresLocation
 from beleg.ingest.chunking import ChunkingConfig
 from beleg.ingest.pipeline import TextSource
-from tests.postgres.conftest import pg_location, postgres_url  # noqa: F401  (fixtures)
+from tests.postgres.conftest import pg_location, postgres_url, version_root  # noqa: F401  (fixtures)
 from tests.server.conftest import bearer, run_server
 
 pytest.importorskip("psycopg", reason='the PostgreSQL tests need beleg[postgres]: pip install -e ".[postgres]"')
@@ -26,14 +22,6 @@ pytest.importorskip("psycopg", reason='the PostgreSQL tests need beleg[postgres]
 FILLER = " ".join(f"Step {i} of the procedure checks valve {i} and records its pressure." for i in range(30))
 
 
-@pytest.fixture
-def root(pg_location: str, postgres_url: str) -> Iterator[PostgresLocation]:  # noqa: F811
-    location = PostgresLocation.parse(pg_location)
-    yield location
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
-                                      (f"{location.schema}_v%",)).fetchall():
-            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 class ServerCallsDuringBuild:

@@ -6,7 +6,6 @@ until the server stops."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -21,21 +20,12 @@ from beleg.index.postgres import versions as pg_versions
 from beleg.index.postgres.config import PostgresLocation
 from beleg.ingest.chunking import ChunkingConfig
 from beleg.ingest.pipeline import TextSource
-from tests.postgres.conftest import pg_location, postgres_url  # noqa: F401  (fixtures)
+from tests.postgres.conftest import pg_location, postgres_url, version_root  # noqa: F401  (fixtures)
 from tests.server.conftest import bearer, run_server
 
 pytest.importorskip("psycopg", reason='the PostgreSQL tests need beleg[postgres]: pip install -e ".[postgres]"')
 
 
-@pytest.fixture
-def root(pg_location: str, postgres_url: str) -> Iterator[PostgresLocation]:  # noqa: F811
-    """A fresh index with one document; the version schemas a test builds are dropped with it."""
-    location = PostgresLocation.parse(pg_location)
-    yield location
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
-                                      (f"{location.schema}_v%",)).fetchall():
-            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 def upload(url: str, key: str, name: str, body: bytes) -> httpx.Response:
