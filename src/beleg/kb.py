@@ -148,9 +148,17 @@ class KnowledgeBase:
             flags = chunk_flags(text)
             if list(flags) != json.loads(stored):
                 changed[row] = flags
-        with self.catalog.transaction():
-            self.catalog.set_chunk_flags(changed)
-            self.catalog.set_meta("injection_detector", DETECTOR_VERSION)
+        try:
+            with self.catalog.transaction():
+                self.catalog.set_chunk_flags(changed)
+                self.catalog.set_meta("injection_detector", DETECTOR_VERSION)
+        except versions.IndexBusyError as exc:
+            # A reindex is building and writes wait for it: the open goes on with the older
+            # detector's flags, and the next open refreshes them. Withholding does not wait:
+            # quarantine reads each retrieved chunk's text with the current detector (a stale
+            # flag only withholds more), so searches and answers stay as safe meanwhile.
+            log.warning("injection flags not refreshed for detector %s while a reindex builds (%s); "
+                        "the next open refreshes them", DETECTOR_VERSION, exc)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

@@ -239,3 +239,22 @@ def test_switch_warns_when_the_live_version_has_writes_the_new_one_lacks(root: P
         third = kb.reindex(IndexConfig(ChunkingConfig("window", 80, 10)), progress=False)["version"]
     assert main(["switch", third, "--index", root.url]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_an_index_opens_while_a_reindex_builds_after_a_detector_upgrade(root: PostgresLocation, embedder: Any) -> None:
+    # Opening rewrites the chunk flags when the injection detector changed: a write, which a
+    # build refuses, and the open failed with it. Now it goes on with the older flags (withholding
+    # reads each retrieved chunk's text with the current detector) and the next open refreshes them.
+    from beleg.ingest.injection_version import DETECTOR_VERSION
+
+    with beleg.open(root.url, embedder=embedder) as kb:
+        kb.ingest_texts([BEFORE], progress=False)
+        kb.catalog.set_meta("injection_detector", "an older detector")
+    with psycopg.connect(root.conninfo, autocommit=True) as builder:
+        # What a running reindex holds (versions._BUILD_LOCK): writers take it shared, without waiting.
+        builder.execute(pg_versions._build_lock("pg_advisory_lock"), (root.schema,))
+        with beleg.open(root.url, embedder=embedder) as kb:
+            assert [h.source for h in kb.search("frobnitz-1", mode="bm25", k=3)] == ["before.md"]
+            assert kb.catalog.get_meta("injection_detector") == "an older detector"
+    with beleg.open(root.url, embedder=embedder) as kb:
+        assert kb.catalog.get_meta("injection_detector") == DETECTOR_VERSION

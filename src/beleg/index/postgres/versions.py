@@ -354,8 +354,19 @@ def no_build(location: PostgresLocation) -> Iterator[None]:
         if not conn.execute(_build_lock("pg_try_advisory_lock_shared"), (location.schema,)).fetchone()[0]:
             raise _building_error(conn, location.schema)
         yield
+        _unlock(conn, "pg_advisory_unlock_shared", location.schema)
     finally:
-        conn.close()  # ends the session, and its lock
+        conn.close()  # ends the session, and its lock (if the unlock above did not run)
+
+
+def _unlock(conn: Any, fn: str, root: str) -> None:
+    """Release the build lock before the connection closes: closing a connection does not wait
+    for the server to end its session, so a writer right after (the same process's next
+    ingest) could still find the lock held and be refused."""
+    try:
+        conn.execute(_build_lock(fn), (root,))
+    except psycopg.Error:
+        pass  # the session is gone already, and its lock with it
 
 
 class BuildLock:
@@ -417,6 +428,7 @@ class BuildLock:
         except psycopg.Error as exc:  # the lock ends with the session; a stale row says nothing
             log.warning("could not remove the record of this reindex from schema %s: %s", self.root.schema, exc)
         finally:
+            _unlock(self._conn, "pg_advisory_unlock", self.root.schema)
             self._conn.close()
 
     def __enter__(self) -> BuildLock:
