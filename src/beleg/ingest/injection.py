@@ -477,23 +477,20 @@ def _encoder_findings(text: str, reading: Reading, rules: list[Finding], found: 
     if not windows:
         return []
     encoder = load_encoder()
-    units: dict[tuple[int, int], str] = {}
-    for a, b in windows:
-        units[(a, b)] = _unit(text, a, b)
-        for sa, sb, _ in reading.sentences:
-            if a <= sa and sb <= b:
-                units[(sa, sb)] = _unit(text, sa, sb)
-    spans = list(units)
-    scores = dict(zip(spans, encoder.scores([units[s] for s in spans])))
+    # Each window's sentences (a one-sentence window is its own sentence, scored once).
+    inside = {(a, b): [(sa, sb) for sa, sb, _ in reading.sentences if a <= sa and sb <= b and (sa, sb) != (a, b)]
+              for a, b in windows}
+    spans = list(dict.fromkeys(span for window, parts in inside.items() for span in (window, *parts)))
+    scores = dict(zip(spans, encoder.scores([_unit(text, a, b) for a, b in spans])))
     taken = [(f.start, f.end) for f in found]
-    sentences = _Sentences(text)
+    sentences: _Sentences | None = None
     out: list[Finding] = []
-    for a, b in windows:
-        inside = [(sa, sb) for sa, sb, _ in reading.sentences if a <= sa and sb <= b and (sa, sb) != (a, b)]
-        hits = [s for s in inside if scores[s] >= encoder.threshold] or \
-            ([(a, b)] if scores[(a, b)] >= encoder.threshold else [])
+    for window, parts in inside.items():
+        hits = [s for s in parts if scores[s] >= encoder.threshold] or \
+            ([window] if scores[window] >= encoder.threshold else [])
         for start, end in hits:
             if not any(x < end and start < y for x, y in taken):
+                sentences = sentences or _Sentences(text)
                 out.append(Finding("encoder", start, end, _excerpt(text, start, end, sentences)))
                 taken.append((start, end))
     return out

