@@ -35,11 +35,13 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
   and writers T-D, T-E, T-F without seeing the repository, copied in after v8 was committed and
   scored once at 27b1f12 (blind-6 0.750 / 0.016); then training data of v9;
 * ``blind-7`` (``blind-7.jsonl``): written by engineer B7 without seeing the repository, copied in
-  after v9 was committed and scored once at 7ecdaca (0.817 / 0.011): the held-out split the
-  targets are judged on. Not in the learned stage's training data.
+  after v9 was committed and scored once at 7ecdaca (0.817 / 0.011);
 * ``blind-8``, ``blind-9``: written by engineers B8 and B9 without seeing the repository, copied in
   after v9 and scored once at 13b45ed (0.801 / 0.030 and 0.816 / 0.028; the detector of 7ecdaca
-  unchanged): held out with blind-7, in no training data.
+  unchanged): held out with blind-7 for v9, v10 and v11, then training data of v12;
+* ``blind-10``: written by engineer B10 without seeing the repository, kept outside it until v12
+  was committed, then scored once there: the held-out split the targets are judged on, in no
+  training data and read by no choice of v12.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -85,11 +87,12 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "train-a": "train-a.jsonl", "train-b": "train-b.jsonl", "train-c": "train-c.jsonl",
                "blind-5": "blind-5.jsonl", "blind-6": "blind-6.jsonl",
                "train-d": "train-d.jsonl", "train-e": "train-e.jsonl", "train-f": "train-f.jsonl",
-               "blind-7": "blind-7.jsonl", "blind-8": "blind-8.jsonl", "blind-9": "blind-9.jsonl"}
+               "blind-7": "blind-7.jsonl", "blind-8": "blind-8.jsonl", "blind-9": "blind-9.jsonl",
+               "blind-10": "blind-10.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
-#: The held-out splits the targets are judged on, each scored once by v9 before it was read; none
-#: is in any training data (a new blind split replaces one once it has been read or trained on).
-HELD_OUT_SPLITS: tuple[str, ...] = ("blind-7", "blind-8", "blind-9")
+#: The held-out splits the targets are judged on, each scored once before it was read; none is in
+#: any training data (a new blind split replaces one once it has been read or trained on).
+HELD_OUT_SPLITS: tuple[str, ...] = ("blind-10",)
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
@@ -175,7 +178,9 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "written by engineer B7 without seeing the repository, copied in after v9 and scored once at "
             "7ecdaca (first_scores: 0.817 / 0.011). blind-8, blind-9: written by engineers B8 and B9 without "
             "seeing the repository, copied in after v9 and scored once at 13b45ed (first_scores: 0.801 / 0.030, "
-            "0.816 / 0.028). blind-7, blind-8 and blind-9 are the held-out splits, not tuned or trained on.")
+            "0.816 / 0.028), held out for v9 to v11, then training data of v12. blind-10: written by engineer "
+            "B10 without seeing the repository, copied in after v12 was committed and scored once there: the "
+            "held-out split, not tuned or trained on.")
 
 
 @dataclass(frozen=True, slots=True)

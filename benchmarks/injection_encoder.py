@@ -15,12 +15,15 @@ encoder fine-tuned on these writers". This script is that step, run on the CPU:
   here (``benchmarks/injection_detector.py`` scores them, counts only).
 
     python benchmarks/realdocs_quality.py --set iobroker; python benchmarks/realdocs_quality.py --set contao
-    python benchmarks/injection_encoder.py --train-top 12 --epochs 3 --hard-negatives 6000 --write  # shipped (v11); ~40 min
+    python benchmarks/injection_encoder.py --train-top 12 --epochs 3 --hard-negatives 6000 --write  # shipped (v12); ~45 min
+    python benchmarks/injection_combination.py    # then: how the detector combines it (v12); ~10 min
     python benchmarks/injection_encoder.py --train-top 4 --epochs 4             # ~15 min, measure only
 
 Needs torch (CPU build) for training only. Writes ``benchmarks/results/injection_encoder.json``;
 ``--write`` also writes ``src/beleg/ingest/data/injection_encoder.npz``, the weights the detector's
-third stage (:mod:`beleg.ingest.injection_encoder`, detector v11) reads. ``--hard-negatives N``
+third stage (:mod:`beleg.ingest.injection_encoder`, detector v11 on) reads (v12: retrained with
+blind-7/8/9, the held-out splits of v9 to v11; the detector's flag level, gate and veto are
+chosen by ``injection_combination.py``, not the file's threshold). ``--hard-negatives N``
 adds N gated units of the ioBroker and Contao realdocs corpora as benign (three quarters German);
 mailcow and Paperless stay out, to measure false positives on documentation it never read.
 """
@@ -335,7 +338,7 @@ def main() -> None:
     held_corpus_states = lower_states(torch, model, layers, corpus["held_out"], frozen)
     # v10 on the validation rows, its lexical stage retrained without them (the shipped one read them).
     lexical = train_lexical(train_rows, corpus["train"])
-    v10_val = np.array([bool(detect_instructions(r["text"], model=lexical)) for r in val_rows])
+    v10_val = np.array([bool(detect_instructions(r["text"], model=lexical, encoder=False)) for r in val_rows])
     C.log(f"v10 (lexical stage without the validation writers) on validation: {rates(v10_val, val_y)}")
     clf = Classifier(torch, layers[frozen:], model.heads, model.eps)
     result: dict[str, Any] = {"protocol": __doc__, "train_top": args.train_top, "epochs": args.epochs, "lr": args.lr,

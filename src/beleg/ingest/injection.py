@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 from beleg.ingest.injection_actions import action_findings
 from beleg.ingest.injection_frames import frame_findings
-from beleg.ingest.injection_learned import LinearTextModel, Reading, read
+from beleg.ingest.injection_learned import LinearTextModel, Reading, read, ungated_windows
 from beleg.ingest.injection_normalize import Normalized, normalize, table_columns
 from beleg.ingest.injection_patterns import FAMILIES, TURN_MARKER, Rule
 from beleg.ingest.injection_version import DETECTOR_VERSION
@@ -443,57 +443,95 @@ _OPENS_LINE_OR_SENTENCE = re.compile(r"(?:^|[.!?])[\s>#*_-]*$")
 
 
 def detect_instructions(text: str, *, model: LinearTextModel | None = None, encoder: bool = True) -> list[Finding]:
-    """All instruction-like text in ``text``: the rules' findings, then (v6) the learned stage's.
+    """All instruction-like text in ``text``: the rules' findings, the learned stage's, the encoder's.
 
     :func:`rule_findings` runs the phrase families, frames and orders; since v10 a rule finding
     is dropped when the learned stage read its sentences (at least :data:`RULE_VETO_MIN_WORDS`
-    words) and scored every window there below :data:`RULE_VETO_BELOW`. The sentences of a paragraph that
+    words) and scored every window there below :data:`RULE_VETO_BELOW`, and since v12 when the
+    encoder scored every window and sentence around it below
+    :data:`beleg.ingest.injection_encoder.RULE_VETO_BELOW`. The sentences of a paragraph that
     :mod:`beleg.ingest.injection_learned` scores as an injection and that no rule matched are
-    added as ``learned`` findings. Sorted by position. ``model`` replaces the shipped learned
-    model (training and evaluation only).
+    added as ``learned`` findings, those the encoder scores as one as ``encoder`` findings.
+    Sorted by position. ``model`` replaces the shipped learned model (training and evaluation
+    only); ``encoder=False`` leaves the encoder out (v10, for comparison).
     """
     reading = read(text, model)
     rules = rule_findings(text)
     found = [f for f in rules if not _vetoed(f, text, reading)]
+    encoded = _EncoderReading.of(text, reading, rules) if encoder else None
+    if encoded is not None:
+        found = [f for f in found if not encoded.vetoes(f, text, reading)]
     taken = [(f.start, f.end) for f in found]
     sentences = _Sentences(text) if reading.spans else None
     for start, end, _ in reading.spans:
         if not any(a < end and start < b for a, b in taken):
             found.append(Finding("learned", start, end, _excerpt(text, start, end, sentences)))
-    if encoder:
-        found += _encoder_findings(text, reading, rules, found)
+    if encoded is not None:
+        found += encoded.findings(text, found)
     found.sort(key=lambda f: (f.start, f.end, f.kind))
     return found
 
 
-def _encoder_findings(text: str, reading: Reading, rules: list[Finding], found: list[Finding]) -> list[Finding]:
-    """v11: the windows the lexical stage scored at least ``injection_encoder.GATE``, or that hold a
-    rule finding (vetoed or not), read by the fine-tuned encoder; each sentence (else the window)
-    reaching its threshold and not yet found becomes an ``encoder`` finding."""
-    from beleg.ingest.injection_encoder import GATE, load_encoder
+@dataclass(frozen=True)
+class _EncoderReading:
+    """The encoder's scores of the windows it reads in one text, and of their sentences.
 
-    windows = [(a, b) for a, b, best in reading.windows
-               if best >= GATE or any(f.start < b and a < f.end for f in rules)]
-    if not windows:
-        return []
-    encoder = load_encoder()
-    # Each window's sentences (a one-sentence window is its own sentence, scored once).
-    inside = {(a, b): [(sa, sb) for sa, sb, _ in reading.sentences if a <= sa and sb <= b and (sa, sb) != (a, b)]
-              for a, b in windows}
-    spans = list(dict.fromkeys(span for window, parts in inside.items() for span in (window, *parts)))
-    scores = dict(zip(spans, encoder.scores([_unit(text, a, b) for a, b in spans])))
-    taken = [(f.start, f.end) for f in found]
-    sentences: _Sentences | None = None
-    out: list[Finding] = []
-    for window, parts in inside.items():
-        hits = [s for s in parts if scores[s] >= encoder.threshold] or \
-            ([window] if scores[window] >= encoder.threshold else [])
-        for start, end in hits:
-            if not any(x < end and start < y for x, y in taken):
-                sentences = sentences or _Sentences(text)
-                out.append(Finding("encoder", start, end, _excerpt(text, start, end, sentences)))
-                taken.append((start, end))
-    return out
+    It reads the windows the lexical stage scored at least ``injection_encoder.GATE`` and those
+    holding a rule finding (vetoed or not): a rule finding is then always judged by it.
+    """
+
+    #: window -> its sentences (a one-sentence window is its own sentence, scored once)
+    inside: dict[tuple[int, int], list[tuple[int, int]]]
+    scores: dict[tuple[int, int], float]
+    #: the spans it read whole (a longer one is cut at its token limit: it never saw the rest)
+    whole: frozenset[tuple[int, int]]
+    threshold: float
+    veto_below: float
+
+    @classmethod
+    def of(cls, text: str, reading: Reading, rules: list[Finding]) -> _EncoderReading | None:
+        from beleg.ingest.injection_encoder import GATE, READ_UNGATED, RULE_VETO_BELOW, load_encoder
+
+        windows = [(a, b) for a, b, best in reading.windows
+                   if best >= GATE or any(f.start < b and a < f.end for f in rules)]
+        inside = {(a, b): [(sa, sb) for sa, sb, _ in reading.sentences if a <= sa and sb <= b and (sa, sb) != (a, b)]
+                  for a, b in windows}
+        if READ_UNGATED:
+            inside.update({w: [s for s in parts if s != w] for w, parts in ungated_windows(text)})
+        if not inside:
+            return None
+        encoder = load_encoder()
+        spans = list(dict.fromkeys(span for window, parts in inside.items() for span in (window, *parts)))
+        scores, whole = encoder.read([_unit(text, a, b) for a, b in spans])
+        return cls(inside, dict(zip(spans, (float(x) for x in scores))),
+                   frozenset(span for span, read_whole in zip(spans, whole) if read_whole), encoder.threshold,
+                   RULE_VETO_BELOW)
+
+    def vetoes(self, finding: Finding, text: str, reading: Reading) -> bool:
+        """Whether the encoder read the finding's text and scored all of it below the veto level;
+        as for the lexical veto, never a structural finding, a label addressed to a model or a
+        terse order (fewer than RULE_VETO_MIN_WORDS words in its sentences: "Send us your password.").
+        Only what it read whole counts: padding a sentence past its token limit must not buy a veto."""
+        if self.veto_below <= 0.0 or finding.kind in _NEVER_VETOED or _model_label(finding, text):
+            return False
+        around = [s for (a, b), s in self.scores.items()
+                  if a < finding.end and finding.start < b and (a, b) in self.whole]
+        return bool(around) and max(around) < self.veto_below and _words_around(finding, text, reading) >= RULE_VETO_MIN_WORDS
+
+    def findings(self, text: str, found: list[Finding]) -> list[Finding]:
+        """Each sentence (else the window) reaching the threshold that no finding covers yet."""
+        taken = [(f.start, f.end) for f in found]
+        sentences: _Sentences | None = None
+        out: list[Finding] = []
+        for window, parts in self.inside.items():
+            hits = [s for s in parts if self.scores[s] >= self.threshold] or \
+                ([window] if self.scores[window] >= self.threshold else [])
+            for start, end in hits:
+                if not any(x < end and start < y for x, y in taken):
+                    sentences = sentences or _Sentences(text)
+                    out.append(Finding("encoder", start, end, _excerpt(text, start, end, sentences)))
+                    taken.append((start, end))
+        return out
 
 
 def _unit(text: str, start: int, end: int) -> str:
@@ -507,8 +545,12 @@ def _vetoed(finding: Finding, text: str, reading: Reading) -> bool:
     if finding.kind in _NEVER_VETOED or _model_label(finding, text):
         return False
     around = [s for a, b, s in reading.windows if a < finding.end and finding.start < b]
-    words = sum(len(text[a:b].split()) for a, b, _ in reading.sentences if a < finding.end and finding.start < b)
-    return bool(around) and max(around) < RULE_VETO_BELOW and words >= RULE_VETO_MIN_WORDS
+    return bool(around) and max(around) < RULE_VETO_BELOW and _words_around(finding, text, reading) >= RULE_VETO_MIN_WORDS
+
+
+def _words_around(finding: Finding, text: str, reading: Reading) -> int:
+    """The words of the sentences (as the lexical stage cut them) that hold the finding."""
+    return sum(len(text[a:b].split()) for a, b, _ in reading.sentences if a < finding.end and finding.start < b)
 
 
 def _model_label(finding: Finding, text: str) -> bool:

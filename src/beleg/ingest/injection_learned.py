@@ -220,13 +220,22 @@ def scored_units(text: str) -> list[str]:
     return list(dict.fromkeys(units))
 
 
-def _windows(text: str) -> list[list[tuple[int, int]]]:
+def ungated_windows(text: str) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
+    """The windows of the paragraphs the word gate leaves out (none of its words), each with its
+    sentences, as spans of ``text`` as given: what the encoder reads beyond this stage (v12)."""
+    norm = normalize(text)
+    return [(norm.original_span(w[0][0], w[-1][1]), [norm.original_span(a, b) for a, b in w])
+            for w in _windows(norm.text, gated=False)]
+
+
+def _windows(text: str, gated: bool = True) -> list[list[tuple[int, int]]]:
     """Sentence spans grouped as the model reads them: whole paragraphs of up to three
-    sentences, longer paragraphs in overlapping windows of three; ungated paragraphs left out."""
+    sentences, longer paragraphs in overlapping windows of three; the paragraphs its word gate
+    opens (``gated=False``: the others)."""
     out = []
     for paragraph in _pieces(text, 0, len(text), _PARAGRAPH_BREAK):
         sentences = _pieces(text, *paragraph, _SENTENCE_BREAK)
-        if not any(_GATE.search(text[a:b]) for a, b in sentences):
+        if any(_GATE.search(text[a:b]) for a, b in sentences) != gated:
             continue
         if len(sentences) <= _WINDOW:
             out.append(sentences)

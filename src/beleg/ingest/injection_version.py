@@ -11,4 +11,6 @@ it here lets that check run without importing (and compiling) the phrase familie
 # finding), a label to a model that opens a line ("Note to the LLM:") is never vetoed.
 # 11: a third stage, the fine-tuned e5-small encoder (beleg.ingest.injection_encoder), reads the
 # windows the lexical stage scored at least 0.1 or that hold a rule finding.
-DETECTOR_VERSION = "11"
+# 12: the encoder retrained with blind-7/8/9, also reads the paragraphs the word gate leaves out,
+# and vetoes rule findings it scores below 0.02; the lexical stage retrained with blind-7/8/9.
+DETECTOR_VERSION = "12"
