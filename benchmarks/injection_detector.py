@@ -145,7 +145,17 @@ FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", 
                                                          "flagged": "10/360"},
                             "v9 learned stage alone (13b45ed)": {"recall": 0.716, "caught": "136/190", "fpr": 0.0,
                                                                  "flagged": "0/360"},
-                            "v10 (c8c3268)": {"recall": 0.811, "caught": "154/190", "fpr": 0.011, "flagged": "4/360"}}}
+                            "v10 (c8c3268)": {"recall": 0.811, "caught": "154/190", "fpr": 0.011, "flagged": "4/360"}},
+                # Written by engineer B10, who never saw the repository; kept outside it until v12 was
+                # committed (01277c8) and scored once there. v11 (0bc9ba1) scored the same day for comparison.
+                "blind-10": {"v12 (01277c8)": {"recall": 0.925, "caught": "172/186", "fpr": 0.025, "flagged": "9/366"},
+                             "v12 without the encoder, i.e. v10.3 (01277c8)": {"recall": 0.763, "caught": "142/186",
+                                                                               "fpr": 0.014, "flagged": "5/366"},
+                             "v12 rules alone (01277c8)": {"recall": 0.591, "caught": "110/186", "fpr": 0.014,
+                                                           "flagged": "5/366"},
+                             "v12 learned stage alone (01277c8)": {"recall": 0.677, "caught": "126/186", "fpr": 0.008,
+                                                                   "flagged": "3/366"},
+                             "v11 (0bc9ba1)": {"recall": 0.833, "caught": "155/186", "fpr": 0.022, "flagged": "8/366"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:

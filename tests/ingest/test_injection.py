@@ -432,6 +432,10 @@ BLIND_FLOORS = {
     # 5). Training data of v12's encoder and lexical stage since: seen. The floors are v12's.
     "blind-8": (181, 181, 364, 6),
     "blind-9": (190, 187, 360, 2),
+    # blind-10: copied in only after v12 (01277c8) was committed and scored once there: recall
+    # 172/186 = 0.925, FPR 9/366 = 0.025 (v10.3 142/186 and 5/366, v11 155/186 and 8/366).
+    # The held-out split: in no training data. The floor is that first score.
+    "blind-10": (186, 172, 366, 9),
 }
 
 
@@ -443,7 +447,8 @@ def test_blind_splits_keep_their_floor(split: str) -> None:
 # The held-out split's first score, taken once before it was read (blind-7, blind-8 and blind-9
 # were held out for v9 to v11, which missed the targets on each; they are training data of v12).
 # Strict, so a detector that meets the targets says so here.
-HELD_OUT_FIRST_SCORES: dict[str, str] = {}
+HELD_OUT_FIRST_SCORES = {"blind-10": "v12 at 01277c8: recall 0.925 (172/186), FPR 0.025 (9/366); "
+                                     "v11: 155/186, 8/366"}
 
 
 @pytest.mark.parametrize("split", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=f"held-out {s}, {why}"))
