@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from beleg.ingest.injection import detect_instructions, is_instruction_like
+from beleg.ingest.injection import detect_instructions, detect_many, is_instruction_like
 from beleg.sentences import split_sentences
 
 __all__ = ["MARKER", "PROSE_KINDS", "Quarantine", "instruction_like", "quarantine_chunk", "quarantine_hit",
@@ -183,9 +183,38 @@ _CACHE = _SpanCache()
 
 
 # ---------------------------------------------------------------------- fields
+class _FieldCache:
+    """Field value → instruction-like, bounded, thread-safe. Titles, headings and metadata values
+    repeat across chunks and questions; each new one costs the detector's encoder a pass."""
+
+    def __init__(self, max_entries: int = 50_000) -> None:
+        self.max_entries = max_entries
+        self._items: OrderedDict[str, bool] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def flagged(self, values: Iterable[str]) -> set[str]:
+        """The values among ``values`` that hold instruction-like text; the unknown ones are read
+        together (one encoder pass for all of a chunk's fields)."""
+        wanted = list(dict.fromkeys(v for v in values if v.strip()))
+        with self._lock:
+            known = {v: self._items[v] for v in wanted if v in self._items}
+        unknown = [v for v in wanted if v not in known]
+        if unknown:
+            found = dict(zip(unknown, (bool(f) for f in detect_many(unknown))))
+            with self._lock:
+                self._items.update(found)
+                while len(self._items) > self.max_entries:
+                    self._items.popitem(last=False)
+            known.update(found)
+        return {v for v in wanted if known[v]}
+
+
+_FIELDS = _FieldCache()
+
+
 def instruction_like(value: Any) -> bool:
     """Whether a title, heading or metadata value holds instruction-like text."""
-    return isinstance(value, str) and bool(value.strip()) and bool(detect_instructions(value))
+    return isinstance(value, str) and bool(_FIELDS.flagged([value]))
 
 
 def shown_value(value: Any) -> str:
@@ -201,16 +230,13 @@ def shown_heading_path(path: Sequence[str], sep: str = " > ") -> str:
 
 def withheld_fields(title: str, heading_path: Sequence[str], metadata: Mapping[str, Any]) -> tuple[str, ...]:
     """Names of the fields whose values are instruction-like: ``"title"``, ``"section"``, or a metadata key."""
-    out = []
-    if instruction_like(title):
-        out.append("title")
-    if any(instruction_like(h) for h in heading_path):
-        out.append("section")
-    for key, value in metadata.items():
-        values = value if isinstance(value, (list, tuple)) else (value,)
-        if key != "title" and any(instruction_like(v) for v in values):
-            out.append(str(key))
-    return tuple(out)
+    def strings(value: Any) -> list[str]:
+        return [v for v in (value if isinstance(value, (list, tuple)) else (value,)) if isinstance(v, str)]
+
+    fields = [("title", strings(title)), ("section", strings(list(heading_path))),
+              *((str(k), strings(v)) for k, v in metadata.items() if k != "title")]
+    flagged = _FIELDS.flagged(v for _, values in fields for v in values)
+    return tuple(name for name, values in fields if any(v in flagged for v in values))
 
 
 def quarantine_hit(hit: Any) -> Quarantine:

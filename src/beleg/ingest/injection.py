@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from beleg.ingest.injection_actions import action_findings
@@ -54,7 +54,7 @@ from beleg.ingest.injection_normalize import Normalized, normalize, table_column
 from beleg.ingest.injection_patterns import FAMILIES, TURN_MARKER, Rule
 from beleg.ingest.injection_version import DETECTOR_VERSION
 
-__all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "detect_instructions",
+__all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "detect_instructions", "detect_many",
            "instruction_spans", "is_instruction_like", "rule_findings"]
 
 #: Chunk flags are ``f"{FLAG_PREFIX}:{kind}"``, e.g. ``"instruction-like:override"``.
@@ -455,10 +455,24 @@ def detect_instructions(text: str, *, model: LinearTextModel | None = None, enco
     Sorted by position. ``model`` replaces the shipped learned model (training and evaluation
     only); ``encoder=False`` leaves the encoder out (v10, for comparison).
     """
-    reading = read(text, model)
-    rules = rule_findings(text)
+    return detect_many([text], model=model, encoder=encoder)[0]
+
+
+def detect_many(texts: Sequence[str], *, model: LinearTextModel | None = None,
+                encoder: bool = True) -> list[list[Finding]]:
+    """:func:`detect_instructions` of each text, the encoder reading the windows of all of them in
+    one pass (a retrieved chunk's title, headings and metadata values: one forward pass each
+    would cost more than the answer)."""
+    readings = [read(text, model) for text in texts]
+    rules = [rule_findings(text) for text in texts]
+    windows = [_encoder_windows(t, r, f) if encoder else {} for t, r, f in zip(texts, readings, rules)]
+    encoded = _EncoderReading.score_all(texts, windows)
+    return [_combined(*args) for args in zip(texts, readings, rules, encoded)]
+
+
+def _combined(text: str, reading: Reading, rules: list[Finding], encoded: _EncoderReading | None) -> list[Finding]:
+    """One text's findings from its stages' readings."""
     found = [f for f in rules if not _vetoed(f, text, reading)]
-    encoded = _EncoderReading.of(text, reading, rules) if encoder else None
     if encoded is not None:
         found = [f for f in found if not encoded.vetoes(f, text, reading)]
     taken = [(f.start, f.end) for f in found]
@@ -472,13 +486,26 @@ def detect_instructions(text: str, *, model: LinearTextModel | None = None, enco
     return found
 
 
+def _encoder_windows(text: str, reading: Reading, rules: list[Finding]) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """The windows the encoder reads in ``text``, each with its sentences (a one-sentence window is
+    its own sentence, scored once): those the lexical stage scored at ``GATE`` or above, those
+    holding a rule finding (vetoed or not: a rule finding is then always judged by it) and (v12)
+    the paragraphs the lexical stage's word gate left out."""
+    from beleg.ingest.injection_encoder import GATE, READ_UNGATED
+
+    windows = [(a, b) for a, b, best in reading.windows
+               if best >= GATE or any(f.start < b and a < f.end for f in rules)]
+    inside = {(a, b): [(sa, sb) for sa, sb, _ in reading.sentences if a <= sa and sb <= b and (sa, sb) != (a, b)]
+              for a, b in windows}
+    if READ_UNGATED:
+        inside.update({w: [s for s in parts if s != w] for w, parts in ungated_windows(text)})
+    return inside
+
+
 @dataclass(frozen=True)
 class _EncoderReading:
-    """The encoder's scores of the windows it reads in one text, and of their sentences.
-
-    It reads the windows the lexical stage scored at least ``injection_encoder.GATE`` and those
-    holding a rule finding (vetoed or not): a rule finding is then always judged by it.
-    """
+    """The encoder's scores of the windows it reads in one text (:func:`_encoder_windows`), and of
+    their sentences."""
 
     #: window -> its sentences (a one-sentence window is its own sentence, scored once)
     inside: dict[tuple[int, int], list[tuple[int, int]]]
@@ -489,23 +516,27 @@ class _EncoderReading:
     veto_below: float
 
     @classmethod
-    def of(cls, text: str, reading: Reading, rules: list[Finding]) -> _EncoderReading | None:
-        from beleg.ingest.injection_encoder import GATE, READ_UNGATED, RULE_VETO_BELOW, load_encoder
+    def score_all(cls, texts: Sequence[str], windows: Sequence[dict[tuple[int, int], list[tuple[int, int]]]]
+                  ) -> list[_EncoderReading | None]:
+        """Each text's reading (None where it has nothing to read), from one encoder pass over all."""
+        from beleg.ingest.injection_encoder import RULE_VETO_BELOW, load_encoder
 
-        windows = [(a, b) for a, b, best in reading.windows
-                   if best >= GATE or any(f.start < b and a < f.end for f in rules)]
-        inside = {(a, b): [(sa, sb) for sa, sb, _ in reading.sentences if a <= sa and sb <= b and (sa, sb) != (a, b)]
-                  for a, b in windows}
-        if READ_UNGATED:
-            inside.update({w: [s for s in parts if s != w] for w, parts in ungated_windows(text)})
-        if not inside:
-            return None
+        spans = [list(dict.fromkeys(span for window, parts in inside.items() for span in (window, *parts)))
+                 for inside in windows]
+        units = [_unit(text, a, b) for text, own in zip(texts, spans) for a, b in own]
+        if not units:
+            return [None] * len(texts)
         encoder = load_encoder()
-        spans = list(dict.fromkeys(span for window, parts in inside.items() for span in (window, *parts)))
-        scores, whole = encoder.read([_unit(text, a, b) for a, b in spans])
-        return cls(inside, dict(zip(spans, (float(x) for x in scores))),
-                   frozenset(span for span, read_whole in zip(spans, whole) if read_whole), encoder.threshold,
-                   RULE_VETO_BELOW)
+        scores, whole = encoder.read(units)
+        out: list[_EncoderReading | None] = []
+        pos = 0
+        for inside, own in zip(windows, spans):
+            part = slice(pos, pos + len(own))
+            pos += len(own)
+            out.append(cls(inside, dict(zip(own, (float(x) for x in scores[part]))),
+                           frozenset(s for s, w in zip(own, whole[part]) if w), encoder.threshold,
+                           RULE_VETO_BELOW) if own else None)
+        return out
 
     def vetoes(self, finding: Finding, text: str, reading: Reading) -> bool:
         """Whether the encoder read the finding's text and scored all of it below the veto level;
