@@ -41,7 +41,15 @@ from injection_encoder import FP_CHECK_SETS, VALIDATION_WRITERS
 from train_injection_model import corpus_units, readme_units
 from train_injection_model import train as train_lexical
 
-from beleg.ingest.injection import RULE_VETO_MIN_WORDS, _NEVER_VETOED, _model_label, _unit, _vetoed, _words_around, rule_findings
+from beleg.ingest.injection import (
+    _NEVER_VETOED,
+    RULE_VETO_MIN_WORDS,
+    _model_label,
+    _unit,
+    _vetoed,
+    _words_around,
+    rule_findings,
+)
 from beleg.ingest.injection_encoder import load_encoder
 from beleg.ingest.injection_learned import read, ungated_windows
 
