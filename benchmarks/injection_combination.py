@@ -36,9 +36,8 @@ from typing import Any
 
 import _common as C
 import numpy as np
-from injection_detector import HELD_OUT_SPLITS, SPLIT_FILES, load_rows, realdocs_paragraphs
-from injection_encoder import FP_CHECK_SETS, VALIDATION_WRITERS
-from train_injection_model import corpus_units, readme_units
+from injection_detector import realdocs_paragraphs
+from injection_encoder import FP_CHECK_SETS, VALIDATION_WRITERS, rates, training_and_validation
 from train_injection_model import train as train_lexical
 
 from beleg.ingest.injection import (
@@ -117,23 +116,12 @@ def choose(table: list[dict[str, Any]]) -> dict[str, Any]:
     return min(ok, key=lambda r: (-share(r["caught"]), outside(r), r["rule_veto"])) if ok else {}
 
 
-def rates(flags: np.ndarray, y: np.ndarray) -> dict[str, Any]:
-    inj, ben = flags[y], flags[~y]
-    return {"recall": C.rnd(inj.mean()), "caught": f"{int(inj.sum())}/{len(inj)}",
-            "fpr": C.rnd(ben.mean()), "flagged": f"{int(ben.sum())}/{len(ben)}"}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="result path (default benchmarks/results/injection_combination.json)")
     args = ap.parse_args()
     encoder = load_encoder()
-    splits = [s for s in SPLIT_FILES if s not in HELD_OUT_SPLITS]
-    rows = load_rows(splits)
-    train_rows = [r for r in rows if r["split"] not in VALIDATION_WRITERS]
-    val_rows = [r for r in rows if r["split"] in VALIDATION_WRITERS]
-    corpus = corpus_units()
-    corpus["train"] += readme_units()["train"]
+    train_rows, val_rows, corpus = training_and_validation()
     lexical = train_lexical(train_rows, corpus["train"])
     C.log(f"lexical stage retrained without {VALIDATION_WRITERS}; scoring {len(val_rows)} validation rows")
     y = np.array([r["label"] == "injection" for r in val_rows])

@@ -268,6 +268,16 @@ def row_units(text: str) -> list[str]:
     return list(dict.fromkeys([row_text({"text": norm}), *scored_units(text)]))
 
 
+def training_and_validation() -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
+    """The labelled rows of the training writers and of the validation writers (held-out splits
+    never read), and the benign corpus units (demo, XQuAD, package READMEs) split for training."""
+    rows = load_rows([s for s in SPLIT_FILES if s not in HELD_OUT_SPLITS])
+    corpus = corpus_units()
+    corpus["train"] += readme_units()["train"]
+    return ([r for r in rows if r["split"] not in VALIDATION_WRITERS],
+            [r for r in rows if r["split"] in VALIDATION_WRITERS], corpus)
+
+
 def per_row(unit_scores: np.ndarray, units: list[list[str]]) -> np.ndarray:
     """Each row's highest unit score."""
     ends = np.cumsum([len(u) for u in units])
@@ -307,12 +317,7 @@ def main() -> None:
     layers = torch_layers(model, torch)
     frozen = len(layers) - args.train_top
 
-    splits = [s for s in SPLIT_FILES if s not in HELD_OUT_SPLITS]
-    rows = load_rows(splits)
-    train_rows = [r for r in rows if r["split"] not in VALIDATION_WRITERS]
-    val_rows = [r for r in rows if r["split"] in VALIDATION_WRITERS]
-    corpus = corpus_units()
-    corpus["train"] += readme_units()["train"]
+    train_rows, val_rows, corpus = training_and_validation()
     # Labelled texts whole plus the benign ones' units, as the lexical stage trains (no corpus yet).
     texts, labelled = training_units(train_rows, [])
     y = labelled.tolist()
