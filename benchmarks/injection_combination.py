@@ -40,15 +40,7 @@ from injection_detector import realdocs_paragraphs
 from injection_encoder import FP_CHECK_SETS, VALIDATION_WRITERS, rates, training_and_validation
 from train_injection_model import train as train_lexical
 
-from beleg.ingest.injection import (
-    _NEVER_VETOED,
-    RULE_VETO_MIN_WORDS,
-    _model_label,
-    _unit,
-    _vetoed,
-    _words_around,
-    rule_findings,
-)
+from beleg.ingest.injection import _unit, _vetoable, _vetoed, rule_findings
 from beleg.ingest.injection_encoder import load_encoder
 from beleg.ingest.injection_learned import read, ungated_windows
 
@@ -74,8 +66,7 @@ def row_facts(text: str, lexical: Any, encoder: Any) -> dict[str, Any]:
     for f in rules:
         if _vetoed(f, text, reading):
             continue
-        vetoable = (f.kind not in _NEVER_VETOED and not _model_label(f, text)
-                    and _words_around(f, text, reading) >= RULE_VETO_MIN_WORDS)
+        vetoable = _vetoable(f, text, reading)
         around = [scores[s] for s in spans if s[0] < f.end and f.start < s[1] and s in whole_spans]
         kept.append({"vetoable": vetoable, "enc": max(around) if around else None})
     beyond = [span for w, parts in ungated_windows(text) for span in dict.fromkeys([w, *parts])]

@@ -543,11 +543,11 @@ class _EncoderReading:
         as for the lexical veto, never a structural finding, a label addressed to a model or a
         terse order (fewer than RULE_VETO_MIN_WORDS words in its sentences: "Send us your password.").
         Only what it read whole counts: padding a sentence past its token limit must not buy a veto."""
-        if self.veto_below <= 0.0 or finding.kind in _NEVER_VETOED or _model_label(finding, text):
+        if self.veto_below <= 0.0 or not _vetoable(finding, text, reading):
             return False
         around = [s for (a, b), s in self.scores.items()
                   if a < finding.end and finding.start < b and (a, b) in self.whole]
-        return bool(around) and max(around) < self.veto_below and _words_around(finding, text, reading) >= RULE_VETO_MIN_WORDS
+        return bool(around) and max(around) < self.veto_below
 
     def findings(self, text: str, found: list[Finding]) -> list[Finding]:
         """Each sentence (else the window) reaching the threshold that no finding covers yet."""
@@ -573,15 +573,20 @@ def _unit(text: str, start: int, end: int) -> str:
 def _vetoed(finding: Finding, text: str, reading: Reading) -> bool:
     """Whether the learned stage read the finding's sentences, they are long enough to judge,
     and nothing around them reaches the veto level."""
-    if finding.kind in _NEVER_VETOED or _model_label(finding, text):
+    if not _vetoable(finding, text, reading):
         return False
     around = [s for a, b, s in reading.windows if a < finding.end and finding.start < b]
-    return bool(around) and max(around) < RULE_VETO_BELOW and _words_around(finding, text, reading) >= RULE_VETO_MIN_WORDS
+    return bool(around) and max(around) < RULE_VETO_BELOW
 
 
-def _words_around(finding: Finding, text: str, reading: Reading) -> int:
-    """The words of the sentences (as the lexical stage cut them) that hold the finding."""
-    return sum(len(text[a:b].split()) for a, b, _ in reading.sentences if a < finding.end and finding.start < b)
+def _vetoable(finding: Finding, text: str, reading: Reading) -> bool:
+    """Whether a model may veto the finding at all (the lexical stage since v10, the encoder since
+    v12): not a structural finding, not a label addressed to a model, and its sentences (as the
+    lexical stage cut them) hold at least RULE_VETO_MIN_WORDS words."""
+    if finding.kind in _NEVER_VETOED or _model_label(finding, text):
+        return False
+    words = sum(len(text[a:b].split()) for a, b, _ in reading.sentences if a < finding.end and finding.start < b)
+    return words >= RULE_VETO_MIN_WORDS
 
 
 def _model_label(finding: Finding, text: str) -> bool:
