@@ -41,6 +41,27 @@ if TYPE_CHECKING:  # the ingest pipeline (readers, progress bars) is imported by
 
 log = logging.getLogger(__name__)
 
+
+#: Chunks the injection detector re-reads per transaction after an upgrade (KnowledgeBase._refresh_flags).
+REFRESH_BATCH = 64
+#: Meta key: "<detector version> <chunks done>" while a refresh is under way, in row order.
+REFRESH_MARK = "injection_detector_refresh"
+
+
+def refreshed_count(mark: str | None, version: str) -> int:
+    """How many chunks (in row order) a refresh for detector ``version`` already committed.
+
+    Nothing writes chunks between an interrupted refresh and the next open's (every open
+    refreshes before it does anything else), so the count still names the same chunks. Were
+    it off, the harm is bounded: a chunk left with an older detector's flags is still read
+    with the current detector whenever it is retrieved (quarantine), so only its stored flag
+    lags, never what reaches a prompt.
+    """
+    if mark is None:
+        return 0
+    mark_version, _, count = mark.rpartition(" ")
+    return int(count) if mark_version == version and count.isdigit() else 0
+
 CONFIG_FILE = "beleg.json"
 CATALOG_FILE = "catalog.sqlite"
 
@@ -133,7 +154,11 @@ class KnowledgeBase:
         """Re-run the injection detector over stored chunks when it changed (or never ran).
 
         Flags are derived data like vectors; a newer detector must not leave chunks an
-        older one missed unflagged.
+        older one missed unflagged. Since detector v12 reads every paragraph with a small
+        encoder, this takes tens of milliseconds per chunk: minutes for a large index, once,
+        on the first open after an upgrade. So it shows progress (``beleg.progress``: a bar on
+        a terminal, a line every few seconds in a log) and commits every ``REFRESH_BATCH``
+        chunks with how far it got: an open interrupted (Ctrl-C, a crash) resumes there.
         """
         # The version lives apart from the detector so this check, run at every open,
         # does not import the detector and its patterns (start-up time of every search).
@@ -141,17 +166,26 @@ class KnowledgeBase:
 
         if self.catalog.get_meta("injection_detector") == DETECTOR_VERSION:
             return
-        from beleg.ingest.injection import chunk_flags
+        from beleg.ingest.injection import chunk_flags_many
+        from beleg.progress import Progress
 
-        changed = {}
-        for row, text, stored in self.catalog.chunk_texts():
-            flags = chunk_flags(text)
-            if list(flags) != json.loads(stored):
-                changed[row] = flags
+        done = refreshed_count(self.catalog.get_meta(REFRESH_MARK), DETECTOR_VERSION)
+        total = self.catalog.counts()["chunks"]
         try:
-            with self.catalog.transaction():
-                self.catalog.set_chunk_flags(changed)
-                self.catalog.set_meta("injection_detector", DETECTOR_VERSION)
+            with Progress(total, desc=f"injection detector {DETECTOR_VERSION}: re-reading stored chunks",
+                          unit="chunk") as shown:
+                shown.advance(min(done, total))
+                while batch := list(self.catalog.chunk_texts(done, REFRESH_BATCH)):
+                    flags = chunk_flags_many([text for _, text, _ in batch])
+                    changed = {row: f for (row, _, stored), f in zip(batch, flags, strict=True)
+                               if list(f) != json.loads(stored)}
+                    done += len(batch)
+                    with self.catalog.transaction():
+                        self.catalog.set_chunk_flags(changed)
+                        self.catalog.set_meta(REFRESH_MARK, f"{DETECTOR_VERSION} {done}")
+                    shown.advance(len(batch))
+                with self.catalog.transaction():
+                    self.catalog.set_meta("injection_detector", DETECTOR_VERSION)
         except versions.IndexBusyError as exc:
             # A reindex is building and writes wait for it: the open goes on with the older
             # detector's flags, and the next open refreshes them. Withholding does not wait:

@@ -496,9 +496,11 @@ class Catalog:
                 out[r[0]] = (r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], tuple(json.loads(r[8])))
         return out
 
-    def chunk_texts(self) -> Iterator[tuple[int, str, str]]:
-        """``(row, text, flags json)`` of every chunk, for re-running an ingest-time detector."""
-        yield from self.db.execute("SELECT row, text, flags FROM chunks ORDER BY row")
+    def chunk_texts(self, offset: int = 0, limit: int | None = None) -> Iterator[tuple[int, str, str]]:
+        """``(row, text, flags json)`` of the chunks in row order from ``offset`` (at most ``limit``),
+        for re-running an ingest-time detector."""
+        yield from self.db.execute("SELECT row, text, flags FROM chunks ORDER BY row LIMIT ? OFFSET ?",
+                                   (-1 if limit is None else limit, offset)).fetchall()
 
     def set_chunk_flags(self, flags: Mapping[int, Sequence[str]]) -> None:
         """Replace the flags of chunks by row (call inside :meth:`transaction`)."""

@@ -54,7 +54,7 @@ from beleg.ingest.injection_normalize import Normalized, normalize, table_column
 from beleg.ingest.injection_patterns import FAMILIES, TURN_MARKER, Rule
 from beleg.ingest.injection_version import DETECTOR_VERSION
 
-__all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "detect_instructions", "detect_many",
+__all__ = ["DETECTOR_VERSION", "FLAG_PREFIX", "Finding", "chunk_flags", "chunk_flags_many", "detect_instructions", "detect_many",
            "instruction_spans", "is_instruction_like", "rule_findings"]
 
 #: Chunk flags are ``f"{FLAG_PREFIX}:{kind}"``, e.g. ``"instruction-like:override"``.
@@ -711,7 +711,12 @@ def is_instruction_like(flags: Iterable[str]) -> bool:
 
 def chunk_flags(text: str) -> tuple[str, ...]:
     """Ingest flags for one chunk: ``("instruction-like:override", ...)``, sorted, unique."""
-    return tuple(sorted({f"{FLAG_PREFIX}:{f.kind}" for f in detect_instructions(text)}))
+    return chunk_flags_many([text])[0]
+
+
+def chunk_flags_many(texts: Sequence[str]) -> list[tuple[str, ...]]:
+    """:func:`chunk_flags` of each text, the encoder reading them in one pass (:func:`detect_many`)."""
+    return [tuple(sorted({f"{FLAG_PREFIX}:{f.kind}" for f in found})) for found in detect_many(texts)]
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -51,6 +51,8 @@ THRESHOLD = 0.9
 RULE_VETO_BELOW = 0.02
 MODEL_RESOURCE = "injection_encoder.npz"
 _LOCK = threading.Lock()
+#: Texts per forward pass in Encoder.read (at most 128 tokens each).
+READ_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -75,20 +77,25 @@ class Encoder:
         if not texts:
             return np.zeros(0), []
         tok = self.model.tokenizer  # type: ignore[attr-defined]
-        ids: list[int] = []
-        offsets = [0]
-        whole = []
-        for text in texts:
-            encoded = tok.encode("query: " + text)
-            whole.append(len(encoded) <= self.max_tokens - 2)
-            ids += [tok.bos, *encoded[: self.max_tokens - 2], tok.eos]
-            offsets.append(len(ids))
-        # A few short windows: one BLAS thread (multi-threaded sgemm on a few rows is all
-        # synchronisation, as for a query embedding).
-        with _LOCK, one_blas_thread():
-            pooled = forward(self.model, np.asarray(ids, dtype=np.int64), offsets)  # type: ignore[arg-type]
-        z = pooled @ self.head_w + self.head_b
-        return 1.0 / (1.0 + np.exp(-z.astype(np.float64))), whole
+        scores: list[np.ndarray] = []
+        whole: list[bool] = []
+        # In slices: a long document's chunks are read in one call (chunk_flags_many), and one
+        # forward pass over all their windows would hold every token's states at once.
+        for first in range(0, len(texts), READ_BATCH):
+            ids: list[int] = []
+            offsets = [0]
+            for text in texts[first:first + READ_BATCH]:
+                encoded = tok.encode("query: " + text)
+                whole.append(len(encoded) <= self.max_tokens - 2)
+                ids += [tok.bos, *encoded[: self.max_tokens - 2], tok.eos]
+                offsets.append(len(ids))
+            # Short windows: one BLAS thread (multi-threaded sgemm on a few rows is all
+            # synchronisation, as for a query embedding).
+            with _LOCK, one_blas_thread():
+                pooled = forward(self.model, np.asarray(ids, dtype=np.int64), offsets)  # type: ignore[arg-type]
+            z = pooled @ self.head_w + self.head_b
+            scores.append(1.0 / (1.0 + np.exp(-z.astype(np.float64))))
+        return np.concatenate(scores), whole
 
 
 def _base_weights() -> Path:

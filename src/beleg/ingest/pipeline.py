@@ -40,7 +40,7 @@ from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.claims import IngestClaims, await_vectors
 from beleg.ingest.discover import Candidate, discover, glob_match, glob_root, printable
-from beleg.ingest.injection import chunk_flags
+from beleg.ingest.injection import chunk_flags_many
 from beleg.ingest.metadata import MetadataRule, resolve, widening
 from beleg.ingest.readers import reader_for, supported_suffixes
 from beleg.ingest.readers.base import normalize_newlines
@@ -513,7 +513,8 @@ class Ingestor:
         if not chunks:
             raise IngestError("no text content after chunking")
         self._stage = "flag detection"
-        chunks = [replace(c, flags=chunk_flags(c.text)) for c in chunks]
+        # One encoder pass for the document's chunks (detect_many), not one per chunk.
+        chunks = [replace(c, flags=f) for c, f in zip(chunks, chunk_flags_many([c.text for c in chunks]), strict=True)]
         texts, hashes, terms = self._analyse(doc, chunks)
         result.flagged = sum(bool(c.flags) for c in chunks)
         result.status = "updated" if stored else "added"

@@ -182,9 +182,11 @@ class PostgresCatalog:
                    tuple(Heading(int(h[0]), str(h[1]), int(h[2])) for h in headings))
 
     # ------------------------------------------------------------------ chunks
-    def chunk_texts(self) -> Iterator[tuple[str, str, str]]:
-        """``(chunk_id, text, flags json)`` of every chunk (for re-running the injection detector)."""
-        for chunk_id, text, flags in self._rows("SELECT chunk_id, text, flags FROM {s}.chunks ORDER BY row"):
+    def chunk_texts(self, offset: int = 0, limit: int | None = None) -> Iterator[tuple[str, str, str]]:
+        """``(chunk_id, text, flags json)`` of the chunks in row order from ``offset`` (at most
+        ``limit``; for re-running the injection detector)."""
+        for chunk_id, text, flags in self._rows("SELECT chunk_id, text, flags FROM {s}.chunks ORDER BY row "
+                                                "LIMIT %s OFFSET %s", (limit, offset)):
             yield chunk_id, text, json.dumps(flags)
 
     def set_chunk_flags(self, flags: Mapping[str, Sequence[str]]) -> None:
