@@ -7,6 +7,7 @@ as "None", a negative grade turning a question into an expected refusal, a typo'
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import yaml
 
 from beleg.cli.main import main
 from beleg.errors import ConfigError
-from beleg.evaluate.datasets import load_gold
+from beleg.evaluate.datasets import load_beir, load_gold, load_squad
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = '  - {id: a1, question: "What is the maximum flow temperature?", relevant: [{doc: specs.md, grade: 2}]}\n'
@@ -133,3 +134,50 @@ def test_the_cli_prints_one_line_naming_the_file_and_question(tmp_path: Path,
     err = capsys.readouterr().err
     assert code != 0 and "Traceback" not in err
     assert err.count("\n") == 1 and err.startswith(f"beleg: error: {gold}: question a1: relevant #1: grade 'high'")
+
+
+# ---------------------------------------------------------------------- SQuAD and BEIR files
+def _squad(tmp_path: Path, qas: list[object], name: str = "squad.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"data": [{"title": "T", "paragraphs": [{"context": "Text.", "qas": qas}]}]}),
+                    encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("qas", "expected"), [
+    ([{"question": "Q?", "answers": []}], "data[0].paragraphs[0].qas[0] has id empty (null)"),
+    ([{"id": "x", "answers": []}], "data[0].paragraphs[0].qas[0] (question x) has question empty (null)"),
+    ([{"id": "x", "question": "Q?", "answers": ["Text"]}], "(question x) has answers[0] 'Text'; expected an answer such as"),
+    (["Q?"], "data[0].paragraphs[0].qas[0] is 'Q?'; expected {'id'"),
+    ([{"id": "x", "question": "Q?"}, {"id": "x", "question": "R?"}], "qas[1] (question x): an earlier question has the same id"),
+])
+def test_a_malformed_squad_question_is_named_by_its_place(tmp_path: Path, qas: list[object], expected: str) -> None:
+    path = _squad(tmp_path, qas)
+    with pytest.raises(ConfigError) as info:
+        load_squad([path])
+    assert str(info.value).startswith(f"{path}: ") and expected in str(info.value)
+
+
+def test_a_squad_paragraph_without_qas_or_context_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps({"data": [{"paragraphs": [{"context": "Text."}]}]}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"data\[0\]\.paragraphs\[0\] is not a paragraph with 'qas"):
+        load_squad([path])
+    path.write_text(json.dumps({"data": [{"paragraphs": [{"qas": []}]}]}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"data\[0\]\.paragraphs\[0\] has context empty \(null\)"):
+        load_squad([path])
+    path.write_text(json.dumps({"data": [{"title": "T"}]}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"data\[0\] is not an article with 'paragraphs"):
+        load_squad([path])
+
+
+def test_a_beir_folder_with_a_bad_score_or_record_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "text": "Text."}\n', encoding="utf-8")
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1"}\n', encoding="utf-8")
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\thigh\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"test\.tsv:2: expected 'query-id<TAB>corpus-id<TAB>score' with an integer"):
+        load_beir(tmp_path)
+    (tmp_path / "qrels" / "test.tsv").write_text("q1\td1\t1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"queries\.jsonl:1: the record has no 'text'"):
+        load_beir(tmp_path)

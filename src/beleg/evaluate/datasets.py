@@ -53,14 +53,27 @@ class Dataset:
         return h.hexdigest()[:16]
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file, each a JSON object with the ``required`` keys."""
+    records = []
     try:
         with path.open(encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh if line.strip()]
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ConfigError(f"{path}:{n}: expected a JSON object, got {_shown(record)}")
+                missing = [key for key in required if key not in record]
+                if missing:
+                    raise ConfigError(f"{path}:{n}: the record has no {', '.join(map(repr, missing))}; "
+                                      f"expected an object with {', '.join(map(repr, required))}")
+                records.append(record)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path} is not valid JSON lines: {exc}") from None
+    return records
 
 
 def load_beir(folder: str | Path, split: str = "test") -> Dataset:
@@ -75,25 +88,88 @@ def load_beir(folder: str | Path, split: str = "test") -> Dataset:
         parts = line.split("\t")
         if n == 1 and not parts[-1].strip().lstrip("-").isdigit():
             continue  # header row
-        if len(parts) < 3:
-            raise ConfigError(f"{qrels_path}:{n}: expected 'query-id<TAB>corpus-id<TAB>score'")
+        if len(parts) < 3 or not parts[2].strip().lstrip("-").isdigit():
+            raise ConfigError(f"{qrels_path}:{n}: expected 'query-id<TAB>corpus-id<TAB>score' with an integer score")
         qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
     corpus = [
         TextSource(source=str(d["_id"]), text=str(d.get("text", "")), title=str(d.get("title") or "") or None,
                    doc_id=str(d["_id"]), metadata=dict(d.get("metadata") or {}))
-        for d in _read_jsonl(root / "corpus.jsonl")
+        for d in _read_jsonl(root / "corpus.jsonl", ("_id",))
     ]
-    queries = [Query(str(q["_id"]), str(q["text"])) for q in _read_jsonl(root / "queries.jsonl") if str(q["_id"]) in qrels]
+    queries = [Query(str(q["_id"]), str(q["text"])) for q in _read_jsonl(root / "queries.jsonl", ("_id", "text"))
+               if str(q["_id"]) in qrels]
     return Dataset(f"beir:{root.name}:{split}", queries, qrels, documents=corpus)
 
 
-def _squad_articles(path: Path) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class _SquadQuestion:
+    qid: str
+    text: str
+    answers: list[str]
+
+
+#: One SQuAD article as read: its title and its paragraphs, each with its questions.
+_SquadArticle = tuple[str, list[tuple[str, list[_SquadQuestion]]]]
+_SQUAD_SHAPE = "{'data': [{'title': ..., 'paragraphs': [{'context': ..., 'qas': [{'id': ..., 'question': ...}]}]}]}"
+
+
+def _read_squad(path: Path) -> list[_SquadArticle]:
+    """The articles of a SQuAD-format file, checked; a problem names its place as a JSON path."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))["data"]
+        data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{path} is not SQuAD-format JSON ({{'data': [{{'paragraphs': ...}}]}}): {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise ConfigError(f"{path} is not SQuAD-format JSON: expected {_SQUAD_SHAPE}")
+    articles: list[_SquadArticle] = []
+    seen: set[str] = set()
+    for a, article in enumerate(data["data"]):
+        where = f"{path}: data[{a}]"
+        if not isinstance(article, dict) or not isinstance(article.get("paragraphs"), list):
+            raise ConfigError(f"{where} is not an article with 'paragraphs: [...]'; expected {_SQUAD_SHAPE}")
+        paragraphs = []
+        for p, para in enumerate(article["paragraphs"]):
+            where = f"{path}: data[{a}].paragraphs[{p}]"
+            if not isinstance(para, dict) or not isinstance(para.get("qas"), list):
+                raise ConfigError(f"{where} is not a paragraph with 'qas: [...]'; expected {_SQUAD_SHAPE}")
+            context = para.get("context")
+            if not isinstance(context, str) or not context.strip():
+                raise ConfigError(f"{where} has context {_shown(context)}; expected the paragraph's text")
+            questions = []
+            for n, qa in enumerate(para["qas"]):
+                question = _squad_question(qa, f"{where}.qas[{n}]")
+                if question.qid in seen:
+                    raise ConfigError(f"{where}.qas[{n}] (question {question.qid}): an earlier question has the "
+                                      "same id; give each question its own id")
+                seen.add(question.qid)
+                questions.append(question)
+            paragraphs.append((context, questions))
+        articles.append((str(article.get("title", "")), paragraphs))
+    return articles
+
+
+def _squad_question(qa: Any, where: str) -> _SquadQuestion:
+    if not isinstance(qa, dict):
+        raise ConfigError(f"{where} is {_shown(qa)}; expected {{'id': ..., 'question': ..., 'answers': [...]}}")
+    qid = qa.get("id")
+    # bool is an int subclass; JSON true is no id.
+    if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not str(qid).strip():
+        raise ConfigError(f"{where} has id {_shown(qid)}; expected a unique text id")
+    where = f"{where} (question {qid})"
+    text = qa.get("question")
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"{where} has question {_shown(text)}; expected the question text")
+    answers = qa.get("answers", [])
+    if not isinstance(answers, list):
+        raise ConfigError(f"{where} has answers {_shown(answers)}; expected a list such as "
+                          "[{'text': '1821', 'answer_start': 42}]")
+    for n, answer in enumerate(answers):
+        if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
+            raise ConfigError(f"{where} has answers[{n}] {_shown(answer)}; expected an answer such as "
+                              "{'text': '1821', 'answer_start': 42}")
+    return _SquadQuestion(str(qid), text, [x["text"] for x in answers])
 
 
 def load_squad(corpus_files: list[str | Path], queries_file: str | Path | None = None) -> Dataset:
@@ -104,19 +180,24 @@ def load_squad(corpus_files: list[str | Path], queries_file: str | Path | None =
     of them are relevant to a question about that position. ``queries_file`` picks the
     questions (default: the first corpus file), which gives cross-lingual variants:
     German questions over the English paragraphs, and so on.
+
+    Raises:
+        ConfigError: a file cannot be read or is not SQuAD-format JSON; the message names
+            the file and the place in it (``data[3].paragraphs[2].qas[5]``).
     """
     files = [Path(f) for f in corpus_files]
     if not files:
         raise ConfigError("give at least one SQuAD file")
+    read = {f: _read_squad(f) for f in files}
     docs: list[TextSource] = []
     by_position: dict[tuple[int, int], list[str]] = {}
     for f in files:
         tag = f.stem
-        for a, article in enumerate(_squad_articles(f)):
-            title = str(article.get("title", "")).replace("_", " ")
-            for p, para in enumerate(article["paragraphs"]):
+        for a, (title, paragraphs) in enumerate(read[f]):
+            for p, (context, _) in enumerate(paragraphs):
                 doc_id = f"{tag}:{a}-{p}"
-                docs.append(TextSource(source=doc_id, text=para["context"], title=title or None, doc_id=doc_id))
+                docs.append(TextSource(source=doc_id, text=context, title=title.replace("_", " ") or None,
+                                       doc_id=doc_id))
                 by_position.setdefault((a, p), []).append(doc_id)
     qfile = Path(queries_file) if queries_file else files[0]
     # Parallel files share question ids: an answer taken from a paragraph is correct in the
@@ -125,21 +206,21 @@ def load_squad(corpus_files: list[str | Path], queries_file: str | Path | None =
     for f in files:
         if f == qfile:
             continue
-        for article in _squad_articles(f):
-            for para in article["paragraphs"]:
-                for qa in para["qas"]:
-                    corpus_answers.setdefault(str(qa["id"]), []).extend(x["text"] for x in qa.get("answers", []))
+        for _, paragraphs in read[f]:
+            for _, questions in paragraphs:
+                for question in questions:
+                    corpus_answers.setdefault(question.qid, []).extend(question.answers)
     queries, qrels = [], {}
-    for a, article in enumerate(_squad_articles(qfile)):
-        for p, para in enumerate(article["paragraphs"]):
-            for qa in para["qas"]:
+    for a, (_, paragraphs) in enumerate(read[qfile] if qfile in read else _read_squad(qfile)):
+        for p, (_, questions) in enumerate(paragraphs):
+            for question in questions:
                 relevant = by_position.get((a, p))
                 if not relevant:
                     raise ConfigError(f"{qfile} has a question for article {a}, paragraph {p}, which no corpus file has")
-                answers = [x["text"] for x in qa.get("answers", [])]
-                answers += [x for x in corpus_answers.get(str(qa["id"]), []) if x not in answers]
-                queries.append(Query(str(qa["id"]), qa["question"], {"answers": answers}))
-                qrels[str(qa["id"])] = {d: 1 for d in relevant}
+                answers = list(question.answers)
+                answers += [x for x in corpus_answers.get(question.qid, []) if x not in answers]
+                queries.append(Query(question.qid, question.text, {"answers": answers}))
+                qrels[question.qid] = {d: 1 for d in relevant}
     name = "squad:" + "+".join(f.stem for f in files) + (f"<-{qfile.stem}" if qfile not in files[:1] else "")
     return Dataset(name, queries, qrels, documents=docs)
 
