@@ -253,7 +253,8 @@ class KnowledgeBase:
     def ingest(self, paths: str | Path | Sequence[str | Path], *, rules: Sequence[MetadataRule] = (),
                metadata: dict[str, Any] | None = None, encoding: str | None = None,
                max_file_mb: float | None = None, progress: bool | str | None = None,
-               sync: bool = False, allow_widen: bool = False, follow_symlinks: bool = False,
+               sync: bool = False, allow_delete_all: bool = False, allow_widen: bool = False,
+               follow_symlinks: bool = False,
                statuses: dict[str, str] | None = None, sentence_vectors: bool = False,
                reuse_vectors: bool = True) -> IngestReport:
         """Ingest files, folders and globs. Returns a per-file report; bad files are reported, not raised.
@@ -267,7 +268,10 @@ class KnowledgeBase:
                 ``beleg.ingest.pipeline.DEFAULT_MAX_FILE_MB``).
             progress: ``auto`` (None: a bar on a terminal, lines every few seconds otherwise),
                 ``bar``, ``lines`` or ``none`` (False); see :mod:`beleg.progress`.
-            sync: Afterwards delete documents ingested from these paths whose files are gone.
+            sync: Afterwards delete documents ingested from these paths whose files are gone
+                or empty now. A path all of whose earlier documents would go (a share not
+                mounted, a folder moved away) keeps them and is reported ``failed``.
+            allow_delete_all: With ``sync``, delete them even then (the files were removed on purpose).
             allow_widen: Accept re-ingests that let more principals read a document (tenant or
                 ACL removed, changed or extended); without it such a file fails and keeps its access.
             follow_symlinks: Ingest files in a folder or glob that are symlinks to outside it
@@ -295,7 +299,7 @@ class KnowledgeBase:
                                   allow_widen=allow_widen, follow_symlinks=follow_symlinks, statuses=statuses,
                                   claims=self._ingest_claims(), reuse_vectors=reuse_vectors,
                                   **self._sentence_option(sentence_vectors))
-        report = ingestor.run([str(p) for p in paths], sync=sync)
+        report = ingestor.run([str(p) for p in paths], sync=sync, allow_delete_all=allow_delete_all)
         if sync:  # an erasure covers every version, as kb.delete does
             self._erase_elsewhere([f.doc_id for f in report.files if f.status == "deleted" and f.doc_id])
         self._flush_replaced_text()

@@ -198,7 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-file-mb", type=float, default=50.0, help="reject files larger than this")
     _progress_args(p)
     p.add_argument("--sync", action="store_true",
-                   help="also delete documents ingested from these paths whose files no longer exist")
+                   help="also delete documents ingested from these paths whose files no longer exist or are empty; "
+                        "refused for a path all of whose documents would go (an unmounted share?)")
+    p.add_argument("--allow-delete-all", action="store_true",
+                   help="with --sync: delete every document of a path whose files are all gone (refused otherwise)")
     p.add_argument("--allow-widen", action="store_true",
                    help="accept re-ingests that remove or widen a document's tenant or acl (refused otherwise)")
     p.add_argument("--follow-symlinks", action="store_true",
@@ -382,6 +385,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from beleg.errors import ConfigError
     from beleg.ingest.metadata import load_rule_statuses, load_rules, parse_assignments, status_vocabulary
 
+    if args.allow_delete_all and not args.sync:
+        raise ConfigError("--allow-delete-all only lets --sync delete every document of a path; pass it with --sync")
     if not math.isfinite(args.max_file_mb) or args.max_file_mb <= 0:
         raise ConfigError(f"--max-file-mb {args.max_file_mb} is not a positive size in MB; give a value such as 200")
     if args.encoding:
@@ -401,7 +406,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     with _open(args, create=True) as kb:
         report = kb.ingest(args.paths, rules=rules, metadata=meta, encoding=args.encoding,
                            max_file_mb=args.max_file_mb, progress=_progress(args),
-                           sync=args.sync, allow_widen=args.allow_widen, follow_symlinks=args.follow_symlinks,
+                           sync=args.sync, allow_delete_all=args.allow_delete_all, allow_widen=args.allow_widen,
+                           follow_symlinks=args.follow_symlinks,
                            statuses=statuses, sentence_vectors=args.sentence_vectors)
         stored_nothing = new_folder and kb.catalog.counts()["documents"] == 0
     if stored_nothing:

@@ -40,6 +40,7 @@ from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
 from beleg.ingest.claims import IngestClaims, await_vectors
 from beleg.ingest.discover import Candidate, discover, glob_match, glob_root, printable
+from beleg.ingest.identity import not_moved_here, same_place_below_root
 from beleg.ingest.injection import chunk_flags_many
 from beleg.ingest.metadata import MetadataRule, resolve, widening
 from beleg.ingest.readers import reader_for, supported_suffixes
@@ -73,6 +74,8 @@ class FileResult:
     widened: list[str] = field(default_factory=list)
     #: The id the document had before (an index from before ids were relative to the ingest root).
     previous_id: str | None = None
+    #: Stored documents of this file left as they were because it was skipped or failed (their ids).
+    kept: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: v for k, v in (("source", self.source), ("status", self.status), ("doc_id", self.doc_id),
@@ -84,6 +87,8 @@ class FileResult:
             out["flagged_fields"] = self.flagged_fields
         if self.widened:
             out["widened"] = self.widened
+        if self.kept:
+            out["kept"] = self.kept
         return out
 
 
@@ -294,35 +299,63 @@ class Ingestor:
         self._claimed: dict[str, str] = {}
         #: What the file being handled is going through, for "internal error in <stage>".
         self._stage = "read"
-        #: File name → ids of stored documents without a recorded location (read once, when first needed).
-        self._unlocated: dict[str, list[str]] | None = None
+        #: File name → ids of stored documents without, and with, a recorded location (read once, when first needed).
+        self._names: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
+        #: doc_id → recorded location, as read with ``_names``.
+        self._recorded_at: dict[str, str] = {}
 
-    def run(self, paths: Sequence[str], *, sync: bool = False) -> IngestReport:
+    def run(self, paths: Sequence[str], *, sync: bool = False, allow_delete_all: bool = False) -> IngestReport:
         """Ingest files, folders and globs. With ``sync``, documents that were ingested from
-        these folders/files/globs and whose file no longer exists are deleted afterwards."""
+        these folders/files/globs and whose file no longer exists, or is empty now, are deleted
+        afterwards; unless ``allow_delete_all``, not when that would delete every document
+        ingested from one of ``paths`` (an unmounted share, a moved folder), which is reported
+        ``failed`` instead."""
 
         def handle(cand: Candidate, result: FileResult) -> None:
             if cand.problem:
                 raise IngestError(cand.problem)
             if cand.skip:
                 raise NoContent(cand.skip)
-            self._one(cand.path, cand.source, cand.key or cand.source, result)
+            try:
+                self._one(cand.path, cand.source, cand.key or cand.source, result)
+            except Exception:
+                # Re-raised for the report; what the index keeps of the file is said with it.
+                result.kept = self.catalog.doc_ids_at(os.path.realpath(cand.path))
+                raise
 
         self._stage = "discover"
         # Asked now, not at import: a reader registered since (a plugin, a test) counts too.
         candidates = discover([str(p) for p in paths], supported_suffixes(), follow_symlinks=self.follow_symlinks)
         self._drive(candidates, [c.source for c in candidates], handle, "file")
         if sync:
-            self._remove_vanished(paths, candidates)
+            self._remove_vanished(paths, candidates, allow_delete_all)
+        for result in self.report.files:
+            if result.kept and result.status in ("skipped", "failed"):
+                result.reason = f"{result.reason}; {self._kept_note(result)}"
         return self.report
 
-    def _remove_vanished(self, paths: Sequence[str], candidates: Sequence[Candidate]) -> None:
-        """Delete stored documents in the scope of ``paths`` whose source file is gone.
+    @staticmethod
+    def _kept_note(result: FileResult) -> str:
+        """What a skipped or failed file leaves in the index: its document as indexed before."""
+        ids = ", ".join(result.kept)
+        if result.status == "failed":
+            return f"the previously indexed version is kept (document {ids})"
+        # A file with nothing to index may be caught mid-copy, so a plain ingest keeps its
+        # document; an operator who blanked it to remove its text must be told it is still there.
+        return (f"the previously indexed version is kept (document {ids}); delete it with "
+                f"'beleg delete --doc {result.kept[0]}', or ingest with --sync, which deletes the documents "
+                "of files that are gone or empty")
+
+    def _remove_vanished(self, paths: Sequence[str], candidates: Sequence[Candidate], allow_delete_all: bool) -> None:
+        """Delete stored documents in the scope of ``paths`` whose source file is gone, and those
+        of files that have nothing to index now (emptied: their ``skipped`` entry becomes ``deleted``).
 
         A document whose file location was recorded is judged by that location, not by its
         source resolved against the current directory (from elsewhere, ``corpus/a.md`` names
         another corpus's file). A document under a folder that could not be listed, or whose
-        file cannot be checked, is kept and reported: not seeing a file is not knowing it is gone."""
+        file cannot be checked, is kept and reported: not seeing a file is not knowing it is gone.
+        Nothing is deleted under a path all of whose earlier documents would go, unless
+        ``allow_delete_all`` (see :meth:`_whole_paths_held`)."""
         found = {c.source for c in candidates if not c.problem}
         found_at = {os.path.realpath(c.path) for c in candidates if not c.problem}
         unlisted = [str(c.path) for c in candidates if c.unlisted_folder]
@@ -342,16 +375,51 @@ class Ingestor:
                 continue
             if gone:
                 stale.append((doc_id, source))
-        if not stale:
+        emptied = {doc_id: r for r in self.report.files if r.status == "skipped" for doc_id in r.kept}
+        doomed = {doc_id for doc_id, _ in stale} | set(emptied)
+        if doomed and not allow_delete_all:
+            doomed -= self._whole_paths_held(paths, doomed, locations)
+        stale = [(doc_id, source) for doc_id, source in stale if doc_id in doomed]
+        emptied = {doc_id: r for doc_id, r in emptied.items() if doc_id in doomed}
+        if not doomed:
             return
         with self.catalog.transaction():
-            for doc_id, _ in stale:
+            for doc_id in doomed:
                 self.catalog.delete_document(doc_id)
             self.catalog.drop_orphan_terms()
         self.catalog.checkpoint()  # deleted text must not linger in the write-ahead log
+        for doc_id, result in emptied.items():
+            if result.status == "deleted":  # a second stored document of the same file
+                self.report.files.append(FileResult(result.source, "deleted", doc_id, reason=result.reason))
+                continue
+            result.status, result.doc_id, result.kept = "deleted", doc_id, []
+            result.reason = f"{result.reason}; --sync deleted the previously indexed version"
         for doc_id, source in sorted(stale, key=lambda d: d[1]):
             self.report.files.append(FileResult(source, "deleted", doc_id))
-        self.report.deleted += len(stale)
+        self.report.deleted += len(doomed)
+
+    def _whole_paths_held(self, paths: Sequence[str], doomed: set[str], locations: dict[str, str]) -> set[str]:
+        """The documents of ``doomed`` kept because deleting them would delete every document
+        that was ingested from one of ``paths`` before this run; one ``failed`` entry per such path.
+
+        A folder that shows no file at all is more often an unmounted share or a folder moved
+        away than a corpus deleted on purpose: --sync would otherwise erase the whole corpus and
+        exit 0. Documents added by this run do not count: they are not what was there before."""
+        added = {r.doc_id for r in self.report.files if r.status == "added"}
+        earlier = [(doc_id, locations.get(doc_id, source)) for doc_id, source in self.catalog.sources().items()
+                   if doc_id not in added]
+        held: set[str] = set()
+        for arg in paths:
+            under = {doc_id for doc_id, where in earlier if in_scope(where, [str(arg)])}
+            if not under or not under <= doomed:
+                continue
+            held |= under
+            many = f"all {len(under)} documents" if len(under) > 1 else "the only document"
+            self.report.files.append(FileResult(printable(str(arg)), "failed", reason=(
+                f"--sync would delete {many} ingested from here: none of their files is there any more "
+                "(or each is empty now). Is a share unmounted or the folder moved? Nothing under it was "
+                "deleted; if the files were removed on purpose, run again with --allow-delete-all")))
+        return held
 
     def run_texts(self, items: Sequence[TextSource]) -> IngestReport:
         """Ingest documents given as text (one ``TextSource`` each), with the same report."""
@@ -464,16 +532,18 @@ class Ingestor:
         if not parsed.text.strip():
             raise IngestError("no text content after parsing")
         doc_id = hashlib.sha256(key.encode()).hexdigest()[:16]
-        self._add(parsed, source, data, doc_id, result, path=path)
+        self._add(parsed, source, data, doc_id, result, path=path, key=key)
 
     def _add(self, parsed: ParsedDocument, source: str, data: bytes, fallback_id: str, result: FileResult,
-             content_hash: str | None = None, *, path: Path | None = None, text: bool = False) -> None:
+             content_hash: str | None = None, *, path: Path | None = None, key: str | None = None,
+             text: bool = False) -> None:
         """Decide added/updated/unchanged for one parsed document and queue its chunks.
 
         ``path`` is the file read (None for texts and stored documents): it lets a file keep
-        the document it had under an older id or another ingest root, and stops it taking
-        another file's document. ``text`` marks a caller's text (``ingest_texts``), which may
-        not replace a file's document; a stored document being re-chunked (reindex) may."""
+        the document it had under an older id or another ingest root, or follow its own move,
+        and stops it taking another file's document. ``key`` is its id key (its path below the
+        ingest root, see beleg.ingest.discover). ``text`` marks a caller's text (``ingest_texts``),
+        which may not replace a file's document; a stored document being re-chunked (reindex) may."""
         self._stage = "metadata"
         meta = resolve(source, parsed.metadata, parsed.text, parsed.title, self.rules, self.statuses)
         meta = with_file_position(meta, parsed.file_position)  # reserved keys come from the reader only
@@ -481,16 +551,17 @@ class Ingestor:
         declared = declared_id not in (None, "")
         doc_id = printable(str(declared_id)) if declared else fallback_id
         location = os.path.realpath(path) if path is not None else None
+        # The hash covers the content only, so a metadata-only change (an ACL edit) is
+        # recognised below and never re-embeds; it also tells a moved file from another one.
+        content_hash = content_hash or hashlib.sha256(data).hexdigest()
         result.doc_id = doc_id  # a refusal below is about this id (the server hides ids the uploader may not read)
-        doc_id, stored, replaces, recorded = self._stored(doc_id, source, location, path, declared, text)
+        doc_id, stored, replaces, recorded = self._stored(doc_id, source, location, path, declared, text,
+                                                          key=None if declared else key, content_hash=content_hash)
         result.doc_id = doc_id
         self._claimed[doc_id] = source
         if stored is not None:
             self._check_widening(stored[1], meta, result)
         result.flagged_fields = self._flagged_fields(meta, parsed)
-        # The hash covers the content only, so a metadata-only change (an ACL edit) is
-        # recognised below and never re-embeds.
-        content_hash = content_hash or hashlib.sha256(data).hexdigest()
         if stored and replaces is None and stored[0] == content_hash and not self._changes_text(stored[1], meta):
             if stored[1] == meta and stored[2] == source:
                 if location is not None and recorded != location:
@@ -552,17 +623,23 @@ class Ingestor:
                                                                                        doc.title)}
 
     def _stored(self, doc_id: str, source: str, location: str | None, path: Path | None,
-                declared: bool = False, text: bool = False) -> tuple[str, Any, str | None, str | None]:
+                declared: bool = False, text: bool = False, *, key: str | None = None,
+                content_hash: str = "") -> tuple[str, Any, str | None, str | None]:
         """The id the document gets, the stored state it replaces, the older id it is stored
         under and leaves (if any), and the location recorded for the stored document (None
-        when there is none, or when no file was read). ``location`` is ``path`` resolved.
+        when there is none, or when no file was read). ``location`` is ``path`` resolved;
+        ``key`` its id key (None for a declared ``id:``), ``content_hash`` its content's hash.
 
         A file is known by where it is, not by how its path was spelled: the same file
         ingested through another argument (another root, ``./corpus`` for ``corpus``, an
         absolute path, another working directory) keeps its document and id, so the widening
-        check applies and no second copy is made. Raises IngestError when the id is another
-        file's: taken earlier in this run, held by a stored document whose file still exists,
-        or held by one this ingest cannot locate."""
+        check applies and no second copy is made. A file whose recorded location is gone is
+        followed to where it is now only when it is plausibly the same file (same content,
+        same path below the same root folder name: beleg.ingest.identity), whichever root it
+        was first ingested through and so whichever id it has. Raises IngestError when the id
+        is another file's: taken earlier in this run, held by a stored document whose file
+        still exists, held by one whose file is gone and is not this one, or held by one this
+        ingest cannot locate."""
         # Each stored document's state and recorded location is read once per file: the checks
         # below and the caller's "record where it is" take them from here.
         mine = self._ids_of_file(path, location) if path is not None and location is not None else {}
@@ -588,6 +665,15 @@ class Ingestor:
                 raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}, which cannot be found from "
                                   "here (the index did not record where it is); give this file its own 'id:', "
                                   f"or re-ingest {stored[2]} once from the folder it was ingested from")
+            was_at = recorded or (stored[2] if os.path.isabs(stored[2]) else None)  # as _whose reads it
+            why = (not_moved_here(was_at, stored[0], location, key, content_hash)
+                   if whose == "gone" and was_at is not None and location is not None else None)
+            if why is not None:
+                raise IngestError(f"document id {doc_id!r} belongs to {stored[2]}: {why}, so it is not taken for "
+                                  "that file moved here and the stored document is kept. If that file was "
+                                  f"deleted, or this is it moved and edited, run 'beleg delete --doc {doc_id}' "
+                                  "and ingest again; otherwise give this file its own 'id:' (or ingest it "
+                                  "from a folder above, which gives it another id)")
         if stored is not None and text and recorded is not None:
             # A text (ingest_texts) has no location to prove it is the same file; it would
             # replace the file's text and lock the file out of its own document.
@@ -608,27 +694,67 @@ class Ingestor:
                 if state is not None and (old in mine or _whose(state[2], recorded, path) == "this"):
                     self._claimed[old] = source
                     return doc_id, state, old, recorded
+        if key is not None and location is not None:
+            moved = self._moved_from(location, key, content_hash)
+            if moved is not None:
+                # It keeps the id it has: ids do not change with the root a file is ingested through.
+                return moved[0], moved[1], None, moved[2]
         return doc_id, None, None, None
+
+    def _moved_from(self, location: str, key: str, content_hash: str) -> tuple[str, _StoredState, str] | None:
+        """The stored document (id, state, recorded location) whose file was moved to
+        ``location``: nothing is at its recorded location any more, and that location ends in
+        the same path below the same root folder name, with the same content. A document first
+        ingested through another root (a subfolder, the file named directly) has an id from that
+        root's key, so it is looked up by where it was, not by the id this file would get.
+
+        Raises IngestError when several stored documents fit: which one moved cannot be told."""
+        by_name = self._by_file_name()[1]
+        fits = []
+        for doc_id in by_name.get(os.path.basename(location), []):
+            recorded = self._recorded_at[doc_id]
+            if doc_id in self._claimed or not same_place_below_root(recorded, location, key):
+                continue
+            state = self.catalog.document_state(doc_id)
+            # Recorded at the start of the run; a document moved earlier in this run has a new one.
+            recorded = self.catalog.location(doc_id) or recorded
+            if (state is not None and not os.path.lexists(recorded)
+                    and not_moved_here(recorded, state[0], location, key, content_hash) is None):
+                fits.append((doc_id, state, recorded))
+        if len(fits) > 1:
+            raise IngestError(f"this file could be any of {len(fits)} stored documents whose files are gone "
+                              f"({', '.join(f'{d} from {r}' for d, _, r in fits)}); delete the ones that are not it "
+                              "with 'beleg delete --doc ID' and ingest again")
+        return fits[0] if fits else None
 
     def _ids_of_file(self, path: Path, location: str) -> dict[str, tuple[_StoredState, str | None]]:
         """The stored documents read from the file at ``path`` (resolved: ``location``), however
         its path was spelled then, each with its stored state and recorded location: by recorded
         location, then rows from before locations were recorded whose source is this file from here."""
-        if self._unlocated is None:
-            self._unlocated = {}
-            located = self.catalog.locations()
-            for doc_id, stored in self.catalog.sources().items():
-                if doc_id not in located:
-                    self._unlocated.setdefault(os.path.basename(stored), []).append(doc_id)
+        unlocated = self._by_file_name()[0]
         at_location = self.catalog.doc_ids_at(location)
         out = {}
-        for doc_id in dict.fromkeys([*at_location, *self._unlocated.get(path.name, [])]):
+        for doc_id in dict.fromkeys([*at_location, *unlocated.get(path.name, [])]):
             state = self.catalog.document_state(doc_id)
             # Found by its recorded location, a row's location is known without reading it again.
             recorded = location if doc_id in at_location else self.catalog.location(doc_id)
             if state is not None and _whose(state[2], recorded, path) == "this":
                 out[doc_id] = (state, recorded)
         return out
+
+    def _by_file_name(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """File name → ids of the stored documents without a recorded location (by their source's
+        name), and file name → ids of those with one (by their location's name), read once per run."""
+        if self._names is None:
+            self._recorded_at = self.catalog.locations()
+            unlocated: dict[str, list[str]] = {}
+            located: dict[str, list[str]] = {}
+            for doc_id, stored in self.catalog.sources().items():
+                recorded = self._recorded_at.get(doc_id)
+                names = located if recorded is not None else unlocated
+                names.setdefault(os.path.basename(recorded or stored), []).append(doc_id)
+            self._names = unlocated, located
+        return self._names
 
     def _check_widening(self, old: dict[str, Any], new: dict[str, Any], result: FileResult) -> None:
         wider = widening(old, new)
