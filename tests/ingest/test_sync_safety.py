@@ -168,3 +168,19 @@ def test_the_cli_exits_nonzero_when_sync_holds_a_path_and_takes_the_option_only_
     assert "--allow-delete-all" in capsys.readouterr().out
     assert main(["ingest", "share", "--index", index, "--sync", "--allow-delete-all", "--json", "--no-progress"]) == 0
     assert '"deleted": 1' in capsys.readouterr().out
+
+
+def test_a_moved_file_is_reported_with_where_it_was(kb, tmp_path: Path, monkeypatch) -> None:
+    from beleg.cli.render import Style, render_ingest
+
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "kb1" / "docs" / "m.md", "# M\n\nA note that moves.\n")
+    kb.ingest(["kb1/docs"], progress=False)
+    (tmp_path / "moved").mkdir()
+    shutil.move(tmp_path / "kb1", tmp_path / "moved" / "kb1")
+    report = kb.ingest(["moved/kb1/docs"], progress=False)
+    was = os.path.realpath(tmp_path / "kb1" / "docs" / "m.md")
+    assert [(f.status, f.moved_from) for f in report.files] == [("updated", was)]
+    assert report.to_json()["files"][0]["moved_from"] == was
+    assert f"moved from {was}" in render_ingest(report, Style(False))
+    assert kb.ingest(["moved/kb1/docs"], progress=False).files[0].moved_from is None

@@ -151,6 +151,8 @@ def render_ingest(report: Any, style: Style) -> str:
         elif f.status != "unchanged":
             name = printable(f.source)
             lines.append(f"  {f.status:<10} {name} ({f.chunks} chunks)" if f.chunks else f"  {f.status:<10} {name}")
+            if getattr(f, "moved_from", None):
+                lines.append(f"             moved from {printable(f.moved_from)}")
             if getattr(f, "widened", None):
                 lines.append(f"             access widened (--allow-widen): {'; '.join(f.widened)}")
     j = report.to_json()

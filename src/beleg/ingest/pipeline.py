@@ -76,11 +76,14 @@ class FileResult:
     previous_id: str | None = None
     #: Stored documents of this file left as they were because it was skipped or failed (their ids).
     kept: list[str] = field(default_factory=list)
+    #: Where the document's file was before (it moved; the status says whether anything else changed).
+    moved_from: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: v for k, v in (("source", self.source), ("status", self.status), ("doc_id", self.doc_id),
                                  ("chunks", self.chunks), ("reason", self.reason),
-                                 ("previous_id", self.previous_id)) if v is not None}
+                                 ("previous_id", self.previous_id), ("moved_from", self.moved_from))
+                                 if v is not None}
         if self.flagged:
             out["flagged"] = self.flagged
         if self.flagged_fields:
@@ -497,6 +500,7 @@ class Ingestor:
             result.status, result.reason = "failed", f"internal error in {self._stage}: {_one_line(exc)}"
         if result.status in ("failed", "skipped"):
             result.chunks, result.flagged, result.flagged_fields, result.widened = 0, 0, [], []
+            result.moved_from = None
         if self.claims is not None and not (self._pending and self._pending[-1].result is result):
             self.claims.release(source)  # nothing of it waits for a commit
         bar.add_chunks(result.chunks)
@@ -559,6 +563,8 @@ class Ingestor:
                                                           key=None if declared else key, content_hash=content_hash)
         result.doc_id = doc_id
         self._claimed[doc_id] = source
+        if stored is not None and location is not None and recorded is not None and recorded != location:
+            result.moved_from = recorded  # reported: after a folder move, "updated" alone says too little
         if stored is not None:
             self._check_widening(stored[1], meta, result)
         result.flagged_fields = self._flagged_fields(meta, parsed)
