@@ -250,11 +250,76 @@ def test_switch_to_a_version_behind_live_warns_and_reindex_catches_up(corpus: Pa
         new = kb.reindex(WINDOW, progress=False)["version"]
         (corpus / "guide.md").write_text(PUBLIC + "\nAlso check the fuse box.\n", encoding="utf-8")
         kb.ingest([str(corpus)], progress=False)
-        assert versions.drift(kb.path, versions.version_dir(index, new)) == {"missing": 0, "changed": 1, "extra": 0}
+        assert versions.drift(kb.path, versions.version_dir(index, new)).counts() == {"missing": 0, "changed": 1, "extra": 0}
         kb.reindex(WINDOW, progress=False)  # resumes: only the changed document is rebuilt
-        assert versions.drift(kb.path, versions.version_dir(index, new)) == {"missing": 0, "changed": 0, "extra": 0}
+        assert versions.drift(kb.path, versions.version_dir(index, new)).counts() == {"missing": 0, "changed": 0, "extra": 0}
         (corpus / "guide.md").write_text(PUBLIC, encoding="utf-8")
         kb.ingest([str(corpus)], progress=False)
     assert main(["switch", new, "--index", str(index)]) == 0
     err = capsys.readouterr().err
     assert "warning" in err and "1 differ" in err and len(err.strip().splitlines()) == 1
+
+
+#: Erases the documents a filter matches, and dies (as kill -9 would) after the first version.
+DIES_BETWEEN_VERSIONS = """
+import os, sys
+import beleg
+from beleg.index.embedded import EmbeddedStore
+erase = EmbeddedStore.erase
+def erase_then_die(self, doc_ids):
+    erase(self, doc_ids)
+    os._exit(9)
+EmbeddedStore.erase = erase_then_die
+beleg.open(sys.argv[1], create=False).delete(where=sys.argv[2])
+"""
+
+
+def _erasure_killed_between_versions(index: Path, corpus: Path, embedder: Any) -> tuple[str, str, list[bytes]]:
+    doc_id, _, new, patterns = _reindexed(index, corpus, embedder)
+    died = subprocess.run([sys.executable, "-c", DIES_BETWEEN_VERSIONS, str(index), "tenant = alpha"],
+                          capture_output=True, text=True)
+    assert died.returncode == 9, died.stderr
+    with beleg.open(index, embedder=embedder) as kb:
+        assert kb.catalog.document(doc_id) is None  # the live version is erased first
+        assert kb.status()["erasure_pending"]["doc_ids"] == [doc_id]
+    assert SECRET.encode() in _file_bytes(index / "versions" / new)  # not reached
+    return doc_id, new, patterns
+
+
+def test_an_interrupted_erasure_is_shown_refuses_switch_and_is_finished(corpus: Path, tmp_path: Path, embedder,
+                                                                       capsys) -> None:
+    index = tmp_path / "kb"
+    doc_id, new, patterns = _erasure_killed_between_versions(index, corpus, embedder)
+    assert main(["status", "--index", str(index)]) == 0
+    assert "UNFINISHED: 1 document(s)" in capsys.readouterr().out
+    assert main(["switch", new, "--index", str(index), "--allow-document-loss"]) == 1
+    assert "beleg delete --finish" in capsys.readouterr().err
+    with pytest.raises(versions.ErasurePendingError, match="interrupted"):
+        versions.switch(index, new, allow_document_loss=True)
+
+    assert main(["delete", "--finish", "--index", str(index)]) == 0
+    assert "finished the interrupted erasure of 1 document(s)" in capsys.readouterr().out
+    data = _file_bytes(index)
+    assert [p for p in patterns if p in data] == []  # the journal, with the id, is gone too
+    assert main(["switch", new, "--index", str(index)]) == 0
+    with beleg.open(index, embedder=embedder) as kb:
+        assert kb.catalog.document(doc_id) is None and kb.status()["erasure_pending"] is None
+
+
+def test_the_next_ingest_finishes_an_interrupted_erasure_and_gc_keeps_nothing_for_it(corpus: Path, tmp_path: Path,
+                                                                                    embedder, capsys) -> None:
+    index = tmp_path / "kb"
+    doc_id, new, patterns = _erasure_killed_between_versions(index, corpus, embedder)
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "note.md").write_text("# Note\n\nThe relay restarts at night.\n", encoding="utf-8")
+    with beleg.open(index, embedder=embedder) as kb:
+        kb.ingest([str(more)], progress=False)
+        assert kb.status()["erasure_pending"] is None
+    data = _file_bytes(index)
+    assert [p for p in patterns if p in data] == []
+
+    # gc does not keep a version for a document an unfinished erasure removes.
+    _erasure_killed_between_versions(tmp_path / "kb2", corpus, embedder)
+    assert main(["gc", "--index", str(tmp_path / "kb2")]) == 0
+    assert "removed 1 version(s)" in capsys.readouterr().out

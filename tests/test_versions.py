@@ -134,3 +134,87 @@ def test_an_open_index_refuses_writes_once_another_version_is_live(index: Path, 
     with beleg.open(index, embedder=embedder) as kb:
         assert kb.config.index_version == new
         assert not any(s.endswith(("late.md", "other.md")) for _, s, _ in kb.catalog.documents_meta())
+
+
+WINDOW = IndexConfig(ChunkingConfig("window", 60, 10))
+
+
+class _Interrupted:
+    """The index's embedder, stopped at its first call the way Ctrl-C stops a reindex."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def embed_documents(self, texts):
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_build_can_neither_go_live_nor_lose_documents_silently(index: Path, embedder, capsys) -> None:
+    with beleg.open(index, embedder=embedder) as kb:
+        old = kb.config.index_version
+        with pytest.raises(KeyboardInterrupt):
+            kb.reindex(WINDOW, progress=False, embedder=_Interrupted(embedder))
+    new = WINDOW.index_version
+    code, out, _ = _run(capsys, "status", "--index", str(index), "--json")
+    listed = {v["version"]: (v["live"], v["documents"], v["complete"]) for v in json.loads(out)["versions"]}
+    assert listed == {old: (True, 2, True), new: (False, 0, False)}
+    assert f"{new}  0 documents (not live, build unfinished)" in _run(capsys, "status", "--index", str(index))[1]
+
+    code, _, err = _run(capsys, "switch", new, "--index", str(index))
+    assert code == 1 and "never finished" in err and "lacks 2 document(s)" in err and "retries.md" in err, err
+    with beleg.open(index, embedder=embedder) as kb:
+        assert kb.config.index_version == old
+
+    code, out, err = _run(capsys, "switch", new, "--index", str(index), "--allow-document-loss")
+    assert code == 0 and "2 document(s)" in err and "other.md" in err and f"beleg switch {old}" in err, err
+    # The old version is the only copy of both documents now: gc keeps it, and says why.
+    code, out, err = _run(capsys, "gc", "--index", str(index), "--json")
+    assert code == 1 and json.loads(out)["removed"] == [] and "2 document(s) the live version lacks" in err, err
+    assert json.loads(out)["kept"][0]["version"] == old
+
+    # The warning's advice works as written: switch back, run the same reindex again, switch.
+    assert _run(capsys, "switch", old, "--index", str(index))[0] == 0
+    with beleg.open(index, embedder=embedder) as kb:
+        assert kb.reindex(WINDOW, progress=False)["documents"] == 2
+    code, _, err = _run(capsys, "switch", new, "--index", str(index))
+    assert code == 0 and not err
+    code, out, _ = _run(capsys, "gc", "--index", str(index), "--json")
+    assert code == 0 and [v["version"] for v in json.loads(out)["removed"]] == [old]
+
+
+def test_switch_and_gc_refuse_to_drop_a_document_ingested_after_the_build(index: Path, embedder, capsys) -> None:
+    from beleg.index import versions
+
+    docs = index.parent / "docs"
+    with beleg.open(index, embedder=embedder) as kb:
+        old = kb.config.index_version
+        new = kb.reindex(WINDOW, progress=False)["version"]
+        (docs / "late.md").write_text("# Late\n\nIngested after the build finished.\n", encoding="utf-8")
+        kb.ingest([str(docs)], progress=False)
+    code, _, err = _run(capsys, "switch", new, "--index", str(index))
+    assert code == 1 and "lacks 1 document(s)" in err and "late.md" in err and "beleg reindex" in err, err
+    with pytest.raises(versions.VersionNotReadyError, match="late.md"):
+        versions.switch(index, new)
+    assert versions.readiness(index, new).drift.counts() == {"missing": 1, "changed": 0, "extra": 0}
+    # Forced, the old version keeps the late document and gc keeps the old version for it,
+    # until told to drop it.
+    assert _run(capsys, "switch", new, "--index", str(index), "--allow-document-loss")[0] == 0
+    code, _, err = _run(capsys, "gc", "--index", str(index))
+    assert code == 1 and "late.md" in err and f"beleg switch {old}" in err
+    assert [(v.version, list(docs.values())) for v, docs in versions.collect(index).kept_documents] == [
+        (old, [str(docs / "late.md")])]
+    code, out, _ = _run(capsys, "gc", "--index", str(index), "--allow-document-loss", "--json")
+    assert code == 0 and [v["version"] for v in json.loads(out)["removed"]] == [old]
+
+
+def test_delete_takes_paths_as_arguments_and_succeeds_alike_when_an_id_or_a_filter_finds_nothing(
+        index: Path, capsys) -> None:
+    code, out, err = _run(capsys, "delete", str(index.parent / "docs" / "other.md"), "--index", str(index))
+    assert code == 0 and "deleted 1 document(s)" in out, err
+    code, out, _ = _run(capsys, "delete", "--doc", "no-such-doc", "--index", str(index))
+    assert code == 0 and "not found: no-such-doc" in out  # nothing of it is left: as a filter that matches nothing
+    code, out, err = _run(capsys, "delete", "--where", "title = Nothing", "--index", str(index))
+    assert code == 0 and "deleted 0 document(s)" in out and "--where matched no document" in out

@@ -292,6 +292,7 @@ class KnowledgeBase:
             paths = [paths]
         all_rules = ([MetadataRule("*", normalize(metadata))] if metadata else []) + list(rules)
         self._refuse_while_building()  # at once, not file by file
+        self.finish_erasure()  # before this ingest can write a document the erasure would then remove
         from beleg.ingest.pipeline import DEFAULT_MAX_FILE_MB
 
         max_file_mb = DEFAULT_MAX_FILE_MB if max_file_mb is None else max_file_mb
@@ -326,6 +327,7 @@ class KnowledgeBase:
                      allow_widen: bool = False, sentence_vectors: bool = False) -> IngestReport:
         """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``)."""
         self._refuse_while_building()
+        self.finish_erasure()
         report = self._ingestor(progress=progress, allow_widen=allow_widen, claims=self._ingest_claims(),
                                 **self._sentence_option(sentence_vectors)).run_texts(list(items))
         self._flush_replaced_text()
@@ -391,6 +393,8 @@ class KnowledgeBase:
             self._lock_token = token
             try:
                 self._wait_for_writers()
+                if self._pending_erasure() is not None:  # else the new version would copy erased documents
+                    self._erase_locked((), None)
                 return self._build_version(config, progress=progress, embedder=embedder)
             finally:
                 self._lock_token = None
@@ -408,6 +412,10 @@ class KnowledgeBase:
         same_model = config.embedder == self.config.embedder
         target = KnowledgeBase(folder, config, embedder=embedder or (self._embedder if same_model else None))
         try:
+            # Unfinished until the last document is written (a resumed build too: it catches up),
+            # so an interrupted build is never taken for a complete version (versions.switch).
+            with target.catalog.transaction():
+                target.catalog.set_meta(versions.BUILD_STATE_KEY, versions.BUILD_UNFINISHED)
             if same_model:
                 target.catalog.copy_vectors_from(self.catalog)
             items = [(doc, headings or _reread_headings(doc)) for doc, headings in self.catalog.documents_with_headings()]
@@ -423,6 +431,7 @@ class KnowledgeBase:
                 for doc_id in sorted(gone):
                     target.catalog.delete_document(doc_id)
                 pruned = target.catalog.drop_unused_vectors()
+                target.catalog.set_meta(versions.BUILD_STATE_KEY, versions.BUILD_FINISHED)
             status = target.status()
         finally:
             target.close()
@@ -448,32 +457,67 @@ class KnowledgeBase:
         ``versions`` (each version's counts) and ``complete``: False if a version could not
         yet remove every trace (embedded: a concurrent reader kept old pages in the
         write-ahead log; rerun ``beleg delete`` or ``beleg gc`` when it has finished).
+
+        The ids are recorded in the index root before the first version is touched and the
+        record is removed when every version is done, so a delete killed between versions
+        leaves an unfinished erasure that :meth:`finish_erasure` (run by the next delete,
+        ingest or reindex) completes and that ``switch`` refuses to pass; ``resumed`` lists
+        the ids of such an erasure this call finished.
         """
         expr = combine(where)
         if not doc_ids and expr is None:
             raise ConfigError("name documents to delete: doc ids, or a filter (--where)")
+        return self._delete(doc_ids, expr)
+
+    def finish_erasure(self) -> dict[str, Any] | None:
+        """Complete an erasure that was interrupted before it reached every version (what
+        :meth:`delete` returns), or None when there is none."""
+        if self._pending_erasure() is None:
+            return None
+        return self._delete((), None)
+
+    def _delete(self, doc_ids: Sequence[str], expr: Any) -> dict[str, Any]:
         with versions.write_lock(self.root, "delete") as token:
             self._lock_token = token
             try:
-                with self._version_stores() as stores:
-                    return self._erase(stores, doc_ids, expr)
+                return self._erase_locked(doc_ids, expr)
             finally:
                 self._lock_token = None
-                self.store.forget_view()
+
+    def _erase_locked(self, doc_ids: Sequence[str], expr: Any) -> dict[str, Any]:
+        """:meth:`_erase` over every version, the root's write lock held by the caller."""
+        try:
+            with self._version_stores() as stores:
+                return self._erase(stores, doc_ids, expr)
+        finally:
+            self.store.forget_view()
+
+    def _pending_erasure(self) -> dict[str, Any] | None:
+        """The erasure recorded in the index root and not finished (``doc_ids``, ``since``), or None."""
+        return versions.pending_erasure(self.root)
+
+    def _record_erasure(self, doc_ids: list[str], since: str | None) -> None:
+        versions.record_erasure(self.root, doc_ids, since)
+
+    def _clear_erasure(self) -> None:
+        versions.clear_erasure(self.root)
 
     @contextmanager
     def _version_stores(self) -> Iterator[list[tuple[versions.VersionInfo | None, EmbeddedStore]]]:
-        """The store of every version under the root, this object's own first (opened once)."""
+        """The store of every version under the root, the live one first (this object's own
+        store for its version): an erasure reaches what readers see before the others."""
         own = self.path.resolve()
-        out: list[tuple[versions.VersionInfo | None, EmbeddedStore]] = [(None, self.store)]
+        out: list[tuple[versions.VersionInfo | None, EmbeddedStore]] = []
         opened: list[EmbeddedStore] = []
         try:
             for info in versions.list_versions(self.root):
                 if info.path.resolve() == own:
-                    out[0] = (info, self.store)
+                    out.append((info, self.store))
                 elif (info.path / CATALOG_FILE).exists():
                     opened.append(EmbeddedStore(Catalog(info.path / CATALOG_FILE)))
                     out.append((info, opened[-1]))
+            if not any(store is self.store for _, store in out):
+                out.insert(0, (None, self.store))  # a version folder opened as an index of its own
             yield out
         finally:
             for store in opened:
@@ -483,15 +527,20 @@ class KnowledgeBase:
                expr: Any) -> dict[str, Any]:
         from beleg.index.filters import matches
 
-        targets, known = set(doc_ids), set()
+        pending = self._pending_erasure()
+        resumed = set(pending["doc_ids"]) if pending else set()
+        targets, known, matched = set(doc_ids) | resumed, set(), set()
         for _, store in stores:
             for record in store.document_records():
                 known.add(record.doc_id)
                 if expr is not None and matches(expr, record.metadata):
-                    targets.add(record.doc_id)
+                    matched.add(record.doc_id)
+        targets |= matched
         totals = {"documents": 0, "chunks": 0, "vectors": 0, "terms": 0}
         per_version, complete = [], True
         deleted = sorted(targets & known)
+        if deleted:  # before the first version is touched: see delete()
+            self._record_erasure(deleted, pending["since"] if pending else None)
         for info, store in stores:
             summary = store.erase(deleted)
             for key in ("chunks", "vectors", "terms"):
@@ -499,8 +548,11 @@ class KnowledgeBase:
             complete = complete and summary.complete
             per_version.append({"version": info.version if info else self.config.index_version,
                                 "live": info.live if info else True, **summary.to_json()})
+        if pending or deleted:
+            self._clear_erasure()
         totals["documents"] = len(deleted)
         return {**totals, "deleted": deleted, "not_found": sorted(set(doc_ids) - known),
+                "matched": len(matched) if expr is not None else None, "resumed": sorted(resumed & known),
                 "complete": complete, "versions": per_version}
 
     def _erase_elsewhere(self, doc_ids: Sequence[str]) -> None:
@@ -694,7 +746,8 @@ class KnowledgeBase:
         return {
             "index": str(self.root),
             "version_path": str(self.path),
-            "versions": [v.to_json() for v in versions.list_versions(self.root)],
+            "versions": versions.summaries(self.root),
+            "erasure_pending": self._pending_erasure(),
             "index_version": self.config.index_version,
             "config": self.config.versioned(),
             "embedder_fingerprint": self.catalog.get_meta("embedder_fingerprint"),

@@ -224,15 +224,19 @@ def test_a_build_whose_lock_session_ended_fails_instead_of_reporting_success(roo
         kb.ingest_texts([DURING], progress=False)  # the lock is gone with its session
 
 
-def test_switch_warns_when_the_live_version_has_writes_the_new_one_lacks(root: PostgresLocation, embedder: Any,
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_switch_refuses_a_version_without_writes_the_live_one_has(root: PostgresLocation, embedder: Any,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     with beleg.open(root.url, embedder=embedder) as kb:
         kb.ingest_texts([BEFORE], progress=False)
         new = kb.reindex(WINDOW, progress=False)["version"]
         kb.ingest_texts([DURING], progress=False)  # after the build: only in the live version
-    assert main(["switch", new, "--index", root.url]) == 0
+    assert main(["switch", new, "--index", root.url]) == 1
     err = capsys.readouterr().err
-    assert "warning" in err and "1 document(s) of the previous live version are missing" in err, err
+    assert "lacks 1 document(s) of the live version" in err and DURING.source in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert main(["switch", new, "--index", root.url, "--allow-document-loss"]) == 0
+    err = capsys.readouterr().err
+    assert "warning" in err and "1 document(s) of the previous live version" in err, err
     assert len(err.strip().splitlines()) == 1
     with beleg.open(root.url, embedder=embedder) as kb:  # and a version in step switches quietly
         assert kb.config.index_version == new

@@ -227,16 +227,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("switch", help="make an index version live (atomic)")
     p.add_argument("version", metavar="VERSION")
     _index_arg(p)
+    p.add_argument("--allow-document-loss", action="store_true",
+                   help="switch to a version whose build never finished or that lacks documents of the live "
+                        "version (refused otherwise)")
 
     p = sub.add_parser("gc", help="delete index versions that are not live")
     _index_arg(p)
+    p.add_argument("--allow-document-loss", action="store_true",
+                   help="also delete versions holding documents the live version lacks (kept otherwise)")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("delete", help="erase documents (chunks, vectors, postings, terms) from the index")
+    p = sub.add_parser("delete", help="erase documents (chunks, vectors, postings, terms) from every index version",
+                       description="Exit status 0 when none of the named or matched documents is left in any "
+                                   "version, also when a name or filter found none (reported).")
+    p.add_argument("names", nargs="*", metavar="DOC_ID|PATH", help="as --doc")
     _index_arg(p)
     p.add_argument("--doc", action="append", default=[], metavar="DOC_ID|PATH",
                    help="document id, or the path of an ingested file (repeatable; 'beleg documents' lists both)")
     p.add_argument("--where", metavar="EXPR", help="delete every document matching this filter")
+    p.add_argument("--finish", action="store_true",
+                   help="finish an erasure that was interrupted (any delete, ingest or reindex also does)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("documents", help="list the stored documents: id, version, status, source, title")
@@ -495,49 +505,62 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_switch(args: argparse.Namespace) -> int:
-    from beleg.index.versions import drift, live_dir, switch, version_dir
+    from beleg.index import versions
 
     root = args.index or default_index_dir()
+    forced = args.allow_document_loss
     if isinstance(root, str):  # a postgresql:// URL: versions are schemas (beleg.index.postgres.versions)
         from beleg.index.postgres import versions as pg_versions
         from beleg.index.postgres.config import PostgresLocation
 
         location = PostgresLocation.parse(root)
-        before = pg_versions.drift(location, args.version) or {"missing": 0, "changed": 0}
-        info: Any = pg_versions.switch(location, args.version)
+        before = pg_versions.readiness(location, args.version)
+        info: Any = pg_versions.switch(location, args.version, allow_document_loss=forced)
     else:
-        before = drift(live_dir(root), version_dir(root, args.version))
-        info = switch(root, args.version)
+        before = versions.readiness(root, args.version)
+        info = versions.switch(root, args.version, allow_document_loss=forced)
     print(f"version {info.version} is live")
-    if before["missing"] or before["changed"]:
-        # Deletions reach every version; ingests after a build reach only the live one.
-        print(f"warning: version {info.version} was built before the last changes: {before['missing']} document(s) "
-              f"of the previous live version are missing from it and {before['changed']} differ; rerun the "
-              f"'beleg reindex' that built it to catch up, or switch back", file=sys.stderr)
+    if before is not None and (before.loses_documents or before.drift.changed):
+        # Deletions reach every version; ingests and edits after a build reach only the live one.
+        lost = [f"{len(before.drift.missing)} document(s) of the previous live version {before.live} are missing "
+                f"from it ({versions.name_some(before.drift.missing)})"] if before.drift.missing else []
+        lost += [f"{len(before.drift.changed)} differ ({versions.name_some(before.drift.changed)})"
+                 ] if before.drift.changed else []
+        lost += ["its build never finished"] if before.unfinished else []
+        print(f"warning: version {info.version} was built before the last changes: {'; '.join(lost)}. Version "
+              f"{before.live} keeps them until it is removed ('beleg gc' keeps it while it holds documents the live "
+              f"version lacks): switch back with 'beleg switch {before.live} --index {root}', run the 'beleg "
+              f"reindex' that built {info.version} again (it catches up), then switch", file=sys.stderr)
     return 0
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from beleg.index.versions import collect, describe_holder
+    from beleg.index.versions import collect, describe_holder, name_some
 
     root = args.index or default_index_dir()
     if isinstance(root, str):  # a postgresql:// URL
         from beleg.index.postgres import versions as pg_versions
         from beleg.index.postgres.config import PostgresLocation
 
-        collected: Any = pg_versions.collect(PostgresLocation.parse(root))
+        collected: Any = pg_versions.collect(PostgresLocation.parse(root), allow_document_loss=args.allow_document_loss)
     else:
-        collected = collect(root)
-    removed, kept = collected.removed, collected.kept
+        collected = collect(root, allow_document_loss=args.allow_document_loss)
+    removed, kept, kept_documents = collected.removed, collected.kept, collected.kept_documents
     if args.json:
         print(json.dumps({"removed": [v.to_json() for v in removed],
-                          "kept": [{**v.to_json(), "held_by": held} for v, held in kept]}, indent=2))
+                          "kept": [{**v.to_json(), "held_by": held} for v, held in kept]
+                          + [{**v.to_json(), "documents_not_live": docs} for v, docs in kept_documents]},
+                         indent=2, ensure_ascii=False))
     else:
         print(f"removed {len(removed)} version(s)" + "".join(f"\n  {v.version}  {v.path}" for v in removed))
     for v, held in kept:  # a server opened it before a switch: its files stay until it stops
         print(f"kept version {v.version}: held open by {', '.join(map(describe_holder, held))}; stop or restart "
               "it, then run 'beleg gc' again", file=sys.stderr)
-    return 0
+    for v, docs in kept_documents:  # their last copy: a switch with --allow-document-loss left them here
+        print(f"kept version {v.version}: it holds {len(docs)} document(s) the live version lacks ({name_some(docs)}); "
+              f"make it live again with 'beleg switch {v.version} --index {root}', or ingest them into the live "
+              "version; 'beleg gc --allow-document-loss' deletes them with it", file=sys.stderr)
+    return EXIT_ERROR if kept_documents else 0
 
 
 def _note_unknown_keys(kb: Any, *filters: Any, principal: Any = None) -> None:
@@ -568,19 +591,31 @@ def _doc_ids_named(kb: Any, names: Sequence[str]) -> list[str]:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
+    names = [*args.names, *args.doc]
     with _open(args) as kb:
-        _note_unknown_keys(kb, args.where)  # before the delete, which may remove the last document with a key
-        result = kb.delete(_doc_ids_named(kb, args.doc), where=args.where)
+        if args.finish and not names and args.where is None:
+            result = kb.finish_erasure()
+            if result is None:
+                print(f"no unfinished erasure on {kb.root}")
+                return 0
+        else:
+            _note_unknown_keys(kb, args.where)  # before the delete, which may remove the last document with a key
+            result = kb.delete(_doc_ids_named(kb, names), where=args.where)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
+        if result["resumed"]:
+            print(f"finished the interrupted erasure of {len(result['resumed'])} document(s)")
         print(f"deleted {result['documents']} document(s): {result['chunks']} chunks, {result['vectors']} vectors, "
               f"{result['terms']} terms" + (f"; not found: {', '.join(result['not_found'])}" if result["not_found"] else "")
+              + ("; --where matched no document in any version" if result["matched"] == 0 else "")
               + (f" (from {len(result['versions'])} index versions)" if len(result["versions"]) > 1 else ""))
         if not result["complete"]:
             print("warning: a concurrent reader kept old pages of the erased text (write-ahead log); "
                   "run the command again, or 'beleg gc', once it has finished", file=sys.stderr)
-    return EXIT_ERROR if result["not_found"] else 0
+    # Success means none of the named or matched documents is left in any version, so a rerun
+    # of a delete that finished succeeds too; an id or filter that found nothing is reported.
+    return 0
 
 
 def cmd_leaks(args: argparse.Namespace) -> int:

@@ -102,6 +102,13 @@ def render_status(status: dict[str, Any]) -> str:
                      f"{scan['threads']} threads from {scan['threads_from_chunks']:,}")
     for key, counts in status.get("documents_by", {}).items():
         lines.append(f"by {key:<10} " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
+    for n, v in enumerate(status.get("versions", [])):
+        state = ("live" if v["live"] else "not live") + ("" if v["complete"] else ", build unfinished")
+        lines.append(f"{'versions' if n == 0 else '':<13} {v['version']}  {v['documents']} documents ({state})")
+    pending = status.get("erasure_pending")
+    if pending:
+        lines.append(f"erasure       UNFINISHED: {len(pending['doc_ids'])} document(s) since {pending['since']}; "
+                     "finish it with 'beleg delete --finish'")
     return "\n".join(lines)
 
 

@@ -11,7 +11,11 @@ An index directory holds one or more *versions*, each a complete index (``beleg.
 ``reindex`` builds a new version from the live version's stored documents (no source
 files needed); ``switch`` rewrites ``LIVE`` with one atomic rename, so a reader opens
 either the old or the new version, never a mixture; ``gc`` deletes the versions that are
-not live. An open :class:`KnowledgeBase` keeps the version it opened until reopened; one
+not live. Neither may lose a document silently: ``switch`` refuses a version whose build never
+finished or that lacks documents of the live one, ``gc`` keeps a version holding documents
+the live one lacks (both unless told ``allow_document_loss``), and an erasure interrupted
+between versions is recorded (``ERASURE``) and finished before the next switch can bring
+the erased documents back. An open :class:`KnowledgeBase` keeps the version it opened until reopened; one
 that opened the live version refuses document writes once ``LIVE`` names another
 (:class:`VersionNotLiveError`). A long-running process (``beleg serve``) registers the
 version it holds open (:func:`hold_version`), and ``gc`` keeps a version so held.
@@ -28,7 +32,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -101,14 +105,24 @@ def new_version_dir(root: Path, version: str) -> Path:
     return root / VERSIONS_DIR / version
 
 
-def switch(root: Path, version: str) -> VersionInfo:
-    """Make ``version`` live with one atomic rename of the ``LIVE`` file (refused while a reindex builds)."""
+def switch(root: Path, version: str, *, allow_document_loss: bool = False) -> VersionInfo:
+    """Make ``version`` live with one atomic rename of the ``LIVE`` file.
+
+    Refused while a reindex builds, while an erasure is unfinished (:class:`ErasurePendingError`:
+    the version may still hold the erased text), and, unless ``allow_document_loss``, when the
+    version's build never finished or it lacks documents the live version has
+    (:class:`VersionNotReadyError`): readers would lose them, and ``gc`` then their last copy."""
     with write_lock(root, "switch", version):
-        return _switch(root, version)
+        refuse_while_erasing(root)
+        folder = version_dir(root, version)
+        if not allow_document_loss:
+            ready = readiness(root, version)
+            if ready.loses_documents:
+                raise VersionNotReadyError(ready.describe(root))
+        return _switch(root, folder, version)
 
 
-def _switch(root: Path, version: str) -> VersionInfo:
-    folder = version_dir(root, version)
+def _switch(root: Path, folder: Path, version: str) -> VersionInfo:
     if not (folder / CATALOG_FILE).exists():
         raise IndexStateError(f"version {version} in {root} has no catalog; rebuild it with 'beleg reindex'")
     rel = _FLAT if folder.resolve() == root.resolve() else folder.resolve().relative_to(root.resolve()).as_posix()
@@ -164,10 +178,11 @@ def refuse_if_not_live(root: Path, folder: Path) -> None:
             f"lost to everyone who opens the index. Reopen the index (restart the server) and write again")
 
 
-def gc(root: Path) -> list[VersionInfo]:
-    """Delete every version that is not live and that no running process holds open; returns
-    what was removed (:func:`collect` also says what was kept and why)."""
-    return collect(root).removed
+def gc(root: Path, *, allow_document_loss: bool = False) -> list[VersionInfo]:
+    """Delete every version that is not live, that no running process holds open and that holds
+    no document the live version lacks; returns what was removed (:func:`collect` also says
+    what was kept and why)."""
+    return collect(root, allow_document_loss=allow_document_loss).removed
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,26 +190,41 @@ class Collected:
     removed: list[VersionInfo]
     #: Versions not live but kept, each with the running processes that hold it open.
     kept: list[tuple[VersionInfo, list[dict[str, Any]]]]
+    #: Versions not live but kept because they hold documents the live version lacks (id → source).
+    kept_documents: list[tuple[VersionInfo, dict[str, str]]] = field(default_factory=list)
 
 
-def collect(root: Path) -> Collected:
+def collect(root: Path, *, allow_document_loss: bool = False) -> Collected:
     """Delete every version that is not live and that no running process holds open
     (:func:`hold_version`: a server that opened it before a switch still reads its files);
-    refused while a reindex builds."""
+    refused while a reindex builds.
+
+    A version holding documents the live version lacks (left behind by a switch with
+    ``allow_document_loss``) is their last copy: it is kept unless ``allow_document_loss``.
+    Documents an unfinished erasure is removing do not count (deleting a version only
+    finishes their erasure there)."""
     with write_lock(root, "gc"):
-        return _gc(root)
+        return _gc(root, allow_document_loss)
 
 
-def _gc(root: Path) -> Collected:
+def _gc(root: Path, allow_document_loss: bool) -> Collected:
     removed: list[VersionInfo] = []
     kept: list[tuple[VersionInfo, list[dict[str, Any]]]] = []
+    kept_documents: list[tuple[VersionInfo, dict[str, str]]] = []
     holders = version_holders(root)
+    live = live_dir(root)
+    erasing = set((pending_erasure(root) or {}).get("doc_ids", []))
     for info in list_versions(root):
         if info.live:
             continue
         held = holders.get(info.path.resolve(), [])
         if held:
             kept.append((info, held))
+            continue
+        only_here = {doc_id: source for doc_id, source in drift(live, info.path).extra.items()
+                     if doc_id not in erasing} if (info.path / CATALOG_FILE).exists() else {}
+        if only_here and not allow_document_loss:
+            kept_documents.append((info, only_here))
             continue
         if info.path.resolve() == root.resolve():
             # The first version lives in the root itself: remove its files, keep the folder.
@@ -203,7 +233,7 @@ def _gc(root: Path) -> Collected:
         else:
             shutil.rmtree(info.path)
         removed.append(info)
-    return Collected(removed, kept)
+    return Collected(removed, kept, kept_documents)
 
 
 # ---------------------------------------------------------------------------- versions held open
@@ -391,19 +421,184 @@ def write_lock(root: Path, purpose: str, version: str | None = None) -> Iterator
         path.unlink(missing_ok=True)
 
 
-# ---------------------------------------------------------------------------- drift
+# ---------------------------------------------------------------------------- drift and readiness
 
 
-def drift(live: Path, other: Path) -> dict[str, int]:
-    """How ``other``'s documents differ from ``live``'s: ``missing`` (in live only),
-    ``changed`` (other content or metadata) and ``extra`` (not in live). Read-only."""
-    def state(folder: Path) -> dict[str, tuple[str, str]]:
-        db = sqlite3.connect(f"file:{folder / CATALOG_FILE}?mode=ro", uri=True)
-        try:
-            return {r[0]: (r[1], r[2]) for r in db.execute("SELECT doc_id, content_hash, metadata FROM documents")}
-        finally:
-            db.close()
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """How another version's documents differ from the live version's, each as doc id → source:
+    ``missing`` (in the live version only), ``changed`` (other content or metadata) and
+    ``extra`` (not in the live version)."""
+
+    missing: dict[str, str]
+    changed: dict[str, str]
+    extra: dict[str, str]
+
+    def counts(self) -> dict[str, int]:
+        return {"missing": len(self.missing), "changed": len(self.changed), "extra": len(self.extra)}
+
+
+def _catalog_rows(folder: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of a read-only query on the catalog in ``folder`` (nothing is written, no lock taken)."""
+    db = sqlite3.connect(f"file:{folder / CATALOG_FILE}?mode=ro", uri=True)
+    try:
+        return db.execute(query, params).fetchall()
+    finally:
+        db.close()
+
+
+def drift(live: Path, other: Path) -> Drift:
+    """How ``other``'s documents differ from ``live``'s (see :class:`Drift`). Read-only."""
+    def state(folder: Path) -> dict[str, tuple[str, str, str]]:
+        rows = _catalog_rows(folder, "SELECT doc_id, source, content_hash, metadata FROM documents")
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     a, b = state(live), state(other)
-    return {"missing": len(a.keys() - b.keys()), "changed": sum(1 for k in a.keys() & b.keys() if a[k] != b[k]),
-            "extra": len(b.keys() - a.keys())}
+    return Drift(missing={k: a[k][0] for k in sorted(a.keys() - b.keys())},
+                 changed={k: a[k][0] for k in sorted(a.keys() & b.keys()) if a[k][1:] != b[k][1:]},
+                 extra={k: b[k][0] for k in sorted(b.keys() - a.keys())})
+
+
+#: Catalog meta key of a version built by ``beleg reindex``: BUILD_UNFINISHED from the start of
+#: the build until its last document is written, then BUILD_FINISHED. A version without it (the
+#: first one, or one built by an older Beleg) counts as finished.
+BUILD_STATE_KEY = "reindex_build"
+BUILD_UNFINISHED = "unfinished"
+BUILD_FINISHED = "finished"
+
+
+class VersionNotReadyError(IndexStateError):
+    """``switch`` to a version whose build never finished or that lacks documents of the live
+    version (readers would lose them, and ``gc`` their last copy)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """What making ``version`` live would cost against the live version ``live``."""
+
+    version: str
+    live: str
+    unfinished: bool
+    drift: Drift
+
+    @property
+    def loses_documents(self) -> bool:
+        return self.unfinished or bool(self.drift.missing)
+
+    def describe(self, index: Any) -> str:
+        """Why switching to the version is refused, and what to do: one line."""
+        problems = []
+        if self.unfinished:
+            problems.append("its build never finished (the 'beleg reindex' that built it was interrupted)")
+        if self.drift.missing:
+            problems.append(f"it lacks {len(self.drift.missing)} document(s) of the live version {self.live} "
+                            f"({name_some(self.drift.missing)})")
+        if self.drift.changed:
+            problems.append(f"{len(self.drift.changed)} differ ({name_some(self.drift.changed)})")
+        return (f"version {self.version} of {index} is not ready to go live: {'; '.join(problems)}. Run the same "
+                f"'beleg reindex' that built it again (it resumes and catches up: unchanged documents are skipped), "
+                f"or switch anyway with --allow-document-loss")
+
+
+def name_some(documents: dict[str, str], shown: int = 3) -> str:
+    """A few documents by source, and how many more."""
+    names = list(documents.values())
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def build_finished(folder: Path) -> bool:
+    """Whether the version in ``folder`` is complete (see :data:`BUILD_STATE_KEY`)."""
+    rows = _catalog_rows(folder, "SELECT value FROM meta WHERE key = ?", (BUILD_STATE_KEY,))
+    return not rows or rows[0][0] != BUILD_UNFINISHED
+
+
+def readiness(root: Path, version: str) -> Readiness:
+    """Whether ``version`` can go live without losing documents (read-only)."""
+    live, folder = live_dir(root), version_dir(root, version)
+    live_version = next((v.version for v in list_versions(root) if v.live), "?")
+    if not (folder / CATALOG_FILE).exists():
+        raise IndexStateError(f"version {version} in {root} has no catalog; rebuild it with 'beleg reindex'")
+    return Readiness(str((_read_config(folder) or {}).get("index_version", version)), live_version,
+                     not build_finished(folder), drift(live, folder))
+
+
+def summaries(root: Path) -> list[dict[str, Any]]:
+    """Every version (live first) with its document count and whether its build finished:
+    one count query per version's catalog."""
+    out = []
+    for info in list_versions(root):
+        has_catalog = (info.path / CATALOG_FILE).exists()
+        count = _catalog_rows(info.path, "SELECT COUNT(*) FROM documents")[0][0] if has_catalog else 0
+        out.append({**info.to_json(), "documents": count,
+                    "complete": has_catalog and build_finished(info.path)})
+    return out
+
+
+# ---------------------------------------------------------------------------- the erasure journal
+#
+# An erasure runs one transaction per version. Killed between two, some versions still hold
+# the text, and a switch to one of them would bring the document back. So the ids are
+# recorded in ``ERASURE`` in the root (written and fsynced) before the first version is
+# touched, and the file is removed once every version is done. While it exists, ``switch``
+# is refused, ``status`` says so, and the next delete, ingest or reindex finishes the
+# erasure before it writes anything.
+
+ERASURE_FILE = "ERASURE"
+
+
+class ErasurePendingError(IndexStateError):
+    """An erasure was interrupted before it reached every version."""
+
+
+def pending_erasure(root: Path) -> dict[str, Any] | None:
+    """The unfinished erasure recorded in the root (``doc_ids``, ``since``), or None."""
+    try:
+        return dict(json.loads((root / ERASURE_FILE).read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise IndexStateError(f"cannot read {root / ERASURE_FILE} ({exc}); it records an erasure that did not "
+                              "finish: rerun the 'beleg delete' that was interrupted, then remove the file") from None
+
+
+def record_erasure(root: Path, doc_ids: list[str], since: str | None = None) -> None:
+    """Record, durably, that ``doc_ids`` are being erased from every version."""
+    path, tmp = root / ERASURE_FILE, root / (ERASURE_FILE + ".tmp")
+    entry = {"doc_ids": sorted(doc_ids), "since": since or time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(root)
+
+
+def clear_erasure(root: Path) -> None:
+    (root / ERASURE_FILE).unlink(missing_ok=True)
+    _fsync_dir(root)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename or unlink in ``folder`` durable (a crash must not bring the old state back)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def describe_erasure(index: Any, pending: dict[str, Any]) -> str:
+    return (f"an erasure of {len(pending.get('doc_ids', []))} document(s) begun on {index} at "
+            f"{pending.get('since', '?')} was interrupted before it reached every version")
+
+
+def refuse_while_erasing(root: Path) -> None:
+    """Raise :class:`ErasurePendingError` while an erasure is unfinished: a version it has not
+    reached yet would bring the erased documents back."""
+    pending = pending_erasure(root)
+    if pending is not None:
+        raise ErasurePendingError(
+            f"{describe_erasure(root, pending)}; a version it has not reached would bring them back. Finish it "
+            f"with 'beleg delete --finish --index {root}' (the next delete, ingest or reindex finishes it too), "
+            "then run this again")

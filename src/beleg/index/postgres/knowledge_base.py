@@ -27,14 +27,13 @@ from psycopg import sql
 from beleg.backends.embedders import Embedder
 from beleg.errors import ConfigError, IndexStateError, IndexVersionError
 from beleg.index.config import IndexConfig
-from beleg.index.filters import FilterLike, combine
 from beleg.index.ports import ChunkWrite
 from beleg.index.postgres import hnsw_calibration
 from beleg.index.postgres import versions as pg_versions
 from beleg.index.postgres.claims import LEASE_ENV, PostgresClaims, lease_from_env
 from beleg.index.postgres.config import PostgresLocation, connect
 from beleg.index.postgres.store import PostgresStore
-from beleg.index.versions import VersionNotLiveError
+from beleg.index.versions import BUILD_FINISHED, BUILD_STATE_KEY, BUILD_UNFINISHED, VersionNotLiveError
 from beleg.kb import KnowledgeBase
 from beleg.retrieve.techniques import Techniques
 from beleg.types import Chunk, Document, Heading
@@ -340,6 +339,8 @@ class PostgresKnowledgeBase(KnowledgeBase):
         if version == self.config.index_version:
             raise ConfigError(f"version {version} is this index's live configuration already; nothing to build")
         with pg_versions.BuildLock(self.root_location, version) as lock:
+            if self._pending_erasure() is not None:  # else the new version would copy erased documents
+                self._erase_locked((), None)
             result = self._build_version(config, progress=progress, embedder=embedder)
             lock.check_held()  # else writes were accepted during the build
         return result
@@ -356,6 +357,9 @@ class PostgresKnowledgeBase(KnowledgeBase):
         target = PostgresKnowledgeBase(target_location.url, config,
                                        embedder=embedder or (self._embedder if same_model else None))
         try:
+            # Unfinished until the last document is written, as for an index folder (KnowledgeBase._build_version).
+            with target.store.transaction():
+                target.store.set_meta(BUILD_STATE_KEY, BUILD_UNFINISHED)
             if same_model:
                 target.catalog.donor = self.catalog
                 fingerprint = self.store.get_meta("embedder_fingerprint")
@@ -370,6 +374,8 @@ class PostgresKnowledgeBase(KnowledgeBase):
             gone = {r.doc_id for r in target.store.document_records()} - {doc.doc_id for doc, _ in items}
             if gone:
                 target.store.erase(sorted(gone))
+            with target.store.transaction():
+                target.store.set_meta(BUILD_STATE_KEY, BUILD_FINISHED)
             status = target.status()
         finally:
             target.close()
@@ -378,31 +384,41 @@ class PostgresKnowledgeBase(KnowledgeBase):
                 "copied_vectors_unused": 0, "failed": report.to_json()["failures"]}
 
     def _version_stores(self) -> list[tuple[pg_versions.PostgresVersion | None, PostgresStore]]:  # type: ignore[override]
-        """This version's store first, then a new one for every other version schema."""
-        out: list[tuple[pg_versions.PostgresVersion | None, PostgresStore]] = [(None, self.store)]
-        for v in pg_versions.list_versions(self.store.conn, self.root_location.schema):
-            if v.schema == self.store.schema:
-                out[0] = (v, self.store)
-            else:
-                out.append((v, PostgresStore(self.root_location.with_schema(v.schema))))
+        """The store of every version schema, the live one first (this object's own store for
+        its schema): an erasure reaches what readers see before the others."""
+        out: list[tuple[pg_versions.PostgresVersion | None, PostgresStore]] = []
+        for v in sorted(pg_versions.list_versions(self.store.conn, self.root_location.schema), key=lambda v: not v.live):
+            out.append((v, self.store if v.schema == self.store.schema else
+                        PostgresStore(self.root_location.with_schema(v.schema))))
+        if not any(store is self.store for _, store in out):
+            out.insert(0, (None, self.store))
         return out
 
     # ------------------------------------------------------------------ deletion
-    def delete(self, doc_ids: Sequence[str] = (), *, where: FilterLike = None) -> dict[str, Any]:
-        """Erase documents by id and/or filter from every version (schema), then VACUUM; see
-        :meth:`PostgresStore.erase` for what ``complete`` means here. Refused while a reindex
-        builds (:class:`~beleg.index.versions.IndexBusyError`)."""
-        expr = combine(where)
-        if not doc_ids and expr is None:
-            raise ConfigError("name documents to delete: doc ids, or a filter (--where)")
+    def _delete(self, doc_ids: Sequence[str], expr: Any) -> dict[str, Any]:
+        """Erase from every version (schema), then VACUUM; see :meth:`PostgresStore.erase` for
+        what ``complete`` means here. Refused while a reindex builds (IndexBusyError)."""
         with pg_versions.no_build(self.root_location):  # refused while a reindex builds, as for a folder
-            stores = self._version_stores()
-            try:  # an erasure reaches every version, so a switch cannot bring a document back
-                return self._erase(stores, doc_ids, expr)  # type: ignore[arg-type]
-            finally:
-                self.store.forget_view()
-                for _, store in stores[1:]:
+            return self._erase_locked(doc_ids, expr)
+
+    def _erase_locked(self, doc_ids: Sequence[str], expr: Any) -> dict[str, Any]:
+        stores = self._version_stores()
+        try:  # an erasure reaches every version, so a switch cannot bring a document back
+            return self._erase(stores, doc_ids, expr)  # type: ignore[arg-type]
+        finally:
+            self.store.forget_view()
+            for _, store in stores:
+                if store is not self.store:
                     store.close()
+
+    def _pending_erasure(self) -> dict[str, Any] | None:
+        return pg_versions.pending_erasure(self.store.conn, self.root_location.schema)
+
+    def _record_erasure(self, doc_ids: list[str], since: str | None) -> None:
+        pg_versions.record_erasure(self.store.conn, self.root_location.schema, doc_ids, since)
+
+    def _clear_erasure(self) -> None:
+        pg_versions.clear_erasure(self.store.conn, self.root_location.schema)
 
     # ------------------------------------------------------------------ inspection
     def status(self) -> dict[str, Any]:
@@ -413,7 +429,8 @@ class PostgresKnowledgeBase(KnowledgeBase):
             "backend": "postgresql",
             "schema": self.store.schema,
             "version_path": self.path,
-            "versions": [v.to_json() for v in pg_versions.list_versions(self.store.conn, self.root_location.schema)],
+            "versions": pg_versions.summaries(self.store.conn, self.root_location.schema),
+            "erasure_pending": self._pending_erasure(),
             "index_version": self.config.index_version,
             "config": self.config.versioned(),
             "embedder_fingerprint": self.store.get_meta("embedder_fingerprint"),

@@ -16,6 +16,13 @@ schema's write lock before it moves the pointer, so no write slips in between). 
 long-running one (``beleg serve``) registers the version it reads (:class:`VersionHold`),
 and ``gc`` keeps a version so held. While ``reindex`` builds, document writes, deletions,
 ``switch`` and ``gc`` are refused (:class:`BuildLock`), as for an index folder.
+
+The same rules as for an index folder keep documents from being lost or brought back:
+``switch`` refuses a version whose build never finished or that lacks documents of the live
+one, ``gc`` keeps a version holding documents the live one lacks (both unless told
+``allow_document_loss``), and an erasure interrupted between schemas is recorded in the
+root's meta (``erasure_pending``), refused by ``switch`` and finished by the next delete,
+ingest or reindex (:mod:`beleg.index.versions`).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -39,7 +46,17 @@ from beleg.errors import ConfigError, IndexStateError
 from beleg.index.postgres import schema as schema_mod
 from beleg.index.postgres.config import PostgresLocation, check_schema_name, connect
 from beleg.index.postgres.writes import take_write_lock
-from beleg.index.versions import SHORT_WAIT_S, IndexBusyError
+from beleg.index.versions import (
+    BUILD_STATE_KEY,
+    BUILD_UNFINISHED,
+    SHORT_WAIT_S,
+    Drift,
+    ErasurePendingError,
+    IndexBusyError,
+    Readiness,
+    VersionNotReadyError,
+    describe_erasure,
+)
 
 log = logging.getLogger(__name__)
 
@@ -117,16 +134,25 @@ def _lock_versions(conn: Any, root: str, *, session: bool = False) -> None:
     conn.execute(sql.SQL("SELECT {}(hashtext(%s))").format(sql.Identifier(fn)), (f"beleg:versions:{root}",))
 
 
-def switch(location: PostgresLocation, version: str) -> PostgresVersion:
-    """Make ``version`` live, in one transaction (the root's pointer is one row)."""
+def switch(location: PostgresLocation, version: str, *, allow_document_loss: bool = False) -> PostgresVersion:
+    """Make ``version`` live, in one transaction (the root's pointer is one row).
+
+    Refused while an erasure is unfinished (:class:`~beleg.index.versions.ErasurePendingError`)
+    and, unless ``allow_document_loss``, when the version's build never finished or it lacks
+    documents of the live version (:class:`~beleg.index.versions.VersionNotReadyError`)."""
     conn = _writer_connection(location)
     root = location.schema
     try:
         with conn.transaction():
             _lock_versions(conn, root)
             refuse_while_building(conn, root)  # the version being built is not ready, the live one is its source
+            refuse_while_erasing(conn, location)
             for v in list_versions(conn, root):
                 if v.version == version:
+                    if not allow_document_loss:
+                        ready = _readiness(conn, root, v)
+                        if ready.loses_documents:
+                            raise VersionNotReadyError(ready.describe(location.url))
                     # A writer to the live version checks the pointer while it holds this lock:
                     # one in flight commits before the pointer moves, every later one sees it moved.
                     take_write_lock(conn, live_schema(conn, root))
@@ -145,32 +171,44 @@ class Collected:
     removed: list[PostgresVersion]
     #: Versions not live but kept, each with the running processes that hold it open.
     kept: list[tuple[PostgresVersion, list[dict[str, Any]]]]
+    #: Versions not live but kept because they hold documents the live version lacks (id → source).
+    kept_documents: list[tuple[PostgresVersion, dict[str, str]]] = field(default_factory=list)
 
 
-def gc(location: PostgresLocation) -> list[PostgresVersion]:
-    """Drop every version schema that is not live and not held open; the root, if not live, is
-    emptied. Returns what was removed (:func:`collect` also says what was kept and why)."""
-    return collect(location).removed
+def gc(location: PostgresLocation, *, allow_document_loss: bool = False) -> list[PostgresVersion]:
+    """Drop every version schema that is not live, not held open and holding no document the
+    live version lacks; the root, if so, is emptied. Returns what was removed (:func:`collect`
+    also says what was kept and why)."""
+    return collect(location, allow_document_loss=allow_document_loss).removed
 
 
-def collect(location: PostgresLocation) -> Collected:
+def collect(location: PostgresLocation, *, allow_document_loss: bool = False) -> Collected:
     """Drop every version schema that is not live and that no running process holds open
-    (:class:`VersionHold`); the root, if not live and not held, is emptied."""
+    (:class:`VersionHold`); the root, if not live and not held, is emptied. A version holding
+    documents the live version lacks (other than those an unfinished erasure removes) is kept
+    unless ``allow_document_loss``, as for an index folder (:func:`beleg.index.versions.collect`)."""
     from beleg.index.postgres.store import PostgresStore
 
     conn = _writer_connection(location)
     root = location.schema
-    removed, kept = [], []
+    removed, kept, kept_documents = [], [], []
     try:
         _lock_versions(conn, root, session=True)  # a session lock: VACUUM cannot run in a transaction
         if not conn.execute(_build_lock("pg_try_advisory_lock_shared"), (root,)).fetchone()[0]:
             raise _building_error(conn, root)  # the version being built is not live: gc would drop it
         holders = version_holders(conn, root)
+        live = live_schema(conn, root)
+        erasing = set((pending_erasure(conn, root) or {}).get("doc_ids", []))
         for v in list_versions(conn, root):
             if v.live:
                 continue
             if holders.get(v.schema):
                 kept.append((v, holders[v.schema]))
+                continue
+            only_here = {doc_id: source for doc_id, source in _drift(conn, live, v.schema).extra.items()
+                         if doc_id not in erasing}
+            if only_here and not allow_document_loss:
+                kept_documents.append((v, only_here))
                 continue
             if v.schema == root:
                 store = PostgresStore(location)
@@ -190,7 +228,7 @@ def collect(location: PostgresLocation) -> Collected:
                      (json.dumps(remaining), VERSIONS_KEY))
     finally:
         conn.close()  # ends the session, and its lock
-    return Collected(removed, kept)
+    return Collected(removed, kept, kept_documents)
 
 
 # ---------------------------------------------------------------------------- versions held open
@@ -438,21 +476,87 @@ class BuildLock:
         self.close()
 
 
-def drift(location: PostgresLocation, version: str) -> dict[str, int] | None:
-    """How ``version``'s documents differ from the live version's: ``missing`` (in live only),
-    ``changed`` (other content or metadata) and ``extra`` (not in live); None when the index
-    has no such version. Read-only."""
+def drift(location: PostgresLocation, version: str) -> Drift | None:
+    """How ``version``'s documents differ from the live version's (see
+    :class:`~beleg.index.versions.Drift`); None when the index has no such version. Read-only."""
     conn = connect(location)
     try:
         live = live_schema(conn, location.schema)
         other = next((v.schema for v in list_versions(conn, location.schema) if v.version == version), None)
-        if other is None:
-            return None
-        missing, changed, extra = conn.execute(sql.SQL(
-            "SELECT count(*) FILTER (WHERE o.doc_id IS NULL), count(*) FILTER (WHERE l.doc_id IS NOT NULL "
-            "AND o.doc_id IS NOT NULL AND (l.content_hash, l.metadata) IS DISTINCT FROM (o.content_hash, o.metadata)), "
-            "count(*) FILTER (WHERE l.doc_id IS NULL) FROM {}.documents l FULL JOIN {}.documents o "
-            "ON o.doc_id = l.doc_id").format(sql.Identifier(live), sql.Identifier(other))).fetchone()
-        return {"missing": int(missing), "changed": int(changed), "extra": int(extra)}
+        return None if other is None else _drift(conn, live, other)
     finally:
         conn.close()
+
+
+def _drift(conn: Any, live: str, other: str) -> Drift:
+    rows = conn.execute(sql.SQL(
+        "SELECT l.doc_id, l.source, o.doc_id, o.source FROM {}.documents l FULL JOIN {}.documents o "
+        "ON o.doc_id = l.doc_id WHERE l.doc_id IS NULL OR o.doc_id IS NULL OR (l.content_hash, l.metadata) "
+        "IS DISTINCT FROM (o.content_hash, o.metadata) ORDER BY coalesce(l.doc_id, o.doc_id)").format(
+            sql.Identifier(live), sql.Identifier(other))).fetchall()
+    return Drift(missing={lid: lsrc for lid, lsrc, oid, _ in rows if oid is None},
+                 changed={lid: lsrc for lid, lsrc, oid, _ in rows if lid is not None and oid is not None},
+                 extra={oid: osrc for lid, _, oid, osrc in rows if lid is None})
+
+
+def _readiness(conn: Any, root: str, version: PostgresVersion) -> Readiness:
+    live = live_schema(conn, root)
+    live_version = next((v.version for v in list_versions(conn, root) if v.schema == live), "?")
+    return Readiness(version.version, live_version, _meta(conn, version.schema, BUILD_STATE_KEY) == BUILD_UNFINISHED,
+                     _drift(conn, live, version.schema))
+
+
+def readiness(location: PostgresLocation, version: str) -> Readiness | None:
+    """Whether ``version`` can go live without losing documents; None when there is no such version."""
+    conn = connect(location)
+    try:
+        found = next((v for v in list_versions(conn, location.schema) if v.version == version), None)
+        return None if found is None else _readiness(conn, location.schema, found)
+    finally:
+        conn.close()
+
+
+def summaries(conn: Any, root: str) -> list[dict[str, Any]]:
+    """Every version (live first) with its document count and whether its build finished."""
+    out = []
+    for v in sorted(list_versions(conn, root), key=lambda v: not v.live):
+        count = conn.execute(sql.SQL("SELECT count(*) FROM {}.documents").format(sql.Identifier(v.schema))).fetchone()[0]
+        out.append({**v.to_json(), "documents": int(count),
+                    "complete": _meta(conn, v.schema, BUILD_STATE_KEY) != BUILD_UNFINISHED})
+    return out
+
+
+# ---------------------------------------------------------------------------- the erasure journal
+#
+# As for an index folder (beleg.index.versions, "the erasure journal"): the ids an erasure
+# removes are committed to the root's meta before the first schema is touched, and the row is
+# deleted (and the table vacuumed, so the ids leave it) once every schema is done.
+
+ERASURE_KEY = "erasure_pending"
+
+
+def pending_erasure(conn: Any, root: str) -> dict[str, Any] | None:
+    raw = _meta(conn, root, ERASURE_KEY)
+    return None if raw is None else dict(json.loads(raw))
+
+
+def record_erasure(conn: Any, root: str, doc_ids: list[str], since: str | None = None) -> None:
+    entry = {"doc_ids": sorted(doc_ids), "since": since or time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    with conn.transaction():
+        conn.execute(sql.SQL("INSERT INTO {}.meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
+                             "SET value = EXCLUDED.value").format(sql.Identifier(root)), (ERASURE_KEY, json.dumps(entry)))
+
+
+def clear_erasure(conn: Any, root: str) -> None:
+    with conn.transaction():
+        conn.execute(sql.SQL("DELETE FROM {}.meta WHERE key = %s").format(sql.Identifier(root)), (ERASURE_KEY,))
+    conn.execute(sql.SQL("VACUUM (ANALYZE) {}.meta").format(sql.Identifier(root)))  # the ids leave rows and statistics
+
+
+def refuse_while_erasing(conn: Any, location: PostgresLocation) -> None:
+    pending = pending_erasure(conn, location.schema)
+    if pending is not None:
+        raise ErasurePendingError(
+            f"{describe_erasure(location.url, pending)}; a version it has not reached would bring them back. Finish "
+            f"it with 'beleg delete --finish --index {location.url}' (the next delete, ingest or reindex finishes it "
+            "too), then run this again")
