@@ -444,7 +444,14 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        "like about "
                        # "in older versions", "früher": which sources to read (self-query's status), not the topic
                        "older earlier previous former früher frühere früheren älter ältere älteren vorherige "
-                       "vorherigen")
+                       "vorherigen "
+                       # prepositions relate the question's words, they are not its topic; rare in a
+                       # corpus, they were weighed as its rarest terms ("missing via" withheld "Set it
+                       # in the app under Settings > Network"). Not the particles of phrasal verbs
+                       # ("log out", "set up"), which change what is asked.
+                       "via through across within without during toward towards against among along around "
+                       "behind beyond near upon onto durch zwischen innerhalb außerhalb ohne während gegen "
+                       "entlang hinter neben")
 
 @cache
 def _question_form_terms() -> frozenset[str]:
