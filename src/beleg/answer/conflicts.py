@@ -52,7 +52,15 @@ from beleg.answer.attributes import (
 )
 from beleg.answer.scoring import Sentence, row_header
 from beleg.answer.types import Conflict, ConflictValue, Source
-from beleg.answer.values import Value, asks_clock_time, comparable, expected_kind, same_value
+from beleg.answer.values import (
+    Value,
+    as_written,
+    asks_clock_time,
+    asks_temperature,
+    comparable,
+    expected_kind,
+    same_value,
+)
 from beleg.index.analyzer import detect_language
 from beleg.index.filters import number_key
 
@@ -128,8 +136,8 @@ def relation(governing: Source, other: Source) -> str:
 
 def _entry(s: Sentence, v: Value, governs: bool, rel: str) -> ConflictValue:
     src = s.source
-    return ConflictValue(v.raw.replace("**", "").replace("__", ""), src.hit.source, src.hit.chunk_id, src.label, src.version, src.status, src.authority,
-                         governs, s.text, src.quarantine.active, rel)
+    return ConflictValue(as_written(s.text, v), src.hit.source, src.hit.chunk_id, src.label, src.version, src.status,
+                         src.authority, governs, s.text, src.quarantine.active, rel, v.kind, v.normalized)
 
 
 def _chunk_range(s: Sentence) -> tuple[int, int]:
@@ -215,7 +223,8 @@ def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Senten
 
     ``embed`` (e5 passages, normalised) lets a value in another language than the
     governing one match by the similarity of the two attribute phrases."""
-    kind = "time" if asks_clock_time(question) else expected_kind(question)
+    kind = "time" if asks_clock_time(question) else expected_kind(question) or (
+        "temperature" if asks_temperature(question) else None)
     if kind == "date" and not _typed(governing, "date") and _typed(governing, "time"):
         kind = "time"  # "Wann beginnt die Wartung?" is answered by a time of day as well as by a date
     if kind is None or not _typed(governing, kind):
