@@ -440,3 +440,22 @@ def test_a_count_is_shown_with_what_it_counts_and_compared_by_its_number() -> No
     assert [(v["value"], v["kind"], v["normalized"]) for v in values] == [
         ("30 requests per minute", "count", 30.0), ("120 requests per minute", "count", 120.0)]
 
+
+def test_a_conflict_is_titled_by_its_section_never_by_the_question() -> None:
+    """The question was the title when the governing source had no section heading ("Later
+    values of How many requests per minute did the API accept in version 1.4?:"); a document's
+    title names no fact either. Then ``fact`` is empty and the title names none."""
+    question = "How many requests per minute did the API accept in version 1.4?"
+    old = _page("S1", "The API accepts at most 30 requests per minute.", version="1.4", status="historical",
+                authority="reference")
+    new = _source("S2", "The API accepts at most 120 requests per minute.", "Rate limit", version="2.10",
+                  authority="reference")
+    scored = [s for src in (old, new) for s in _sentences(src)]
+    (untitled,), _ = detect_conflicts(question, scored[0], scored, 0.35)
+    assert untitled.fact == "" and untitled.to_json()["fact"] == ""
+    assert conflict_lines(untitled)[0] == "Later values:"
+    assert question not in "\n".join(conflict_lines(untitled))
+    (titled,), _ = detect_conflicts("How many requests per minute does the API accept?", scored[-1],
+                                    [scored[-1], scored[0]], 0.35)
+    assert titled.fact == "Rate limit"
+    assert conflict_lines(titled)[0] == "Earlier values of Rate limit:"

@@ -205,6 +205,7 @@ class ConflictValue:
 class Conflict:
     """Sources that state different values for the same fact; exactly one value governs."""
 
+    #: The fact's name: the governing value's section heading, "" when it has none.
     fact: str
     values: tuple[ConflictValue, ...]
     #: What the values measure: the governing value's heading and the words bound to it.
