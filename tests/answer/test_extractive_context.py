@@ -537,8 +537,8 @@ def test_a_conflict_with_a_source_of_better_standing_makes_that_source_the_answe
     assert ex.chosen is not None and ex.chosen.source.authority == "reference"
     assert ex.answer.startswith("Each workspace holds up to 50 users.")
     (conflict,) = ex.conflicts
-    assert conflict.governing is not None and conflict.governing.value == "50"
-    assert [(v.value, v.relation) for v in conflict.values if not v.governs] == [("500", "contradicts")]
+    assert conflict.governing is not None and conflict.governing.value == "50 users"  # a count with what it counts
+    assert [(v.value, v.relation) for v in conflict.values if not v.governs] == [("500 users", "contradicts")]
 
 
 def test_sources_of_equal_standing_keep_the_chosen_answer_when_they_disagree() -> None:
