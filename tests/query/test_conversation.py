@@ -162,6 +162,10 @@ def test_the_kind_asked_for_is_the_follow_ups_own_or_else_the_earlier_questions(
     assert asked_question(q, follow_up(q, [e])) == f"{q} {e}"
     alone = "What does KB-1042 mean?"
     assert asked_question(alone, follow_up(alone, [e])) == alone
+    # A follow-up's own version replaces the earlier question's: its answer need not name 3.0.
+    q, e = "And in 2.4?", "What is the retry window in Ferrolink 3.0?"
+    asked = asked_question(q, follow_up(q, [e]), ["Ferrolink"])
+    assert "2.4" in asked and "3.0" not in asked and "retry window" in asked
 
 
 @pytest.mark.parametrize("strategy", ["hybrid", "rewrite", "auto"])

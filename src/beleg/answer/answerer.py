@@ -8,6 +8,7 @@ its problems, never silently passed off as checked.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,7 @@ from beleg.index.filters import Cmp, FilterLike, combine
 from beleg.query.conversation import FollowUp, follow_up, retrieval_query
 from beleg.query.intent import Intent, no_retrieval_intent
 from beleg.query.self_query import disabled_json, self_query_mode
+from beleg.query.versions import version_mentions
 from beleg.retrieve.fusion import check_fusion_options
 from beleg.sentences import continued_table_header
 from beleg.types import ANONYMOUS, Hit, Principal
@@ -210,7 +212,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         target = replace(target, statuses=asked_statuses)
 
     query = retrieval_query(question, conversation)
-    asked = asked_question(question, conversation)
+    asked = asked_question(question, conversation, sorted(products))
     queries = [query]
     strategy_trace: dict[str, Any] | None = None
     groups: dict[str, list[Hit]] | None = None
@@ -299,7 +301,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     return result
 
 
-def asked_question(question: str, conversation: FollowUp) -> str:
+def asked_question(question: str, conversation: FollowUp, products: Sequence[str] = ()) -> str:
     """What the sentences of an answer are scored and the answer is checked against: the
     question, or for a follow-up the question with the earlier one it leans on. Alone, "And in
     1.4?" asks for nothing a quote could be checked against (any sentence of a 1.4 page passed,
@@ -310,6 +312,11 @@ def asked_question(question: str, conversation: FollowUp) -> str:
     if not conversation.follow_up:
         return question
     earlier = conversation.context[-1]
+    if version_mentions(question, products):
+        # "And in 2.4?" after "… in Ferrolink 3.0?": the follow-up's version replaces the earlier
+        # one, which its answer need not name (the anchors check failed the right 2.4 answer).
+        for version in version_mentions(earlier, products):
+            earlier = re.sub(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\d)", "", earlier)
     return f"{earlier} {question}" if asked_kind(question) is not None else f"{question} {earlier}"
 
 
