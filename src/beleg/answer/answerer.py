@@ -39,7 +39,7 @@ from beleg.errors import ConfigError
 from beleg.index.analyzer import detect_language
 from beleg.index.filters import Cmp, FilterLike, combine
 from beleg.query.conversation import FollowUp, follow_up, retrieval_query
-from beleg.query.intent import Intent, no_retrieval_intent
+from beleg.query.intent import Intent, no_retrieval_intent, without_pleasantries
 from beleg.query.self_query import disabled_json, self_query_mode
 from beleg.query.versions import version_mentions
 from beleg.retrieve.fusion import check_fusion_options
@@ -309,6 +309,9 @@ def asked_question(question: str, conversation: FollowUp, products: Sequence[str
     of value asked for (``question_form``): the follow-up when it asks for one of its own ("Und
     wie lange?"), else the earlier one ("And in 1.4? What is the API rate limit?" asks for a limit).
     The answer itself keeps the asker's words."""
+    # A greeting or "please" is said to the assistant: scored, "please" picked the support note's
+    # "please do not promise anything else" (as retrieval_query, which leaves them out too).
+    question = without_pleasantries(question) or question
     if not conversation.follow_up:
         return question
     earlier = conversation.context[-1]
