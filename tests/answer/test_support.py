@@ -236,7 +236,7 @@ def test_prepositions_are_no_focus_terms() -> None:
 
 def test_a_temperature_question_is_answered_by_a_temperature() -> None:
     # "welche" read as a naming question passed a weekday; "maximum" as any number passed a register.
-    q = "Und auf welche Temperatur? Wann startet die Legionellenschaltung?"
+    q = "Wann startet die Legionellenschaltung? Und auf welche Temperatur?"  # as asked_question joins them
     assert _type_passes(q, "Sie startet jeden Mittwoch um 03:00 Uhr und hält 20 Minuten.") is False
     assert _type_passes(q, "Sie heizt den Speicher einmal pro Woche auf 65 °C auf.") is True
     assert _type_passes("What is the maximum flow temperature?", "The flow setpoint is in register 40001.") is False
