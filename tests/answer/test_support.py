@@ -234,6 +234,15 @@ def test_prepositions_are_no_focus_terms() -> None:
     assert "out" in focus_terms("How do I log out?", RarePrepositions())  # a particle changes what is asked
 
 
+def test_a_temperature_question_is_answered_by_a_temperature() -> None:
+    # "welche" read as a naming question passed a weekday; "maximum" as any number passed a register.
+    q = "Wann startet die Legionellenschaltung? Und auf welche Temperatur?"  # as asked_question joins them
+    assert _type_passes(q, "Sie startet jeden Mittwoch um 03:00 Uhr und hält 20 Minuten.") is False
+    assert _type_passes(q, "Sie heizt den Speicher einmal pro Woche auf 65 °C auf.") is True
+    assert _type_passes("What is the maximum flow temperature?", "The flow setpoint is in register 40001.") is False
+    assert _type_passes("What is the maximum flow temperature?", "The maximum flow temperature is 62 °C.") is True
+
+
 def test_tell_me_whether_is_how_the_question_asks() -> None:
     q = "Which command tells me whether the states database runs on Redis?"
     assert not {"tell", "whether"} & set(focus_terms(q, FlatIDF()))
