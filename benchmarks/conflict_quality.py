@@ -68,6 +68,13 @@ def _sentences(case: dict[str, Any]) -> tuple[Any, list[Any]]:
     return governing, out
 
 
+def _as_labelled(v: Any, labels: list[str]) -> str:
+    """The label ``v`` is shown as, else its shown value. A count is shown with what it counts
+    ("32 characters"); the labels name the number ("32")."""
+    is_count = getattr(v, "kind", "") == "count"  # getattr: conflict values before kinds, for the baseline row
+    return next((lab for lab in labels if v.value == lab or (is_count and v.value.startswith(lab + " "))), v.value)
+
+
 def run_case(case: dict[str, Any], embed: Callable[[list[str]], np.ndarray] | None) -> dict[str, Any]:
     """Run one case; pairs are (passage id, value as written)."""
     from beleg.answer.conflicts import detect_conflicts
@@ -80,10 +87,12 @@ def run_case(case: dict[str, Any], embed: Callable[[list[str]], np.ndarray] | No
         gov = c.governing
         # A governing value other than the labelled answer is another attribute: every pair is wrong
         # (marked with "?" so it can match no label).
-        mark = "" if gov is not None and gov.value == case["answer"] else "?"
+        mark = "" if gov is not None and _as_labelled(gov, [case["answer"]]) == case["answer"] else "?"
         for v in c.values:
             if not v.governs:  # getattr: the rule before 23d2104 had no relation, for the baseline row
-                predicted[(v.source.split("/")[-1][:-3] + mark, v.value)] = getattr(v, "relation", None)
+                passage = v.source.split("/")[-1][:-3]
+                labels = [e["value"] for e in case["expected"] if e["passage"] == passage]
+                predicted[(passage + mark, _as_labelled(v, labels))] = getattr(v, "relation", None)
     correct = [k for k in predicted if k in expected]
     return {
         "id": case["id"], "expected": len(expected), "predicted": len(predicted), "correct": len(correct),

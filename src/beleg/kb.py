@@ -686,6 +686,17 @@ class KnowledgeBase:
         return answer_question(self, question, principal=principal, filters=filters, where=where, context=context,
                                llm=llm, options=options, on_token=on_token)
 
+    def answer_json(self, answer: Any) -> dict[str, Any]:
+        """``answer.to_json()`` with where each citation and source lies in its file: the ``ask
+        --json`` and HTTP object. ``to_json()`` alone counts ``start``/``end`` in the document
+        text after front matter (``"offsets": "document-text"``); this adds ``file_start``/
+        ``file_end`` and ``line_start``/``line_end`` (:func:`beleg.types.file_position`)."""
+        from beleg.types import add_file_positions
+
+        out: dict[str, Any] = answer.to_json()
+        add_file_positions(out["citations"] + out["sources"], self.catalog.document)
+        return out
+
     def _embed_query(self, query: str) -> np.ndarray:
         return self.embedder.embed_queries([query])[0]
 

@@ -151,9 +151,7 @@ class Service:
 
     def answer_json(self, answer: Answer) -> dict[str, Any]:
         """The ``ask --json`` object, with file positions on citations and sources."""
-        out: dict[str, Any] = answer.to_json()
-        add_file_positions(out["citations"] + out["sources"], self.kb.catalog.document)
-        return out
+        return self.kb.answer_json(answer)
 
     # ------------------------------------------------------------------ documents
     def document_json(self, doc_id: str, principal: Principal | None = None,

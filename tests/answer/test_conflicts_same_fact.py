@@ -375,3 +375,87 @@ def test_language_and_clock_time_cases_of_the_labelled_set(embedder) -> None:
     assert len(cases) >= 12 and {c["topic"] for c in cases} == {"languages, same version", "clock time"}
     scores = conflict_quality.score_split(cases, embedder.embed_documents)
     assert scores["recall"] == 1.0 and scores["precision"] >= 0.85, scores["errors"]
+
+
+# --- values as written: sign, unit, kind; titles -------------------------------------------
+
+
+def _page(label: str, text: str, **meta: str) -> Source:
+    """A source without a section heading: its heading path is the document's title alone."""
+    hit = Hit(f"c-{label}", f"d-{label}", f"{label}.md", label, ("API reference",), 0, len(text), 1.0, text,
+              {"language": "en", "status": "current", **meta})
+    return Source(label, hit, int(label[1:]))
+
+
+def test_a_negative_temperature_differs_from_the_positive_one() -> None:
+    """"-25 °C" was read as 25, the same value as a page's "25 °C": no conflict was reported, and
+    the old page's "-15 °C" was shown as "15"."""
+    question = "Down to which outdoor temperature does the heat pump operate?"
+    gov = _source("S1", "The heat pump operates down to an outdoor temperature of -25 °C.", "Operating limits",
+                  version="2.10", authority="reference")
+    note = _source("S2", "The heat pump operates down to an outdoor temperature of 25 °C.", "Operating limits",
+                   version="2.10", authority="imported-note")
+    old = _source("S3", "The heat pump operates down to an outdoor temperature of \u221215 °C.", "Operating limits",
+                  version="1.4", status="historical", authority="reference")
+    scored = [s for src in (gov, note, old) for s in _sentences(src)]
+    conflicts, _ = detect_conflicts(question, scored[0], scored, 0.35)
+    assert len(conflicts) == 1
+    shown = {v.label: (v.value, v.relation) for v in conflicts[0].values}
+    assert shown == {"S1": ("-25 °C", "governs"), "S2": ("25 °C", "contradicts"), "S3": ("\u221215 °C", "superseded")}
+    assert [v.normalized for v in conflicts[0].values] == [-25.0, 25.0, -15.0]
+    lines = conflict_lines(conflicts[0])
+    assert "- 25 °C in S2: contradicts" in lines[1]
+    assert lines[-1].startswith("S1 governs: -25 °C, reference")
+
+
+def test_a_register_number_is_no_temperature() -> None:
+    """A temperature question compares temperatures: the Modbus register 40001 of the flow
+    temperature was listed as a later value of the maximum flow temperature."""
+    question = "What was the maximum flow temperature in Calora 1.4?"
+    gov = _source("S1", "The maximum flow temperature is **55 °C**.", "Operating limits", version="1.4",
+                  status="historical", authority="reference")
+    registers = _source("S2", "| Register | Name | Unit | Access |\n|---|---|---|---|\n"
+                        "| 40001 | Flow temperature setpoint | 0.1 °C | read/write |\n", "Holding registers",
+                        version="2.10", authority="reference")
+    new = _source("S3", "The maximum flow temperature is **62 °C**.", "Operating limits", version="2.10",
+                  authority="reference")
+    scored = [s for src in (gov, registers, new) for s in _sentences(src)]
+    conflicts, _ = detect_conflicts(question, scored[0], scored, 0.35)
+    assert [(v.label, v.value) for v in conflicts[0].values] == [("S1", "55 °C"), ("S3", "62 °C")]
+    assert {v.kind for v in conflicts[0].values} == {"temperature"}
+
+
+def test_a_count_is_shown_with_what_it_counts_and_compared_by_its_number() -> None:
+    question = "How many requests per minute did the API accept in version 1.4?"
+    gov = _page("S1", "The API accepts at most 30 requests per minute.", version="1.4", status="historical",
+                authority="reference")
+    new = _source("S2", "The API accepts at most **120 requests per minute** per token.", "Rate limit",
+                  version="2.10", authority="reference")
+    scored = [s for src in (gov, new) for s in _sentences(src)]
+    conflicts, _ = detect_conflicts(question, scored[0], scored, 0.35)
+    lines = conflict_lines(conflicts[0])
+    assert "- 120 requests per minute in S2: changed in 2.10" in lines[1]
+    assert lines[-1].startswith("S1 governs: 30 requests per minute,")
+    values = conflicts[0].to_json()["values"]
+    assert [(v["value"], v["kind"], v["normalized"]) for v in values] == [
+        ("30 requests per minute", "count", 30.0), ("120 requests per minute", "count", 120.0)]
+
+
+def test_a_conflict_is_titled_by_its_section_never_by_the_question() -> None:
+    """The question was the title when the governing source had no section heading ("Later
+    values of How many requests per minute did the API accept in version 1.4?:"); a document's
+    title names no fact either. Then ``fact`` is empty and the title names none."""
+    question = "How many requests per minute did the API accept in version 1.4?"
+    old = _page("S1", "The API accepts at most 30 requests per minute.", version="1.4", status="historical",
+                authority="reference")
+    new = _source("S2", "The API accepts at most 120 requests per minute.", "Rate limit", version="2.10",
+                  authority="reference")
+    scored = [s for src in (old, new) for s in _sentences(src)]
+    (untitled,), _ = detect_conflicts(question, scored[0], scored, 0.35)
+    assert untitled.fact == "" and untitled.to_json()["fact"] == ""
+    assert conflict_lines(untitled)[0] == "Later values:"
+    assert question not in "\n".join(conflict_lines(untitled))
+    (titled,), _ = detect_conflicts("How many requests per minute does the API accept?", scored[-1],
+                                    [scored[-1], scored[0]], 0.35)
+    assert titled.fact == "Rate limit"
+    assert conflict_lines(titled)[0] == "Earlier values of Rate limit:"

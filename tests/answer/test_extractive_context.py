@@ -148,6 +148,17 @@ def test_naming_questions_prefer_the_sentence_with_the_asked_name_in_the_asked_t
     assert "iobroker.json" in _best("Which file holds the adapter settings?", which)
 
 
+def test_a_name_inside_a_longer_name_of_the_question_is_not_the_questions() -> None:
+    """`read` is a name the question does not hold, though "iCalReadTrigger" contains its
+    letters; an inflected name of the question ("defaultURLs") still holds "defaultURL"."""
+    from beleg.answer.scoring import names_in
+
+    q = "Welchen String muss ich in iCalReadTrigger schreiben, damit der iCal-Adapter die defaultURLs einliest?"
+    assert names_in("To read in the defaultURLs, the string `read` must be written to `iCalReadTrigger`.", q) == ["read"]
+    assert names_in("Write to `iCalReadTrigger` or to `defaultURL`.", q) == []
+    assert names_in("The key is `iCal`.", "Which iCal-Adapter key?") == []
+
+
 def test_a_sentence_holding_the_questions_number_is_preferred() -> None:
     """Across languages, where terms barely match, the version the question names decides
     between two sentences the embedder finds about equally close (cosine 0.89 and 0.88)."""
@@ -526,8 +537,8 @@ def test_a_conflict_with_a_source_of_better_standing_makes_that_source_the_answe
     assert ex.chosen is not None and ex.chosen.source.authority == "reference"
     assert ex.answer.startswith("Each workspace holds up to 50 users.")
     (conflict,) = ex.conflicts
-    assert conflict.governing is not None and conflict.governing.value == "50"
-    assert [(v.value, v.relation) for v in conflict.values if not v.governs] == [("500", "contradicts")]
+    assert conflict.governing is not None and conflict.governing.value == "50 users"  # a count with what it counts
+    assert [(v.value, v.relation) for v in conflict.values if not v.governs] == [("500 users", "contradicts")]
 
 
 def test_sources_of_equal_standing_keep_the_chosen_answer_when_they_disagree() -> None:

@@ -221,6 +221,28 @@ def test_a_hyphenated_compounds_german_part_is_found_in_a_longer_word() -> None:
     assert compound_credit(analyze("Linux-Installer", "de")[0], {"linux", "installation"}, "de") == 1.0
 
 
+def test_prepositions_are_no_focus_terms() -> None:
+    # Rare in a corpus, "via" and "through" were weighed as a question's rarest terms, and a quote
+    # that answered ("`PUT /api/v2/setpoints/dhw`: sets the hot water setpoint") lacked them.
+    class RarePrepositions(FlatIDF):  # as in a corpus that rarely writes them
+        def weights(self, text: str, skip: frozenset[str] = frozenset()) -> dict[str, float]:
+            rare = {"via", "durch", "out"}
+            return {t: 5.0 if t in rare else w for t, w in super().weights(text, skip).items()}
+
+    assert "via" not in focus_terms("How do I set the hot water setpoint via the REST API?", RarePrepositions())
+    assert "durch" not in focus_terms("Wie starte ich den Zyklus durch die API?", RarePrepositions())
+    assert "out" in focus_terms("How do I log out?", RarePrepositions())  # a particle changes what is asked
+
+
+def test_a_temperature_question_is_answered_by_a_temperature() -> None:
+    # "welche" read as a naming question passed a weekday; "maximum" as any number passed a register.
+    q = "Wann startet die Legionellenschaltung? Und auf welche Temperatur?"  # as asked_question joins them
+    assert _type_passes(q, "Sie startet jeden Mittwoch um 03:00 Uhr und hält 20 Minuten.") is False
+    assert _type_passes(q, "Sie heizt den Speicher einmal pro Woche auf 65 °C auf.") is True
+    assert _type_passes("What is the maximum flow temperature?", "The flow setpoint is in register 40001.") is False
+    assert _type_passes("What is the maximum flow temperature?", "The maximum flow temperature is 62 °C.") is True
+
+
 def test_tell_me_whether_is_how_the_question_asks() -> None:
     q = "Which command tells me whether the states database runs on Redis?"
     assert not {"tell", "whether"} & set(focus_terms(q, FlatIDF()))

@@ -4,7 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from beleg.answer.values import Value, comparable, expected_kind, extract_values, same_value
+from beleg.answer.values import (
+    Value,
+    as_written,
+    asks_temperature,
+    comparable,
+    expected_kind,
+    extract_values,
+    same_value,
+)
 from beleg.sentences import split_sentences
 
 CORPUS = Path(__file__).resolve().parents[2] / "demo" / "corpus"
@@ -124,6 +132,109 @@ def test_money(text: str, raw: str, norm: str) -> None:
 def test_dates(text: str, raw: str, iso: str) -> None:
     v = one(text)
     assert (v.kind, v.raw, v.normalized) == ("date", raw, iso)
+
+
+@pytest.mark.parametrize(
+    ("text", "raw", "celsius"),
+    [
+        ("The maximum flow temperature is **62 °C**.", "62 °C", 62.0),
+        ("bis zu einer Außentemperatur von 35°C", "35°C", 35.0),
+        ("heats the tank to 60 ℃ once a week", "60 ℃", 60.0),
+        ("rated up to 95 °F", "95 °F", 35.0),
+        ("hält 20 Grad Celsius", "20 Grad Celsius", 20.0),
+        ("at 68 degrees Fahrenheit", "68 degrees Fahrenheit", 20.0),
+    ],
+)
+def test_temperatures_are_degrees_celsius(text: str, raw: str, celsius: float) -> None:
+    """A temperature was read as a bare count ("62"): then a register number (40001) or any
+    other count of the page was a value of the same kind."""
+    v = one(text)
+    assert (v.kind, v.raw, v.normalized) == ("temperature", raw, pytest.approx(celsius))
+
+
+@pytest.mark.parametrize(
+    ("text", "raw", "number"),
+    [
+        ("operates down to an outdoor temperature of -25 °C; below", "-25 °C", -25.0),
+        ("down to \u221215 °C", "\u221215 °C", -15.0),  # U+2212 minus
+        ("down to \u201325 °C", "\u201325 °C", -25.0),  # the en dash set as a minus
+        ("| Minimum | -20 °C |", "-20 °C", -20.0),
+        ("(-5 %)", "-5 %", -5.0),
+        ("an offset of -3 and more", "-3", -3.0),
+    ],
+)
+def test_a_minus_sign_belongs_to_the_number(text: str, raw: str, number: float) -> None:
+    """"-25 °C" was read as 25: a negative value read as positive is a wrong value."""
+    v = one(text)
+    assert (v.raw, v.normalized) == (raw, number)
+    assert text[v.start : v.end] == raw
+
+
+def test_a_minus_sign_on_money_keeps_the_currency() -> None:
+    assert found("Gutschrift: -3,50 € und \u2212€5") == [("money", "-3,50 €", "EUR -3.50"), ("money", "\u2212€5", "EUR -5.00")]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("between 10\u201320 items", [("count", "10", 10.0), ("count", "20", 20.0)]),  # a range
+        ("between 10-20 items", [("count", "10", 10.0), ("count", "20", 20.0)]),
+        ("from 10 -20 items", [("count", "10", 10.0), ("count", "20", 20.0)]),
+        ("from **10**\u201320 items", [("count", "10", 10.0), ("count", "20", 20.0)]),
+        ("from 10 °C\u201320 °C", [("temperature", "10 °C", 10.0), ("temperature", "20 °C", 20.0)]),
+        ("error E-4012 on HC-12 units", []),  # identifiers
+        ("on 2026-01-15 we", [("date", "2026-01-15", "2026-01-15")]),
+        ("5%-10%", [("percent", "5%", 5.0), ("percent", "10%", 10.0)]),
+    ],
+)
+def test_a_dash_that_is_no_sign(text: str, expected: list[tuple[str, str, float | str]]) -> None:
+    assert found(text) == expected
+
+
+def test_the_sign_decides_whether_two_values_are_the_same() -> None:
+    minus, plus = one("down to -25 °C"), one("down to 25 °C")
+    assert comparable(minus, plus) and not same_value(minus, plus)
+    assert same_value(one("down to \u221225 °C"), minus)
+    assert same_value(one("at 77 °F"), one("at 25 °C"))
+
+
+def test_a_temperature_is_no_count() -> None:
+    """A register number in the same table is a count; it cannot be compared with a temperature."""
+    register, setpoint = extract_values("| 40001 | Flow temperature setpoint | 55 °C |")
+    assert (register.kind, setpoint.kind) == ("count", "temperature")
+    assert not comparable(register, setpoint)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("The API accepts at most 30 requests per minute.", ["30 requests per minute"]),
+        ("The API accepts at most **120 requests per minute** per token.", ["120 requests per minute"]),
+        ("Die API nimmt höchstens 5 Anfragen pro Sekunde an.", ["5 Anfragen pro Sekunde"]),
+        ("up to 3 retries/hour", ["3 retries/hour"]),
+        ("Default **10**, customers can go up to 50 and no more.", ["10", "50"]),  # no noun after them
+        ("| 40001 | Flow temperature setpoint |", ["40001"]),
+        ("Default **30** seconds", ["30 seconds"]),
+        ("operates down to -25 °C", ["-25 °C"]),
+    ],
+)
+def test_values_as_written(text: str, shown: list[str]) -> None:
+    """What a conflict report shows: sign, unit and what a count counts, without markup."""
+    assert [as_written(text, v) for v in extract_values(text)] == shown
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("What was the maximum flow temperature in Calora 1.4?", True),
+        ("Down to which outdoor temperature does the heat pump operate?", True),
+        ("Wie hoch ist die maximale Vorlauftemperatur?", True),
+        ("Wie warm wird das Wasser?", True),
+        ("How many requests per minute does the API accept?", False),
+    ],
+)
+def test_asks_temperature(question: str, asks: bool) -> None:
+    assert asks_temperature(question) is asks
 
 
 def test_invalid_iso_date_is_not_a_date() -> None:

@@ -95,6 +95,17 @@ def test_ask_json_quotes_the_command_with_exact_and_file_offsets(index: tuple[Pa
         assert s["offsets"] == "document-text" and "file_start" in s
 
 
+def test_the_python_api_gives_the_same_json_as_ask(index: tuple[Path, Path], capsys: Any, embedder: Any) -> None:
+    path, corpus = index
+    question = "How do I install the MQTT adapter?"
+    cli = _json(capsys, "ask", question, "--index", str(path), "--json")
+    with beleg.open(path, embedder=embedder) as kb:
+        api = kb.answer_json(kb.ask(question))
+    assert [c["file_start"] for c in api["citations"]] == [c["file_start"] for c in cli["citations"]]
+    assert [c["line_start"] for c in api["citations"]] == [c["line_start"] for c in cli["citations"]]
+    _in_file((corpus / "install.md").read_text(encoding="utf-8"), api["citations"][0], api["citations"][0]["quote"])
+
+
 def test_human_output_shows_no_markup(index: tuple[Path, Path], capsys: Any) -> None:
     path, _ = index
     assert main(["search", "Node.js requirements", "--index", str(path), "--mode", "bm25"]) == 0

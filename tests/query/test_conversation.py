@@ -142,6 +142,32 @@ def test_a_follow_up_still_inherits_the_version(nimbus_kb) -> None:
     assert "5 GB" in answer.answer
 
 
+def test_a_follow_ups_answer_is_checked_against_the_question_it_leans_on(nimbus_kb) -> None:
+    # "And in 1.2?" alone asks for nothing a quote can be checked against: any sentence of the
+    # 1.2 page passed the focus check. Read with the earlier question, the snapshots are the focus.
+    answer = nimbus_kb.ask("And in 1.2?", context=["How many snapshots can a vault hold?"])
+    assert "50 snapshots" in answer.answer
+    focus = {c.name: c for c in answer.support.checks}["focus"]
+    assert "snapshot" in focus.why and focus.passed
+
+
+def test_the_kind_asked_for_is_the_follow_ups_own_or_else_the_earlier_questions() -> None:
+    from beleg.answer.answerer import asked_question
+
+    earlier = "Wann startet die Legionellenschaltung?"
+    # "wie lange" asks for a duration itself: it comes last, where question_form reads the kind.
+    assert asked_question("Und wie lange?", follow_up("Und wie lange?", [earlier])) == f"{earlier} Und wie lange?"
+    # "And in 1.4?" asks for no kind: the earlier question's comes last.
+    q, e = "And in 1.4?", "What is the API rate limit?"
+    assert asked_question(q, follow_up(q, [e])) == f"{q} {e}"
+    alone = "What does KB-1042 mean?"
+    assert asked_question(alone, follow_up(alone, [e])) == alone
+    # A follow-up's own version replaces the earlier question's: its answer need not name 3.0.
+    q, e = "And in 2.4?", "What is the retry window in Ferrolink 3.0?"
+    asked = asked_question(q, follow_up(q, [e]), ["Ferrolink"])
+    assert "2.4" in asked and "3.0" not in asked and "retry window" in asked
+
+
 @pytest.mark.parametrize("strategy", ["hybrid", "rewrite", "auto"])
 def test_each_question_of_a_chat_is_judged_once(nimbus_kb, monkeypatch: pytest.MonkeyPatch, strategy: str) -> None:
     # The self-query, the version target, the search query and a strategy all need the

@@ -224,6 +224,11 @@ def test_version_mentions_is_the_one_rule() -> None:
     assert version_mentions("What changed since 2.4?") == ["2.4"]
     assert version_mentions("Was war in Ferrolink 2.4 anders?", ["ferrolink"]) == ["2.4"]
     assert version_mentions("uptime of 99.95 percent") == []
+    # What the version is of cues it too: firmware, build, a "…version" compound, "Stand".
+    assert version_mentions("What was the maximum flow temperature in firmware 1.4?") == ["1.4"]
+    assert version_mentions("Was galt in der Firmwareversion 2.0?") == ["2.0"]
+    assert version_mentions("What changed in build 3?") == ["3"]
+    assert version_mentions("The firmware holds 1.5 MB of settings") == []
     asked = asked_versions("x in 4.0 and in 3.0", [], {"3.0"}, [])
     assert asked.known == ("3.0",) and asked.unknown == ("4.0",)
 

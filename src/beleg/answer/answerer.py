@@ -8,6 +8,7 @@ its problems, never silently passed off as checked.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,7 @@ from beleg.answer.quarantine import shown_value
 from beleg.answer.scoring import SentenceScorer, candidate_sentences
 from beleg.answer.support import (
     FITTED_MIN_CONFIDENCE,
+    asked_kind,
     Support,
     extractive_support,
     llm_support,
@@ -36,9 +38,10 @@ from beleg.backends.llms.base import LLM, Completion, Message
 from beleg.errors import ConfigError
 from beleg.index.analyzer import detect_language
 from beleg.index.filters import Cmp, FilterLike, combine
-from beleg.query.conversation import follow_up, retrieval_query
-from beleg.query.intent import Intent, no_retrieval_intent
+from beleg.query.conversation import FollowUp, follow_up, retrieval_query
+from beleg.query.intent import Intent, no_retrieval_intent, without_pleasantries
 from beleg.query.self_query import disabled_json, self_query_mode
+from beleg.query.versions import version_mentions
 from beleg.retrieve.fusion import check_fusion_options
 from beleg.sentences import continued_table_header
 from beleg.types import ANONYMOUS, Hit, Principal
@@ -209,6 +212,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         target = replace(target, statuses=asked_statuses)
 
     query = retrieval_query(question, conversation)
+    asked = asked_question(question, conversation, sorted(products))
     queries = [query]
     strategy_trace: dict[str, Any] | None = None
     groups: dict[str, list[Hit]] | None = None
@@ -239,7 +243,7 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     visible = index.eligible(None, principal)
     scorer = SentenceScorer(index, visible, embedder.embed_queries, embedder.embed_documents, kb.sentence_vectors)
     positions = {h.chunk_id: i for i, h in enumerate(hits)}
-    scored = scorer.score(query, candidate_sentences(sources), positions)  # withheld sentences are no candidates
+    scored = scorer.score(asked, candidate_sentences(sources), positions)  # withheld sentences are no candidates
     eligible = [s for s in sources if s.eligible]
     coverage: float | None = scorer.coverage(query, eligible)
     if not _same_language(query, eligible) or not _words_can_be_evidence(query, index, principal, visible.count):
@@ -273,12 +277,12 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
         result = _refused_before_answer(question, sources, llm, trace,
                                         f"no retrieved source{scope} mentions {', '.join(missing)}")
     elif llm is None:
-        result = _extractive(kb, question, sources, scored, target, coverage, opts, trace, scorer, positions)
+        result = _extractive(kb, question, asked, sources, scored, target, coverage, opts, trace, scorer, positions)
     elif (gap := _evidence_gap(question, scored, coverage, opts)) is not None:
         result = _refused_before_answer(question, sources, llm, trace, gap)
     else:
-        result = _generate(kb, question, sources, scored, target, context, llm, opts, trace, on_token, scorer,
-                           positions)
+        result = _generate(kb, question, asked, sources, scored, target, context, llm, opts, trace, on_token,
+                           scorer, positions)
     result = _selective(result, opts.confidence_floor(llm is not None))
     trace = result.trace  # a refusal for low confidence carries a copy: what follows goes into the answer's
     t_end = time.perf_counter()
@@ -295,6 +299,28 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
                            "assess": round(1000 * (t_assess - t_retrieve), 1),
                            "answer": round(1000 * (t_end - t_assess), 1), "total": round(1000 * (t_end - t0), 1)}
     return result
+
+
+def asked_question(question: str, conversation: FollowUp, products: Sequence[str] = ()) -> str:
+    """What the sentences of an answer are scored and the answer is checked against: the
+    question, or for a follow-up the question with the earlier one it leans on. Alone, "And in
+    1.4?" asks for nothing a quote could be checked against (any sentence of a 1.4 page passed,
+    supported); the earlier question says what it is about. The last of the two decides the kind
+    of value asked for (``question_form``): the follow-up when it asks for one of its own ("Und
+    wie lange?"), else the earlier one ("And in 1.4? What is the API rate limit?" asks for a limit).
+    The answer itself keeps the asker's words."""
+    # A greeting or "please" is said to the assistant: scored, "please" picked the support note's
+    # "please do not promise anything else" (as retrieval_query, which leaves them out too).
+    question = without_pleasantries(question) or question
+    if not conversation.follow_up:
+        return question
+    earlier = conversation.context[-1]
+    if version_mentions(question, products):
+        # "And in 2.4?" after "… in Ferrolink 3.0?": the follow-up's version replaces the earlier
+        # one, which its answer need not name (the anchors check failed the right 2.4 answer).
+        for version in version_mentions(earlier, products):
+            earlier = re.sub(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\d)", "", earlier)
+    return f"{earlier} {question}" if asked_kind(question) is not None else f"{question} {earlier}"
 
 
 def _reranker_spec(kb: KnowledgeBase, opts: AnswerOptions) -> str | None:
@@ -401,19 +427,20 @@ def _document_text(kb: KnowledgeBase) -> Callable[[str], str | None]:
     return text
 
 
-def _extractive(kb: KnowledgeBase, question: str, sources: list[Source], scored: list[Any], target: Target,
-                coverage: float | None, opts: AnswerOptions, trace: dict[str, Any], scorer: SentenceScorer,
-                positions: dict[str, int]) -> Answer:
-    ex = extract_answer(question, scored, target, 1.0 if coverage is None else coverage, opts.refuse_below,
+def _extractive(kb: KnowledgeBase, question: str, asked: str, sources: list[Source], scored: list[Any],
+                target: Target, coverage: float | None, opts: AnswerOptions, trace: dict[str, Any],
+                scorer: SentenceScorer, positions: dict[str, int]) -> Answer:
+    """The extractive answer to ``question``, chosen and checked as ``asked`` (asked_question)."""
+    ex = extract_answer(asked, scored, target, 1.0 if coverage is None else coverage, opts.refuse_below,
                         opts.min_coverage, embed=kb.embedder.embed_documents)
     trace["decision"] = ex.reason
     check = verify_quotes(ex.citations, sources, _document_text(kb))
     support = None if ex.refused else extractive_support(
-        question, check.citations, sources, scorer.terms, chosen=ex.chosen, scored=scored, positions=positions,
+        asked, check.citations, sources, scorer.terms, chosen=ex.chosen, scored=scored, positions=positions,
         quotes_verified=check.ok)
     usage = _Usage()
     if support is not None:
-        support = _verified(support, opts, usage, question, check.citations, sources)
+        support = _verified(support, opts, usage, asked, check.citations, sources)
     trace["llm"] = _verifier_trace(opts, usage)
     return Answer(question, ex.answer, ex.refused, check.citations, ex.conflicts, tuple(sources), check.ok,
                   check.problems, "extractive", trace, support)
@@ -502,9 +529,10 @@ def _refused_before_answer(question: str, sources: list[Source], llm: LLM | None
     return Answer(question, refusal_text(reason, (), sources), True, (), (), tuple(sources), True, (), backend, trace)
 
 
-def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: list[Any], target: Target,
-              context: Sequence[str], llm: LLM, opts: AnswerOptions, trace: dict[str, Any],
+def _generate(kb: KnowledgeBase, question: str, asked: str, sources: list[Source], scored: list[Any],
+              target: Target, context: Sequence[str], llm: LLM, opts: AnswerOptions, trace: dict[str, Any],
               on_token: Callable[[str], None] | None, scorer: SentenceScorer, positions: dict[str, int]) -> Answer:
+    """The model's answer to ``question`` (with the conversation ``context`` in its prompt), checked as ``asked``."""
     usage = _Usage()
     if target.unknown:  # no source covers the version asked about: nothing to send
         trace["decision"] = f"no source covers version {', '.join(target.unknown)}"
@@ -532,13 +560,13 @@ def _generate(kb: KnowledgeBase, question: str, sources: list[Source], scored: l
     conflicts: tuple[Any, ...] = ()
     governing = choose(scored, opts.refuse_below)
     if governing is not None and not refused:
-        conflicts, _ = detect_conflicts(question, governing, scored, opts.refuse_below,
+        conflicts, _ = detect_conflicts(asked, governing, scored, opts.refuse_below,
                                         embed=kb.embedder.embed_documents)
     trace["decision"] = ("unverified answer withheld" if "withheld_answer" in trace else
                          "refused by the model" if refused else ("verified" if check.ok else "unverified"))
     # The governing sentence and the conflicts are the answer's own: an answer whose value
     # comes from a source they show to be contradicted or superseded is not supported.
-    support = None if refused else llm_support(question, text, check.citations, shown, scorer.terms,
+    support = None if refused else llm_support(asked, text, check.citations, shown, scorer.terms,
                                                quotes_verified=check.ok, scored=scored, positions=positions,
                                                verifier=_claim_verifier(llm, usage, opts), governing=governing,
                                                conflicts=conflicts, floor=opts.refuse_below,

@@ -52,7 +52,15 @@ from beleg.answer.attributes import (
 )
 from beleg.answer.scoring import Sentence, row_header
 from beleg.answer.types import Conflict, ConflictValue, Source
-from beleg.answer.values import Value, asks_clock_time, comparable, expected_kind, same_value
+from beleg.answer.values import (
+    Value,
+    as_written,
+    asks_clock_time,
+    asks_temperature,
+    comparable,
+    expected_kind,
+    same_value,
+)
 from beleg.index.analyzer import detect_language
 from beleg.index.filters import number_key
 
@@ -65,12 +73,12 @@ _NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
 _BOLD = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
 
 
-def fact_name(sentence: Sentence, question: str) -> str:
-    """Name the fact by the governing sentence's section heading, else by the question."""
+def fact_name(sentence: Sentence) -> str:
+    """The fact's name: the governing sentence's section heading ("Retry window"), "" when it
+    has none. A document's title names the page, not a fact, and the question is no name at
+    all ("Und auf welche Temperatur?" as a conflict's title)."""
     path = sentence.source.hit.heading_path
-    if len(path) > 1:
-        return _NUMBERING.sub("", path[-1]).strip() or question
-    return question
+    return _NUMBERING.sub("", path[-1]).strip() if len(path) > 1 else ""
 
 
 def _typed(s: Sentence, kind: str) -> list[Value]:
@@ -128,8 +136,8 @@ def relation(governing: Source, other: Source) -> str:
 
 def _entry(s: Sentence, v: Value, governs: bool, rel: str) -> ConflictValue:
     src = s.source
-    return ConflictValue(v.raw.replace("**", "").replace("__", ""), src.hit.source, src.hit.chunk_id, src.label, src.version, src.status, src.authority,
-                         governs, s.text, src.quarantine.active, rel)
+    return ConflictValue(as_written(s.text, v), src.hit.source, src.hit.chunk_id, src.label, src.version, src.status,
+                         src.authority, governs, s.text, src.quarantine.active, rel, v.kind, v.normalized)
 
 
 def _chunk_range(s: Sentence) -> tuple[int, int]:
@@ -215,7 +223,8 @@ def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Senten
 
     ``embed`` (e5 passages, normalised) lets a value in another language than the
     governing one match by the similarity of the two attribute phrases."""
-    kind = "time" if asks_clock_time(question) else expected_kind(question)
+    kind = "time" if asks_clock_time(question) else expected_kind(question) or (
+        "temperature" if asks_temperature(question) else None)
     if kind == "date" and not _typed(governing, "date") and _typed(governing, "time"):
         kind = "time"  # "Wann beginnt die Wartung?" is answered by a time of day as well as by a date
     if kind is None or not _typed(governing, kind):
@@ -256,7 +265,7 @@ def detect_conflicts(question: str, governing: Sentence, scored: Sequence[Senten
     gov_src = governing.source
     values = (_entry(governing, gv, True, "governs"),
               *(_entry(s, v, False, relation(gov_src, s.source)) for s, v in others))
-    return (Conflict(fact_name(governing, question), values, attribute_name(gov_attr)),), [s for s, _ in others]
+    return (Conflict(fact_name(governing), values, attribute_name(gov_attr)),), [s for s, _ in others]
 
 
 def _standing(v: ConflictValue, gov: ConflictValue) -> str:
@@ -278,9 +287,11 @@ def conflict_lines(conflict: Conflict) -> list[str]:
     contra = [v for v in conflict.values if not v.governs and v.relation not in ("superseded", "later")]
     later = [v for v in conflict.values if not v.governs and v.relation == "later"]
     older = [v for v in conflict.values if not v.governs and v.relation == "superseded"]
-    title = ("Sources disagree on" if contra else "Values in other versions of" if later and older
-             else "Later values of" if later else "Earlier values of")
-    lines = [f"{title} {conflict.fact}:"]
+    title = ("Sources disagree" if contra else "Values in other versions" if later and older
+             else "Later values" if later else "Earlier values")
+    # Without a known fact name the title stays bare: the governing line below says what it is.
+    lines = [f"{title} on {conflict.fact}:" if conflict.fact and contra else
+             f"{title} of {conflict.fact}:" if conflict.fact else f"{title}:"]
     for v in (*contra, *later, *older):
         note = f"; {v.note}" if v.note else ""
         lines.append(f"- {v.value} in {v.label}: {_standing(v, gov)} ({v.authority}, version {v.version or '-'}, "

@@ -206,10 +206,21 @@ def is_naming_question(question: str) -> bool:
 
 
 def names_in(sentence: str, question: str) -> list[str]:
-    """The names a sentence holds that the question does not (case-insensitive)."""
+    """The names a sentence holds that the question does not (case-insensitive).
+
+    The question holds a name when it writes it as a word of its own (or inflected: "defaultURL"
+    in "defaultURLs"), not inside a longer one: `read` is not named by "iCalReadTrigger", and
+    "Welchen String muss ich in iCalReadTrigger schreiben …?" is answered by the sentence that
+    names `read` (the substring test gave that sentence no credit for its name, and the one
+    naming `read https://...` won)."""
     asked = question.casefold()
     names = (next(g for g in m.groups() if g) for m in _NAME.finditer(sentence))
-    return [n for n in names if n.strip() and n.strip().casefold() not in asked]
+    return [n for n in names if n.strip() and not _written_in(n.strip().casefold(), asked)]
+
+
+def _written_in(name: str, text: str) -> bool:
+    """Whether ``name`` occurs in ``text`` as a word of its own, perhaps with an inflection ending."""
+    return re.search(rf"(?<!\w){re.escape(name)}(?:s|es|e|en|n)?(?!\w)", text) is not None
 
 
 def tense_match(question: str, sentence: str) -> int:

@@ -67,7 +67,7 @@ from beleg.answer.scoring import (
     row_header,
 )
 from beleg.answer.types import Citation, Conflict, Source
-from beleg.answer.values import expected_kind, extract_values, when_markers
+from beleg.answer.values import asks_temperature, expected_kind, extract_values, when_markers
 from beleg.index.analyzer import SUPPORTED_LANGUAGES, analyze, detect_language
 from beleg.markup import unwrap_blocks, without_footnote_marks
 from beleg.query.intent import without_pleasantries
@@ -116,7 +116,7 @@ _YES_NO = re.compile(
     r"gibt|hat|haben|wird|werden|unterstützt|funktioniert)\b", re.IGNORECASE)
 # German "Was ..." asks "what", not the English "was ..." of a yes/no question.
 _WAS = re.compile(r"^\W*was\b", re.IGNORECASE)
-_NUMERIC_KINDS = ("duration", "size", "percent", "money", "count")
+_NUMERIC_KINDS = ("duration", "size", "percent", "money", "temperature", "count")
 _HOW_OFTEN = re.compile(r"\b(?:how\s+often|how\s+frequently|wie\s+oft|wie\s+h(?:ä|ae)ufig|in\s+welche[mn]\s+"
                         r"(?:abstand|intervall))\b", re.IGNORECASE)
 # "How often" is also answered by a number of times ("22-mal", "twice", "three times") or a
@@ -239,6 +239,10 @@ def asked_kind(question: str) -> str | None:
     kind = expected_kind(question)
     if kind is not None:
         return kind
+    if asks_temperature(question):
+        # "Und auf welche Temperatur?", "What is the maximum flow temperature?": a temperature,
+        # not a name ("welche": "Mittwoch" passed) nor any number ("maximum": a register 40001 passed).
+        return "temperature"
     if _LIMIT.search(question):
         return "number"
     if _WHEN.search(question) or _CLOCK_TIME.search(question):
@@ -444,7 +448,14 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        "like about "
                        # "in older versions", "früher": which sources to read (self-query's status), not the topic
                        "older earlier previous former früher frühere früheren älter ältere älteren vorherige "
-                       "vorherigen")
+                       "vorherigen "
+                       # prepositions relate the question's words, they are not its topic; rare in a
+                       # corpus, they were weighed as its rarest terms ("missing via" withheld "Set it
+                       # in the app under Settings > Network"). Not the particles of phrasal verbs
+                       # ("log out", "set up"), which change what is asked.
+                       "via through across within without during toward towards against among along around "
+                       "behind beyond near upon onto durch zwischen innerhalb außerhalb ohne während gegen "
+                       "entlang hinter neben")
 
 @cache
 def _question_form_terms() -> frozenset[str]:

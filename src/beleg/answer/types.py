@@ -152,6 +152,10 @@ class Citation:
 
 @dataclass(frozen=True, slots=True)
 class ConflictValue:
+    """One source's value in a conflict. ``value`` is what a reader sees, as the source writes it
+    (sign, unit and, for a count, what it counts: "-25 °C", "120 requests per minute");
+    ``kind`` and ``normalized`` are what the comparison used (:mod:`beleg.answer.values`)."""
+
     value: str
     source: str
     chunk_id: str
@@ -169,6 +173,11 @@ class ConflictValue:
     #: which governs because the question asks about its version) or "contradicts" (same
     #: version, or unversioned).
     relation: str = ""
+    #: The value's kind (duration, size, percent, money, temperature, date, time, count).
+    kind: str = ""
+    #: The value as compared: seconds, bytes, percent, "EUR 3.50", degrees Celsius, an ISO
+    #: date, minutes since midnight, or the number; None when not given.
+    normalized: float | str | None = None
 
     @property
     def note(self) -> str:
@@ -187,6 +196,8 @@ class ConflictValue:
             "quote": self.quote,
             "contains_instructions": self.contains_instructions,
             "relation": self.relation,
+            "kind": self.kind,
+            "normalized": self.normalized,
         }
 
 
@@ -194,6 +205,7 @@ class ConflictValue:
 class Conflict:
     """Sources that state different values for the same fact; exactly one value governs."""
 
+    #: The fact's name: the governing value's section heading, "" when it has none.
     fact: str
     values: tuple[ConflictValue, ...]
     #: What the values measure: the governing value's heading and the words bound to it.

@@ -20,6 +20,7 @@ does not. So each value is normalised to a comparable form:
   to it ("im Verhältnis 1:10"); "H:MM" before an hour or minute unit is a duration
   ("2:30 h" = 2.5 hours, "4:30 min" = 270 seconds), except "h" right after "um"/"at"
   ("um 14:00 h" is a time);
+* temperature → degrees Celsius ("62 °C", "−25 °C", "77 °F" = 25, "20 Grad Celsius"),
 * count → the number, for bare integers that are not labels (versions, error codes,
   paths, section numbers, phone numbers, times), and for the number words one..twelve
   and eins..zwölf; articles ("an hour", "einer Stunde") count as 1 only before a unit.
@@ -29,6 +30,11 @@ exactly three digits is ambiguous ("1.000", "1,000"); it is read as a thousands
 separator when the text looks German (for ".") or English (for ","), and also when the
 language cannot be told (table rows): a three-decimal number is much rarer in product
 text than a thousand. Everything else with one separator is a decimal ("99,95", "3.50").
+
+Signs: a minus ("-", "−" U+2212, or the "–" en dash typesetters use for it) directly before
+a quantity's digits belongs to it ("-25 °C" is −25, not 25), unless a letter, digit or
+closing bracket is glued to it on the left ("E-4012", "UTF-8") or the number before it
+makes it a range ("10–20", "10 -20": the second end is 20).
 """
 
 from __future__ import annotations
@@ -40,14 +46,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import accumulate
 
-__all__ = ["Value", "asks_clock_time", "comparable", "expected_kind", "extract_values", "same_value", "when_markers"]
+from beleg.index.analyzer import STOPWORDS
+
+__all__ = ["Value", "as_written", "asks_clock_time", "asks_temperature", "comparable", "expected_kind", "extract_values",
+           "same_value", "when_markers"]
 
 
 @dataclass(frozen=True, slots=True)
 class Value:
     """One typed value; ``text[start:end] == raw``."""
 
-    kind: str  # duration | size | percent | money | date | time | count
+    kind: str  # duration | size | percent | money | temperature | date | time | count
     raw: str
     normalized: float | str
     unit: str
@@ -117,6 +126,13 @@ _SIZE = re.compile(
 _MODEL_BEFORE = re.compile(r"\b[A-ZÄÖÜ][\w-]*[ \t]+\Z")
 _PERCENT = re.compile(
     rf"{_LEFT}(?P<num>{_NUM})(?:{_SP}?%|{_SP}(?:percent|per{_SP}cent|prozent){_NOT_LETTER})",
+    re.IGNORECASE,
+)
+# Kelvin is left out: "K" also means thousand ("10K requests"), and a kelvin figure is mostly a
+# temperature difference ("5 K hysteresis"), not a temperature.
+_TEMPERATURE = re.compile(
+    rf"{_LEFT}(?P<num>{_NUM}){_EMPH}{_SP}?(?:(?P<celsius>°{_SP}?C|℃|(?:degrees?|Grad){_SP}+Celsius)|"
+    rf"(?P<fahrenheit>°{_SP}?F|℉|(?:degrees?|Grad){_SP}+Fahrenheit)){_NOT_LETTER}",
     re.IGNORECASE,
 )
 _CURRENCY = r"€|\$|US\$|EUR|USD"
@@ -249,11 +265,14 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
 
     def add(kind: str, start: int, end: int, normalized: float | str, unit: str, *, colon: bool = False) -> None:
         """``colon``: the value is read from an "H:MM" span, which other kinds may not take."""
+        if start >= 2 and text[start - 1] == "-" and text[start - 2].isalpha():
+            return  # identifier such as E-4130 or UTF-8
+        # A date's or time's dash is a separator; money places its sign itself (its amount is text).
+        if isinstance(normalized, float) and kind not in ("date", "time") and _minus_before(text, start):
+            start, normalized = start - 1, -normalized
         if claimed.overlaps(start, end) or blocked.overlaps(start, end) or (
                 not colon and clock_digits.overlaps(start, end)):
             return
-        if start >= 2 and text[start - 1] == "-" and text[start - 2].isalpha():
-            return  # identifier such as E-4130 or UTF-8
         claimed.add(start, end)
         out.append(Value(kind, text[start:end], normalized, unit, start, end))
 
@@ -283,11 +302,19 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
         if parsed is not None:
             sign = (m.group("pre") or m.group("post") or "").lower()
             cur = "USD" if "$" in sign or "usd" in sign or "dollar" in sign else "EUR"
-            add("money", m.start(), m.end(), f"{cur} {parsed[0]:.2f}", cur)
+            start, money = m.start(), parsed[0]
+            if _minus_before(text, start):
+                start, money = start - 1, -money  # "-€5", "−3,50 €"
+            add("money", start, m.end(), f"{cur} {money:.2f}", cur)
     for m in _PERCENT.finditer(text):
         parsed = _parse_number(m.group("num"), lang)
         if parsed is not None:
             add("percent", m.start(), m.end(), parsed[0], "%")
+    for m in _TEMPERATURE.finditer(text):
+        parsed = _parse_number(m.group("num"), lang)
+        if parsed is not None:
+            celsius = parsed[0] if m.group("celsius") else (parsed[0] - 32) * 5 / 9
+            add("temperature", m.start(), m.end(), celsius, "°C" if m.group("celsius") else "°F")
     for m in _SIZE.finditer(text):
         parsed = _parse_number(m.group("num"), lang)
         unit = m.group("unit")
@@ -325,6 +352,24 @@ def extract_values(text: str, *, lang: str | None = None) -> list[Value]:
         add("count", m.start(), m.end(), amount, "")
     out.sort(key=lambda v: v.start)
     return _share_range_zones(text, out)
+
+
+#: Minus signs: ASCII, U+2212, and the en dash that typesetting puts in their place ("–25 °C").
+_MINUS_SIGNS = "-\u2212\u2013"
+
+
+def _minus_before(text: str, start: int) -> bool:
+    """Whether a minus sign right before ``start`` is the sign of the number there.
+
+    Not when a letter, digit or closing mark is glued to the sign on the left ("E-4012",
+    "HC-12", "5%-10%", "(a)-3"), nor when a number comes before it on the same line: then the dash
+    joins a range ("10–20", "10 -20", "**10**–20")."""
+    if start < 1 or text[start - 1] not in _MINUS_SIGNS:
+        return False
+    if start >= 2 and (text[start - 2].isalnum() or text[start - 2] in "_.,)]}/°%" + _MINUS_SIGNS):
+        return False
+    before = text[max(0, start - 1 - _LOOK_BACK): start - 1].rstrip(" \t\u00a0\u202f*_")
+    return not before[-1:].isdigit()
 
 
 class _Spans:
@@ -424,6 +469,25 @@ def when_markers(text: str) -> list[str]:
     and decades ("02:00", "9 am", "14 Uhr", "Sonntag", "1886", "90er")."""
     found = [(m.start(), m.group(0)) for rx in (_CLOCK, _WEEKDAY, _BARE_YEAR) for m in rx.finditer(text)]
     return [raw for _, raw in sorted(found)]
+
+
+# What a count counts, as written after it: a word and perhaps its rate ("30 requests per
+# minute", "**120** requests/min", "5 Anfragen pro Sekunde"). Function words are no nouns
+# ("30 are allowed", "10 bis 20").
+_COUNTED = re.compile(rf"(?:\*\*|__)?{_SP}+(?P<noun>[^\W\d_][\w-]*)"
+                      rf"(?P<rate>(?:{_SP}+(?:per|pro|je){_SP}+|{_SP}?/{_SP}?)[^\W\d_][\w-]*)?")
+_FUNCTION_WORDS = STOPWORDS["en"] | STOPWORDS["de"]
+
+
+def as_written(text: str, value: Value) -> str:
+    """``value`` as a reader should see it quoted from ``text`` (the text it was extracted from):
+    its sign and unit, without emphasis markup, and for a bare count what it counts
+    ("-25 °C", "120 requests per minute"). A count with no noun after it stays a number."""
+    shown = value.raw
+    m = _COUNTED.match(text, value.end) if value.kind == "count" else None
+    if m and m.group("noun").casefold() not in _FUNCTION_WORDS:
+        shown = text[value.start: m.end()]
+    return " ".join(shown.replace("**", "").replace("__", "").split())
 
 
 def comparable(a: Value, b: Value) -> bool:
@@ -526,6 +590,19 @@ _CLOCK_QUESTION = re.compile(
 def asks_clock_time(question: str) -> bool:
     """"At what time …", "Um wie viel Uhr …", "Zu welcher Uhrzeit …": a time of day is asked for."""
     return _CLOCK_QUESTION.search(question) is not None
+
+
+# Questions for a temperature. Not one of expected_kind's forms either, as with clock times:
+# support.asked_kind has no test for this kind. Compounds count ("Vorlauftemperatur").
+_TEMPERATURE_QUESTION = re.compile(
+    r"temperature|temperatur|\bhow\s+(?:hot|cold|warm)\b|\bwie\s+(?:heiß|heiss|kalt|warm)\b|"
+    r"\bhow\s+many\s+degrees\b|\bwie\s+viel\s+Grad\b",
+    re.IGNORECASE)
+
+
+def asks_temperature(question: str) -> bool:
+    """"What is the maximum flow temperature …", "Wie warm …": a temperature is asked for."""
+    return _TEMPERATURE_QUESTION.search(question) is not None
 
 
 _BEHAVIOUR_QUESTION = re.compile(

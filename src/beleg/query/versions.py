@@ -22,9 +22,11 @@ _VERSION = re.compile(r"(?<![\w.,/-])v?(\d{1,3}(?:\.\d{1,3}){1,2})(?![\d.,]*\d)"
 # "1.x" and "2.*" are a range, not the stored 1.2 ("migrating from Kestrel 1.x" is about 2.0).
 _WHOLE = re.compile(r"(?<![\w.,/-])v?(\d{1,3})(?![\w.,]*\d|\w|\.[x*])" + _UNITS, re.IGNORECASE)
 # Words after which a bare decimal is a version ("in 2.4", "seit 3.0", "since 2.4", "version 1.8").
-_CUE = re.compile(r"(?:^|\b(?:version|versions|versionen|release|releases|in|ab|seit|since|für|fuer|bei|from|to|"
+# What a version is of is a cue too: "in firmware 1.4", "Firmwareversion 2.0", "build 3", "Stand 2.4".
+_OF_WHAT = r"firmware|fw|software|build|edition|ausgabe|stand|[\w-]*version|[\w-]*versions|[\w-]*versionen|[\w-]*release|[\w-]*releases"
+_CUE = re.compile(rf"(?:^|\b(?:{_OF_WHAT}|in|ab|seit|since|für|fuer|bei|from|to|"
                   r"unter|mit|with|of|von|and|und|vs|auf|on))\W*$", re.IGNORECASE)
-_WHOLE_CUE = re.compile(r"\b(?:version|versions|versionen|release|releases|ver)\W*$", re.IGNORECASE)
+_WHOLE_CUE = re.compile(rf"\b(?:{_OF_WHAT}|ver)\W*$", re.IGNORECASE)
 
 
 def version_mentions(text: str, products: Iterable[str] = ()) -> list[str]:

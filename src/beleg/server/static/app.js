@@ -22,6 +22,7 @@ const STRINGS = {
     withheld: "Not confirmed: {reason}", withheldPlain: "Not confirmed",
     byRule: "Answered by rule, no sources", problems: "Problems: {list}", why: "Why not: {list}",
     disagree: "Sources disagree on {fact}", earlier: "Earlier values of {fact}", otherVersions: "Values of {fact} in other versions",
+    disagreeBare: "Sources disagree", earlierBare: "Earlier values", otherVersionsBare: "Values in other versions",
     governs: "governs", superseded: "superseded", later: "later version", contradicts: "contradicts",
     governsWhy: "Governs because: {reasons}", supersededWhy: "Superseded by version {version}",
     laterWhy: "Changed in version {version}",
@@ -50,6 +51,7 @@ const STRINGS = {
     withheld: "Nicht bestätigt: {reason}", withheldPlain: "Nicht bestätigt",
     byRule: "Per Regel beantwortet, ohne Quellen", problems: "Probleme: {list}", why: "Warum nicht: {list}",
     disagree: "Quellen widersprechen sich bei {fact}", earlier: "Frühere Werte von {fact}", otherVersions: "Werte von {fact} in anderen Versionen",
+    disagreeBare: "Quellen widersprechen sich", earlierBare: "Frühere Werte", otherVersionsBare: "Werte in anderen Versionen",
     governs: "maßgeblich", superseded: "abgelöst", later: "spätere Version", contradicts: "widerspricht",
     governsWhy: "Maßgeblich, weil: {reasons}", supersededWhy: "Abgelöst durch Version {version}",
     laterWhy: "Geändert in Version {version}",
@@ -333,7 +335,9 @@ function conflict(c, a) {
         v.label) : null);
   });
   const later = values.some((v) => !v.governs && v.relation === "later");
-  const title = t(contradicted ? "disagree" : later ? "otherVersions" : "earlier", { fact: c.fact });
+  // "fact" is "" when the governing value has no section heading: then the title names none.
+  const key = (contradicted ? "disagree" : later ? "otherVersions" : "earlier") + (c.fact ? "" : "Bare");
+  const title = t(key, { fact: c.fact });
   return el("section", { class: "conflict" }, el("h3", {}, title), el("div", { class: "conflict-grid" }, cards));
 }
 
