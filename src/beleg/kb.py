@@ -166,6 +166,11 @@ class KnowledgeBase:
 
         if self.catalog.get_meta("injection_detector") == DETECTOR_VERSION:
             return
+        if isinstance(self.catalog, Catalog) and self.catalog.read_only:
+            # Withholding does not depend on the stored flags (see the IndexBusyError case below).
+            self.catalog.note(f"the stored injection flags were not re-read with detector {DETECTOR_VERSION}; "
+                              "answers still withhold what the current detector finds in each retrieved chunk")
+            return
         from beleg.ingest.injection import chunk_flags_many
         from beleg.progress import Progress
 
@@ -194,6 +199,12 @@ class KnowledgeBase:
             log.warning("injection flags not refreshed for detector %s while a reindex builds (%s); "
                         "the next open refreshes them", DETECTOR_VERSION, exc)
 
+    @property
+    def notes(self) -> list[str]:
+        """One line for each write skipped because the index is read-only to this process
+        (:meth:`beleg.index.catalog.Catalog.note`); PostgreSQL has none."""
+        return self.catalog.notes if isinstance(self.catalog, Catalog) else []
+
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
         self.catalog.close()
@@ -215,7 +226,10 @@ class KnowledgeBase:
             self._embedder = load_embedder(self.config.embedder)
         if not self._embedder_checked:
             recorded = self.catalog.get_meta("embedder_fingerprint")
-            if recorded is None:
+            if recorded is None and isinstance(self.catalog, Catalog) and self.catalog.read_only:
+                self.catalog.note(f"the embedder's fingerprint ({self._embedder.fingerprint}) is not recorded, "
+                                  "so nothing checks later that vectors come from the same model")
+            elif recorded is None:
                 with self.catalog.transaction():
                     self.catalog.set_meta("embedder_fingerprint", self._embedder.fingerprint)
             elif recorded != self._embedder.fingerprint:

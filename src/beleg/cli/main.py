@@ -13,7 +13,8 @@ import math
 import os
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -337,18 +338,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open(args: argparse.Namespace, create: bool = False) -> Any:
+@contextmanager
+def _open(args: argparse.Namespace, create: bool = False) -> Iterator[Any]:
+    """The index of ``--index``, closed on exit. Writes a read skipped because the index is
+    read-only to this process are noted on stderr, one line each: at the open and at the end."""
     from beleg.kb import KnowledgeBase
 
     kb = KnowledgeBase(args.index or default_index_dir(), create=create)
+    _print_notes(kb.notes)
+    shown = len(kb.notes)
     try:
         techniques = _techniques(args, kb)  # a missing --rerank model fails here, before any search
-    except BaseException:
+        if techniques is not None:
+            kb.techniques = techniques
+        yield kb
+    finally:
         kb.close()
-        raise
-    if techniques is not None:
-        kb.techniques = techniques
-    return kb
+        _print_notes(kb.notes[shown:])
+
+
+def _print_notes(notes: Sequence[str]) -> None:
+    for line in notes:
+        print(f"beleg: note: {line}", file=sys.stderr)
 
 
 def _progress_args(p: argparse.ArgumentParser) -> None:
