@@ -432,9 +432,10 @@ class Ingestor:
         if self.claims is not None and not (self._pending and self._pending[-1].result is result):
             self.claims.release(source)  # nothing of it waits for a commit
         bar.add_chunks(result.chunks)
+        queued = bool(self._pending) and self._pending[-1].result is result
+        bar.advance(waiting=1 if queued else 0)  # a queued document is final once its batch is committed
         if sum(len(p.chunks) for p in self._pending) >= _FLUSH_CHUNKS:
             self._flush()
-        bar.advance()
         return True
 
     def _wait_for_claim(self, source: str) -> None:
@@ -785,8 +786,8 @@ class Ingestor:
             # reuse, such a vector was embedded afresh (the stored one was not looked at).
             self.catalog.put_vectors(cached if self.reuse_vectors else {**cached, **fresh})
         self.report.embedded += len(fresh)
-        self._shown.add_embedded(len(fresh))
-        self._shown.add_committed(len(pending) - len(lost))
+        self._shown.add_committed(len(pending) - len(lost), settled=len(pending))
+        self._shown.add_embedded(len(fresh))  # may write a line: the commit is counted first
         if self.claims is not None:
             for p in pending:
                 self.claims.release(p.result.source)
