@@ -407,13 +407,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     statuses = status_vocabulary(read_config_table("governance", args.config).get("status_synonyms"),
                                  load_rule_statuses(args.rules) if args.rules else None,
                                  where="status synonyms ([governance] status_synonyms, or statuses: in --rules)")
+    from beleg.cli.interrupt import StopOnSignals
+
     root = args.index or default_index_dir()
     new_folder = isinstance(root, Path) and not os.path.lexists(root)
-    with _open(args, create=True) as kb:
+    with _open(args, create=True) as kb, StopOnSignals() as stop:
         report = kb.ingest(args.paths, rules=rules, metadata=meta, encoding=args.encoding,
                            max_file_mb=args.max_file_mb, progress=_progress(args),
                            sync=args.sync, allow_widen=args.allow_widen, follow_symlinks=args.follow_symlinks,
-                           statuses=statuses, sentence_vectors=args.sentence_vectors)
+                           statuses=statuses, sentence_vectors=args.sentence_vectors, stop=stop)
         stored_nothing = new_folder and kb.catalog.counts()["documents"] == 0
     if stored_nothing:
         import shutil
@@ -476,6 +478,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_reindex(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from beleg.cli.interrupt import StopOnSignals
     from beleg.index.config import CHUNK_RULES
 
     with _open(args) as kb:
@@ -487,7 +490,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                            overlap=args.overlap if args.overlap is not None else c.overlap,
                            context=args.context or c.context, rules=CHUNK_RULES)
         config = replace(live, chunking=chunking, embedder=args.embedder or live.embedder)
-        result = kb.reindex(config, progress=_progress(args))
+        with StopOnSignals() as stop:
+            result = kb.reindex(config, progress=_progress(args), stop=stop)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
@@ -863,8 +867,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"beleg: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
+        from beleg.cli import interrupt
+
         print("beleg: interrupted", file=sys.stderr)
-        return 130
+        return interrupt.exit_status()
     except (OSError, sqlite3.Error) as exc:
         if args.debug:
             raise
