@@ -267,3 +267,4 @@ def test_cli_ingest_that_fills_the_disk_ends_with_the_error_not_done(tmp_path: P
     lines = proc.stderr.splitlines()
     assert proc.returncode == 1 and lines[-1].startswith("beleg: error: "), lines
     assert lines[-2].startswith("ingest: stopped by an error after ") and "done in" not in proc.stderr, lines
+

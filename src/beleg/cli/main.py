@@ -465,13 +465,16 @@ def cmd_search(args: argparse.Namespace) -> int:
         hits, notes = result.hits, result.notes
         out = service.search_json(result) if args.json else None
         locations = {h.doc_id: kb.catalog.location(h.doc_id) for h in hits}
+        index_empty = not hits and kb.catalog.counts()["documents"] == 0
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         style = Style(sys.stdout.isatty())
         for line in notes:  # say what the question's words changed, and how to switch it off
             print(style.dim(f"{line}  [--no-self-query: words only]"))
-        print(render_hits(hits, args.query, style, locations))
+        # The notes name filters read from the question: they narrow the search as --filter does.
+        filtered = bool(args.filter or args.where or notes)
+        print(render_hits(hits, args.query, style, locations, filtered=filtered, index_empty=index_empty))
     return 0
 
 
@@ -480,6 +483,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
     from beleg.cli.interrupt import StopOnSignals
     from beleg.index.config import CHUNK_RULES
+    from beleg.progress import plural
 
     with _open(args) as kb:
         live = kb.config
@@ -495,8 +499,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
-        print(f"built version {result['version']} beside live {result['live']}: {result['documents']} documents, "
-              f"{result['chunks']} chunks, {result['embedded']} embedded\n"
+        print(f"built version {result['version']} beside live {result['live']}: "
+              f"{plural(result['documents'], 'document')}, {plural(result['chunks'], 'chunk')}, "
+              f"{result['embedded']} embedded\n"
               f"compare: beleg eval --gold FILE --index {args.index or default_index_dir()} "
               f"--versions {result['live']},{result['version']}\n"
               f"go live: beleg switch {result['version']} --index {args.index or default_index_dir()}")
