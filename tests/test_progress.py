@@ -268,3 +268,21 @@ def test_cli_ingest_that_fills_the_disk_ends_with_the_error_not_done(tmp_path: P
     assert proc.returncode == 1 and lines[-1].startswith("beleg: error: "), lines
     assert lines[-2].startswith("ingest: stopped by an error after ") and "done in" not in proc.stderr, lines
 
+
+
+def test_the_bar_shows_what_its_last_redraw_counted() -> None:
+    """A commit makes read files done: the bar redrawn for it no longer says they wait ("read=")."""
+    import time
+
+    out = TTY()
+    shown = Progress(10, progress="bar", stream=out)
+    shown.committed = 0
+    for _ in range(2):
+        time.sleep(0.15)  # past tqdm's minimum redraw interval (0.1 s), so each step is drawn
+        shown.add_chunks(1)
+        shown.advance(waiting=1)
+    time.sleep(0.15)
+    shown.add_committed(2, settled=2)
+    last = out.getvalue().split("\r")[-1]
+    shown.close()
+    assert "2/10" in last and "read=" not in last, last

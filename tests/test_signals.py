@@ -182,3 +182,12 @@ def test_ctrl_c_during_a_reindex_keeps_the_batch_and_frees_the_index(tmp_path: P
     built = next((index / "versions").iterdir())
     assert _documents(built / "catalog.sqlite") == committed
     assert not (index / "LOCK").exists()  # writes to the index are not refused after the stop
+
+
+def test_the_exit_status_of_a_signal_is_reported_once() -> None:
+    """A later command in the same process (main() called again) exits with its own status."""
+    from beleg.cli import interrupt
+
+    interrupt.received = signal.SIGTERM
+    assert interrupt.exit_status() == 143
+    assert interrupt.exit_status() == 130  # a plain Ctrl-C's KeyboardInterrupt

@@ -161,11 +161,11 @@ class Progress:
     def _update_bar(self) -> None:
         if self._bar is None:
             return
-        self._bar.update(self.finished - self._bar.n)
         postfix = {"read": self.done} if self.waiting else {}
         if self.chunks or self.embedded:
             postfix.update(chunks=self.chunks, embedded=self.embedded)
-        self._bar.set_postfix(postfix, refresh=False)
+        self._bar.set_postfix(postfix, refresh=False)  # shown by the update's redraw
+        self._bar.update(self.finished - self._bar.n)
 
     def close(self, *, interrupted: bool = False, failed: bool = False) -> None:
         """End the bar; in line mode write a last line, unless the work was too short to

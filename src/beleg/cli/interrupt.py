@@ -31,8 +31,11 @@ received: int | None = None
 
 
 def exit_status() -> int:
-    """128 + the signal that stopped the command, as a shell reports it (130 for Ctrl-C)."""
-    return 128 + (received or signal.SIGINT)
+    """128 + the signal that stopped the command, as a shell reports it (130 for Ctrl-C); read
+    once, so a later command in the same process does not report it again."""
+    global received
+    status, received = 128 + (received or signal.SIGINT), None
+    return status
 
 
 def _name(signum: int) -> str:
@@ -69,6 +72,9 @@ class StopOnSignals:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        global received
+        if exc_type is None:  # the work finished although a signal came (during its last commit)
+            received = None
         if not self._installed:
             return
         signal.set_wakeup_fd(self._previous_fd)
