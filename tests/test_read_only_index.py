@@ -178,3 +178,36 @@ def test_a_read_only_index_from_an_older_beleg_says_it_needs_one_writable_open(i
     line = proc.stderr.strip()
     assert "\n" not in line and line.startswith("beleg: error: ") and "column chunks.flags" in line, line
     assert "open it once with write access" in line and "failed write" not in line, line
+
+
+def test_a_read_only_catalog_in_a_writable_folder_sees_later_commits(index: Path,
+                                                                     server: FakeEmbeddingsServer) -> None:
+    """Only catalog.sqlite is read-only: SQLite can create -wal and -shm beside it, so the reader
+    keeps SQLite's locks and change detection and sees what a writer with more rights commits
+    while it is open (an immutable open would keep reading the file as it was)."""
+    import beleg
+    from beleg.backends.embedders.remote import RemoteEmbedder
+    from beleg.ingest.pipeline import TextSource
+
+    catalog = index / "catalog.sqlite"
+    catalog.chmod(0o444)
+    reader = ("import sys, beleg\n"
+              "kb = beleg.open(sys.argv[1], create=False)\n"
+              "for _ in range(2):\n"
+              "    print(kb.catalog.read_only, kb.status()['documents'], flush=True)\n"
+              "    sys.stdin.readline()\n")
+    proc = subprocess.Popen([sys.executable, "-c", _UNPRIVILEGED, sys.executable, "-c", reader, str(index)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env())
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        assert proc.stdout.readline().split() == ["True", "2"]
+        with beleg.open(index, embedder=RemoteEmbedder(f"m@{server.base_url}")) as writer:
+            writer.ingest_texts([TextSource("notes/pager.md", "# Pager\n\nThe pager rota changes on Mondays.\n")],
+                                progress="none")
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().split() == ["True", "3"]  # the commit made after the open
+    finally:
+        proc.kill()
+        proc.wait()

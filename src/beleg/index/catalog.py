@@ -91,13 +91,16 @@ def write_access_problem(path: Path) -> str | None:
 def read_only_uri(path: Path) -> str:
     """The URI that opens the catalog at ``path`` read-only.
 
-    A WAL database is read through its ``-wal`` and ``-shm`` files when they are there: the
-    log may hold commits the main file does not, and a writer with more rights may be at
-    work (the ``-shm`` file is how SQLite sees its commits). Without a ``-wal`` file every
-    commit is in the main file; SQLite would still want to create the two files, which a
-    process that cannot write the folder cannot, so the file is opened ``immutable``: read
-    without locks or change detection (a writer that starts while it is open is not seen)."""
+    A WAL database is read through its ``-wal`` and ``-shm`` files: the log may hold commits
+    the main file does not, and a writer with more rights may be at work (the ``-shm`` file is
+    how SQLite sees its commits). SQLite creates the two files when they are missing, which
+    it can where the folder is writable (only the catalog file is not). Where it is not and
+    there is no ``-wal`` file, every commit is in the main file, and it is opened ``immutable``:
+    read without the two files, locks or change detection (a writer that starts while it is
+    open is not seen until the next open)."""
     uri = path.resolve().as_uri() + "?mode=ro"
+    if os.access(path.parent, os.W_OK):
+        return uri
     wal, shm = path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
     if not wal.exists():
         return uri + "&immutable=1"
