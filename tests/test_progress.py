@@ -111,7 +111,8 @@ def test_ingest_writes_lines_when_stderr_is_not_a_terminal(tmp_path: Path, capsy
     with beleg.open(tmp_path / "kb", embedder=HashEmbedder()) as kb:
         kb.ingest_texts(docs)  # progress=None: auto
     err = capsys.readouterr().err.splitlines()
-    assert any(line.startswith("ingest: 2/4 docs (50%)") and "ETA" in line for line in err), err
+    # All four wait for one commit at the end: read, not done, until then.
+    assert "ingest: 0/4 docs (0%), 2 read, 2 chunks, ETA unknown" in err, err
     assert err[-1].startswith("ingest: 4/4 docs (100%), 4 chunks") and "done in" in err[-1], err
 
 
@@ -128,7 +129,7 @@ def test_cli_ingest_progress_lines_into_a_log_file(tmp_path: Path) -> None:
                                "--json"], stdout=subprocess.PIPE, stderr=err, env=env, timeout=300)
     assert proc.returncode == 0
     lines = log.read_text().splitlines()
-    assert [line for line in lines if line.startswith("ingest: 1/3 files")], lines
+    assert [line for line in lines if line.startswith("ingest: 0/3 files (0%), 1 read, 1 chunk,")], lines
     assert lines[-1].startswith("ingest: 3/3 files (100%), 3 chunks,") and "embeddings/s" in lines[-1], lines
     assert "\r" not in log.read_text()  # no bar redraws in a log
 
@@ -162,3 +163,126 @@ def test_reindex_writes_lines_labelled_reindex(tmp_path: Path, capsys, monkeypat
                    embedder=HashEmbedder())
     err = capsys.readouterr().err.splitlines()
     assert err and err[-1].startswith("reindex: 3/3 docs (100%)") and "done in" in err[-1], err
+
+
+def test_lines_count_items_done_apart_from_items_read_and_waiting_for_a_commit() -> None:
+    """An ingest reads ahead of what it has committed: the share and the time remaining count
+    what is done, and no rate is shown before anything was embedded."""
+    clock, out = FakeClock(), io.StringIO()
+    shown = Progress(10, progress="lines", stream=out, clock=clock, interval_s=0)
+    shown.committed = 0
+    clock.now += 2
+    shown.add_chunks(1)
+    shown.advance(waiting=1)
+    assert out.getvalue().splitlines()[-1] == "ingest: 0/10 files (0%), 1 read, 1 chunk, ETA unknown"
+    clock.now += 2
+    shown.add_chunks(3)
+    shown.advance(3, waiting=3)
+    shown.advance()  # unchanged: done at once
+    assert out.getvalue().splitlines()[-1] == "ingest: 1/10 files (10%), 5 read, 4 chunks, ETA 36s"
+    clock.now += 4  # 8 s in: the batch of 4 is committed
+    shown.add_committed(4, settled=4)
+    shown.add_embedded(4)
+    assert out.getvalue().splitlines()[-1] == "ingest: 5/10 files (50%), 4 chunks, 0.5 embeddings/s, ETA 8s"
+    shown.close(interrupted=True)
+    assert out.getvalue().splitlines()[-1].startswith("ingest: interrupted after 8s, 5/10 files; 4 committed")
+
+
+def test_a_failed_run_says_so_and_never_done() -> None:
+    clock, out = FakeClock(), io.StringIO()
+    with pytest.raises(OSError), Progress(301, progress="lines", stream=out, clock=clock, interval_s=5) as shown:
+        shown.committed = 0
+        clock.now += 17
+        shown.advance(256, waiting=256)  # the second batch of 128 is still being embedded
+        shown.add_committed(128, settled=128)
+        raise OSError(28, "No space left on device")
+    assert "done in" not in out.getvalue()
+    assert out.getvalue().splitlines()[-1].startswith(
+        "ingest: stopped by an error after 17s, 128/301 files; 128 committed and kept")
+
+
+def test_stopping_a_tracked_loop_early_is_no_failure() -> None:
+    from beleg.progress import track
+
+    out = io.StringIO()
+    sys.stderr, saved = out, sys.stderr
+    try:
+        for _ in track(range(5), 5, desc="eval", unit="query", progress="lines"):
+            break
+    finally:
+        sys.stderr = saved
+    assert "error" not in out.getvalue()
+
+
+def test_a_terminal_of_zero_columns_gets_lines(tmp_path: Path) -> None:
+    """``script -qc`` under a pipe gives a terminal nobody sized: 0 columns, where tqdm draws nothing."""
+    import fcntl
+    import struct
+    import termios
+
+    leader, follower = os.openpty()
+    try:
+        with os.fdopen(os.dup(follower), "w") as tty:
+            fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 0, 0, 0, 0))
+            assert resolve_mode("auto", tty) == "lines" and resolve_mode("bar", tty) == "lines"
+            fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+            assert resolve_mode("auto", tty) == "bar"
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
+def test_one_is_singular() -> None:
+    from beleg.progress import plural
+
+    assert [plural(1, "chunk"), plural(2, "chunk"), plural(0, "file"), plural(3, "query"), plural(2, "key")] == [
+        "1 chunk", "2 chunks", "0 files", "3 queries", "2 keys"]
+    clock, out = FakeClock(), io.StringIO()
+    with Progress(1, unit="file", progress="lines", stream=out, clock=clock, interval_s=0) as shown:
+        shown.add_chunks(1)
+        shown.advance()
+    assert out.getvalue().splitlines()[-1].startswith("ingest: 1/1 file (100%), 1 chunk, done in")
+
+
+def test_cli_ingest_that_fills_the_disk_ends_with_the_error_not_done(tmp_path: Path) -> None:
+    from beleg.testing.embeddings_server import FakeEmbeddingsServer
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    for i in range(12):
+        (corpus / f"part{i}.md").write_text(f"# Part {i}\n\n" + " ".join(
+            f"Clause {i}.{j} covers relay queue retention." for j in range(60)) + "\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "BELEG_INDEX"}
+    env["BELEG_PROGRESS_INTERVAL"] = "0"
+    limited = ("import resource, signal, sys\n"
+               "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+               "resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))\n"
+               "from beleg.cli.main import main\n"
+               "sys.exit(main(sys.argv[1:]))\n")
+    with FakeEmbeddingsServer(dim=8) as server:
+        subprocess.run([sys.executable, "-m", "beleg", "init", "--index", str(tmp_path / "kb"), "--embedder",
+                        f"openai:m@{server.base_url}"], check=True, env=env, capture_output=True, timeout=120)
+        proc = subprocess.run([sys.executable, "-c", limited, "ingest", str(corpus), "--index", str(tmp_path / "kb"),
+                               "--progress", "lines"], capture_output=True, text=True, env=env, timeout=300)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and lines[-1].startswith("beleg: error: "), lines
+    assert lines[-2].startswith("ingest: stopped by an error after ") and "done in" not in proc.stderr, lines
+
+
+
+def test_the_bar_shows_what_its_last_redraw_counted() -> None:
+    """A commit makes read files done: the bar redrawn for it no longer says they wait ("read=")."""
+    import time
+
+    out = TTY()
+    shown = Progress(10, progress="bar", stream=out)
+    shown.committed = 0
+    for _ in range(2):
+        time.sleep(0.15)  # past tqdm's minimum redraw interval (0.1 s), so each step is drawn
+        shown.add_chunks(1)
+        shown.advance(waiting=1)
+    time.sleep(0.15)
+    shown.add_committed(2, settled=2)
+    last = out.getvalue().split("\r")[-1]
+    shown.close()
+    assert "2/10" in last and "read=" not in last, last

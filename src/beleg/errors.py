@@ -41,6 +41,10 @@ class IndexVersionError(IndexStateError):
     """The index was built with a different chunking/embedding configuration."""
 
 
+class ReadOnlyIndexError(IndexStateError):
+    """A write to an index this process may only read (its folder or catalog is not writable)."""
+
+
 class MissingDependencyError(BelegError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 

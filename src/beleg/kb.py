@@ -166,6 +166,11 @@ class KnowledgeBase:
 
         if self.catalog.get_meta("injection_detector") == DETECTOR_VERSION:
             return
+        if isinstance(self.catalog, Catalog) and self.catalog.read_only:
+            # Withholding does not depend on the stored flags (see the IndexBusyError case below).
+            self.catalog.note(f"the stored injection flags were not re-read with detector {DETECTOR_VERSION}; "
+                              "answers still withhold what the current detector finds in each retrieved chunk")
+            return
         from beleg.ingest.injection import chunk_flags_many
         from beleg.progress import Progress
 
@@ -194,6 +199,12 @@ class KnowledgeBase:
             log.warning("injection flags not refreshed for detector %s while a reindex builds (%s); "
                         "the next open refreshes them", DETECTOR_VERSION, exc)
 
+    @property
+    def notes(self) -> list[str]:
+        """One line for each write skipped because the index is read-only to this process
+        (:meth:`beleg.index.catalog.Catalog.note`); PostgreSQL has none."""
+        return self.catalog.notes if isinstance(self.catalog, Catalog) else []
+
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
         self.catalog.close()
@@ -215,7 +226,10 @@ class KnowledgeBase:
             self._embedder = load_embedder(self.config.embedder)
         if not self._embedder_checked:
             recorded = self.catalog.get_meta("embedder_fingerprint")
-            if recorded is None:
+            if recorded is None and isinstance(self.catalog, Catalog) and self.catalog.read_only:
+                self.catalog.note(f"the embedder's fingerprint ({self._embedder.fingerprint}) is not recorded, "
+                                  "so nothing checks later that vectors come from the same model")
+            elif recorded is None:
                 with self.catalog.transaction():
                     self.catalog.set_meta("embedder_fingerprint", self._embedder.fingerprint)
             elif recorded != self._embedder.fingerprint:
@@ -256,7 +270,7 @@ class KnowledgeBase:
                sync: bool = False, allow_delete_all: bool = False, allow_widen: bool = False,
                follow_symlinks: bool = False,
                statuses: dict[str, str] | None = None, sentence_vectors: bool = False,
-               reuse_vectors: bool = True) -> IngestReport:
+               reuse_vectors: bool = True, stop: threading.Event | None = None) -> IngestReport:
         """Ingest files, folders and globs. Returns a per-file report; bad files are reported, not raised.
 
         Args:
@@ -287,6 +301,10 @@ class KnowledgeBase:
                 made such an ingest measurably faster exactly when its text was stored, which
                 confirms a guessed passage of a document it may not read. The cost: every
                 changed document is embedded whole (unchanged files still embed nothing).
+            stop: Set it (from a signal handler, another thread) to end the run early: it takes
+                no new file, commits the batch being embedded and raises
+                :class:`beleg.ingest.pipeline.IngestInterrupted` (a KeyboardInterrupt); running
+                it again resumes. The CLI sets it on Ctrl-C and SIGTERM.
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
@@ -298,7 +316,7 @@ class KnowledgeBase:
         max_file_mb = DEFAULT_MAX_FILE_MB if max_file_mb is None else max_file_mb
         ingestor = self._ingestor(rules=all_rules, encoding=encoding, max_file_mb=max_file_mb, progress=progress,
                                   allow_widen=allow_widen, follow_symlinks=follow_symlinks, statuses=statuses,
-                                  claims=self._ingest_claims(), reuse_vectors=reuse_vectors,
+                                  claims=self._ingest_claims(), reuse_vectors=reuse_vectors, stop=stop,
                                   **self._sentence_option(sentence_vectors))
         report = ingestor.run([str(p) for p in paths], sync=sync, allow_delete_all=allow_delete_all)
         if sync:  # an erasure covers every version, as kb.delete does
@@ -324,11 +342,13 @@ class KnowledgeBase:
         persisted_view.refresh(self.catalog, self.path)
 
     def ingest_texts(self, items: Sequence[TextSource], *, progress: bool | str | None = None,
-                     allow_widen: bool = False, sentence_vectors: bool = False) -> IngestReport:
-        """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``)."""
+                     allow_widen: bool = False, sentence_vectors: bool = False,
+                     stop: threading.Event | None = None) -> IngestReport:
+        """Ingest documents given as text (``TextSource(source, text, metadata, title, doc_id)``);
+        ``stop`` as for :meth:`ingest`."""
         self._refuse_while_building()
         self.finish_erasure()
-        report = self._ingestor(progress=progress, allow_widen=allow_widen, claims=self._ingest_claims(),
+        report = self._ingestor(progress=progress, allow_widen=allow_widen, claims=self._ingest_claims(), stop=stop,
                                 **self._sentence_option(sentence_vectors)).run_texts(list(items))
         self._flush_replaced_text()
         return report
@@ -377,12 +397,13 @@ class KnowledgeBase:
 
     # ------------------------------------------------------------------ versions
     def reindex(self, config: IndexConfig, *, progress: bool | str | None = None,
-                embedder: Embedder | None = None) -> dict[str, Any]:
+                embedder: Embedder | None = None, stop: threading.Event | None = None) -> dict[str, Any]:
         """Build ``config`` as a new version beside this one from the stored documents (blue/green).
 
         Nothing changes for readers until :func:`beleg.index.versions.switch`. With the same
         embedder, vectors of unchanged chunk texts are copied instead of recomputed. An
-        interrupted reindex resumes where it stopped when run again.
+        interrupted reindex resumes where it stopped when run again; ``stop`` ends it early
+        as it ends an :meth:`ingest`.
         """
         version = config.index_version
         if version == self.config.index_version:
@@ -395,7 +416,7 @@ class KnowledgeBase:
                 self._wait_for_writers()
                 if self._pending_erasure() is not None:  # else the new version would copy erased documents
                     self._erase_locked((), None)
-                return self._build_version(config, progress=progress, embedder=embedder)
+                return self._build_version(config, progress=progress, embedder=embedder, stop=stop)
             finally:
                 self._lock_token = None
 
@@ -406,7 +427,7 @@ class KnowledgeBase:
         self.catalog.db.execute("ROLLBACK")
 
     def _build_version(self, config: IndexConfig, *, progress: bool | str | None,
-                       embedder: Embedder | None) -> dict[str, Any]:
+                       embedder: Embedder | None, stop: threading.Event | None = None) -> dict[str, Any]:
         version = config.index_version
         folder = versions.new_version_dir(self.root, version)
         same_model = config.embedder == self.config.embedder
@@ -419,7 +440,7 @@ class KnowledgeBase:
             if same_model:
                 target.catalog.copy_vectors_from(self.catalog)
             items = [(doc, headings or _reread_headings(doc)) for doc, headings in self.catalog.documents_with_headings()]
-            ingestor = target._ingestor(progress=progress)
+            ingestor = target._ingestor(progress=progress, stop=stop)
             ingestor.progress_label = "reindex"
             report = ingestor.run_documents(items)
             # Stored documents carry no file: where each was read from comes from the live version,

@@ -23,8 +23,8 @@ from beleg.answer.quarantine import shown_value
 from beleg.answer.scoring import SentenceScorer, candidate_sentences
 from beleg.answer.support import (
     FITTED_MIN_CONFIDENCE,
-    asked_kind,
     Support,
+    asked_kind,
     extractive_support,
     llm_support,
     quote_verifier_check,

@@ -13,7 +13,8 @@ import math
 import os
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -350,18 +351,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open(args: argparse.Namespace, create: bool = False) -> Any:
+@contextmanager
+def _open(args: argparse.Namespace, create: bool = False) -> Iterator[Any]:
+    """The index of ``--index``, closed on exit. Writes a read skipped because the index is
+    read-only to this process are noted on stderr, one line each: at the open and at the end."""
     from beleg.kb import KnowledgeBase
 
     kb = KnowledgeBase(args.index or default_index_dir(), create=create)
+    _print_notes(kb.notes)
+    shown = len(kb.notes)
     try:
         techniques = _techniques(args, kb)  # a missing --rerank model fails here, before any search
-    except BaseException:
+        if techniques is not None:
+            kb.techniques = techniques
+        yield kb
+    finally:
         kb.close()
-        raise
-    if techniques is not None:
-        kb.techniques = techniques
-    return kb
+        _print_notes(kb.notes[shown:])
+
+
+def _print_notes(notes: Sequence[str]) -> None:
+    for line in notes:
+        print(f"beleg: note: {line}", file=sys.stderr)
 
 
 def _progress_args(p: argparse.ArgumentParser) -> None:
@@ -411,14 +422,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     statuses = status_vocabulary(read_config_table("governance", args.config).get("status_synonyms"),
                                  load_rule_statuses(args.rules) if args.rules else None,
                                  where="status synonyms ([governance] status_synonyms, or statuses: in --rules)")
+    from beleg.cli.interrupt import StopOnSignals
+
     root = args.index or default_index_dir()
     new_folder = isinstance(root, Path) and not os.path.lexists(root)
-    with _open(args, create=True) as kb:
+    with _open(args, create=True) as kb, StopOnSignals() as stop:
         report = kb.ingest(args.paths, rules=rules, metadata=meta, encoding=args.encoding,
                            max_file_mb=args.max_file_mb, progress=_progress(args),
                            sync=args.sync, allow_delete_all=args.allow_delete_all, allow_widen=args.allow_widen,
                            follow_symlinks=args.follow_symlinks,
-                           statuses=statuses, sentence_vectors=args.sentence_vectors)
+                           statuses=statuses, sentence_vectors=args.sentence_vectors, stop=stop)
         stored_nothing = new_folder and kb.catalog.counts()["documents"] == 0
     if stored_nothing:
         import shutil
@@ -468,20 +481,25 @@ def cmd_search(args: argparse.Namespace) -> int:
         hits, notes = result.hits, result.notes
         out = service.search_json(result) if args.json else None
         locations = {h.doc_id: kb.catalog.location(h.doc_id) for h in hits}
+        index_empty = not hits and kb.catalog.counts()["documents"] == 0
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         style = Style(sys.stdout.isatty())
         for line in notes:  # say what the question's words changed, and how to switch it off
             print(style.dim(f"{line}  [--no-self-query: words only]"))
-        print(render_hits(hits, args.query, style, locations))
+        # The notes name filters read from the question: they narrow the search as --filter does.
+        filtered = bool(args.filter or args.where or notes)
+        print(render_hits(hits, args.query, style, locations, filtered=filtered, index_empty=index_empty))
     return 0
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from beleg.cli.interrupt import StopOnSignals
     from beleg.index.config import CHUNK_RULES
+    from beleg.progress import plural
 
     with _open(args) as kb:
         live = kb.config
@@ -492,12 +510,14 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                            overlap=args.overlap if args.overlap is not None else c.overlap,
                            context=args.context or c.context, rules=CHUNK_RULES)
         config = replace(live, chunking=chunking, embedder=args.embedder or live.embedder)
-        result = kb.reindex(config, progress=_progress(args))
+        with StopOnSignals() as stop:
+            result = kb.reindex(config, progress=_progress(args), stop=stop)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
-        print(f"built version {result['version']} beside live {result['live']}: {result['documents']} documents, "
-              f"{result['chunks']} chunks, {result['embedded']} embedded\n"
+        print(f"built version {result['version']} beside live {result['live']}: "
+              f"{plural(result['documents'], 'document')}, {plural(result['chunks'], 'chunk')}, "
+              f"{result['embedded']} embedded\n"
               f"compare: beleg eval --gold FILE --index {args.index or default_index_dir()} "
               f"--versions {result['live']},{result['version']}\n"
               f"go live: beleg switch {result['version']} --index {args.index or default_index_dir()}")
@@ -893,8 +913,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"beleg: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
+        from beleg.cli import interrupt
+
         print("beleg: interrupted", file=sys.stderr)
-        return 130
+        return interrupt.exit_status()
     except (OSError, sqlite3.Error) as exc:
         if args.debug:
             raise

@@ -10,9 +10,12 @@ from typing import Any
 
 from beleg.index.analyzer import analyze, analyze_query
 from beleg.markup import plain
+from beleg.progress import plural
 from beleg.types import Hit
 
 _WORD = re.compile(r"\S+")
+#: A token's leading punctuation, its word and its trailing punctuation ("(E-4012).").
+_PUNCTUATED = re.compile(r"(\W*)(.*?)(\W*)", re.DOTALL)
 _SNIPPET_WORDS = 40
 
 
@@ -52,16 +55,27 @@ def snippet(text: str, query: str, language: str, style: Style, width: int = _SN
     for j in window:
         s, e = words[j]
         token = text[s:e]
-        parts.append(style.mark(token) if hits[j] else token)
+        if hits[j]:  # the word is marked, not the sentence's full stop or a bracket around it
+            split = _PUNCTUATED.fullmatch(token)
+            assert split is not None  # every part may be empty: any token matches
+            lead, word, trail = split.groups()
+            token = lead + style.mark(word) + trail if word else style.mark(token)
+        parts.append(token)
     prefix = "… " if best > 0 else ""
     suffix = " …" if window.stop < len(words) else ""
     return prefix + " ".join(parts) + suffix
 
 
-def render_hits(hits: Sequence[Hit], query: str, style: Style, locations: Mapping[str, str | None] = {}) -> str:
-    """One block per hit; ``locations`` (doc_id → recorded file location) make its file openable (:func:`shown_source`)."""
+def render_hits(hits: Sequence[Hit], query: str, style: Style, locations: Mapping[str, str | None] = {}, *,
+                filtered: bool = False, index_empty: bool = False) -> str:
+    """One block per hit; ``locations`` (doc_id → recorded file location) make its file openable (:func:`shown_source`).
+
+    Without hits, one line says why as far as it is known: an empty index, or filters
+    (``filtered``: given, or read from the question) that may have left nothing to match."""
     if not hits:
-        return "No hits. (Nothing matched among the documents your filters allow.)"
+        if index_empty:
+            return "No hits: the index is empty (add documents with 'beleg ingest PATH')."
+        return "No hits. (Nothing matched among the documents your filters allow.)" if filtered else "No hits."
     lines = []
     for rank, hit in enumerate(hits, 1):
         meta = hit.metadata
@@ -157,7 +171,8 @@ def render_ingest(report: Any, style: Style) -> str:
             lines.append(f"  {f.status:<10} {printable(f.source)}: {printable(f.reason)}")
         elif f.status != "unchanged":
             name = printable(f.source)
-            lines.append(f"  {f.status:<10} {name} ({f.chunks} chunks)" if f.chunks else f"  {f.status:<10} {name}")
+            lines.append(f"  {f.status:<10} {name} ({plural(f.chunks, 'chunk')})" if f.chunks
+                         else f"  {f.status:<10} {name}")
             if getattr(f, "moved_from", None):
                 lines.append(f"             moved from {printable(f.moved_from)}")
             if getattr(f, "widened", None):
@@ -165,7 +180,7 @@ def render_ingest(report: Any, style: Style) -> str:
     j = report.to_json()
     lines.append(style.bold(
         f"{j['added']} added, {j['updated']} updated, {j['unchanged']} unchanged, {j['deleted']} deleted, "
-        f"{j['skipped']} skipped, {j['failed']} failed; {j['embedded']} chunks embedded"))
+        f"{j['skipped']} skipped, {j['failed']} failed; {plural(j['embedded'], 'chunk')} embedded"))
     return "\n".join(lines)
 
 

@@ -5,12 +5,18 @@ in one database, so a document's replacement is one transaction: a crash leaves 
 the old or the new version, never half of each. The in-memory search structures
 (:mod:`beleg.index.snapshot`) are derived from it and rebuilt when ``generation``
 changes. WAL mode lets searches read while an ingest writes.
+
+A catalog this process cannot write (a read-only folder or mount, another user's index) is
+opened read-only: searches and answers work, writes raise :class:`ReadOnlyIndexError`, and
+the writes a read does on the side (see :meth:`Catalog.note`) are skipped with a note.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -20,7 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from beleg.errors import ReadOnlyIndexError
 from beleg.types import Chunk, Document, Heading
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 
@@ -61,6 +70,47 @@ CREATE TABLE IF NOT EXISTS sentence_vectors (
     key TEXT NOT NULL, doc_id TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (key, doc_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sentence_vectors_doc ON sentence_vectors(doc_id);
 """
+#: Columns added after the first schema; an older catalog gets them on its first writable open.
+_ADDED_COLUMNS = (("chunks", "flags"), ("documents", "headings"), ("documents", "location"))
+
+
+def write_access_problem(path: Path) -> str | None:
+    """Why this process cannot write the catalog at ``path``, or None when it can.
+
+    SQLite writes the file and, in WAL mode, creates ``-wal`` and ``-shm`` files beside it, so
+    the folder must be writable too. A catalog that does not exist yet is for its creator to
+    report on (None)."""
+    if not path.exists():
+        return None
+    for place, what in ((path.parent, "its folder"), (path, path.name)):
+        if not os.access(place, os.W_OK):
+            return f"{what} is not writable" if os.access(place, os.R_OK) else f"{what} is not accessible"
+    return None
+
+
+def read_only_uri(path: Path) -> str:
+    """The URI that opens the catalog at ``path`` read-only.
+
+    A WAL database is read through its ``-wal`` and ``-shm`` files: the log may hold commits
+    the main file does not, and a writer with more rights may be at work (the ``-shm`` file is
+    how SQLite sees its commits). SQLite creates the two files when they are missing, which
+    it can where the folder is writable (only the catalog file is not). Where it is not and
+    there is no ``-wal`` file, every commit is in the main file, and it is opened ``immutable``:
+    read without the two files, locks or change detection (a writer that starts while it is
+    open is not seen until the next open)."""
+    uri = path.resolve().as_uri() + "?mode=ro"
+    if os.access(path.parent, os.W_OK):
+        return uri
+    wal, shm = path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+    if not wal.exists():
+        return uri + "&immutable=1"
+    if not shm.exists():
+        raise ReadOnlyIndexError(
+            f"the index in {path.parent} cannot be read by this process: {wal.name} holds commits, and reading "
+            f"it needs {shm.name}, which is missing and cannot be created here (the folder is read-only to this "
+            "process); open the index once with write access (e.g. 'beleg status'), which folds the log into "
+            f"{path.name}")
+    return uri
 
 
 class Catalog:
@@ -85,17 +135,57 @@ class Catalog:
         #: be in the write-ahead log; :meth:`checkpoint` clears it (KnowledgeBase.ingest calls
         #: it once per run: after every commit would slow a long ingest down).
         self.pending_erasure = False
+        #: Why this process cannot write the catalog (None: it can). Then it is opened read-only
+        #: and every :meth:`transaction` raises ReadOnlyIndexError naming it.
+        self.read_only_reason = write_access_problem(path)
+        #: One line per write a read skipped because the catalog is read-only (see :meth:`note`).
+        self.notes: list[str] = []
+        if self.read_only:
+            # Creating tables or columns would be a write: a catalog that needs them cannot be read here.
+            missing = self._missing_schema()
+            if missing:
+                raise ReadOnlyIndexError(
+                    f"the index in {path.parent} was written by an older Beleg and lacks {', '.join(missing)}, "
+                    f"which the first open adds; it is read-only to this process ({self.read_only_reason}): open "
+                    "it once with write access (e.g. 'beleg status'), then read it from here")
+            return
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(_SCHEMA)
-        # Catalogs written before these columns existed get them (empty) on open.
-        for table, column in (("chunks", "flags"), ("documents", "headings")):
+        # Catalogs written before these columns existed get them (empty) on open. ``location``
+        # (where a file document's file was, resolved at ingest) is NULL for rows written before
+        # it existed: the next ingest of that file records it (beleg.ingest.pipeline).
+        for table, column in _ADDED_COLUMNS:
             if column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
-                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT NOT NULL DEFAULT '[]'")
-        # ``location`` (where a file document's file was, resolved at ingest) is NULL for rows
-        # written before it existed: the next ingest of that file records it (beleg.ingest.pipeline).
-        if "location" not in {r[1] for r in self.db.execute("PRAGMA table_info(documents)")}:
-            self.db.execute("ALTER TABLE documents ADD COLUMN location BLOB")
+                kind = "BLOB" if column == "location" else "TEXT NOT NULL DEFAULT '[]'"
+                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
         self.db.execute("CREATE INDEX IF NOT EXISTS documents_location ON documents(location)")
+
+    @property
+    def read_only(self) -> bool:
+        return self.read_only_reason is not None
+
+    def _missing_schema(self) -> list[str]:
+        """Tables and columns of the current schema this catalog lacks (indexes only speed things up)."""
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [f"table {t}" for t in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA) if t not in tables]
+        missing += [f"column {table}.{column}" for table, column in _ADDED_COLUMNS if table in tables
+                    and column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}]
+        return missing
+
+    def note(self, skipped: str) -> None:
+        """Record that a read skipped a write because the catalog is read-only: ``skipped`` says
+        what and what it costs, in one line. Each is kept once; the CLI shows them on stderr."""
+        line = f"{skipped} (the index is read-only to this process: {self.read_only_reason})"
+        if line not in self.notes:
+            self.notes.append(line)
+            log.warning("%s", line)
+
+    def _refuse_read_only(self) -> None:
+        if self.read_only:
+            raise ReadOnlyIndexError(
+                f"cannot write to the index in {self.path.parent}: it is read-only to this process "
+                f"({self.read_only_reason}); searching and answering work, but this needs write access to the "
+                f"folder and {self.path.name}: run it as a user who may write there, or on a writable copy")
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -111,7 +201,11 @@ class Catalog:
         # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in `transaction`).
         # check_same_thread=False only so that close() may close every thread's connection;
         # each connection is used by the thread that opened it.
-        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
+        if self.read_only:
+            conn = sqlite3.connect(read_only_uri(self.path), uri=True, isolation_level=None, timeout=30.0,
+                                   check_same_thread=False)
+        else:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         # Deleted content is overwritten with zeros, not left in free pages: an erased
@@ -145,6 +239,7 @@ class Catalog:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """All writes inside commit together and bump ``generation``, or none do."""
+        self._refuse_read_only()
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -449,6 +544,10 @@ class Catalog:
         write lock (an answer must not wait for an ingest's commit); returns the rows written,
         or None when the lock was busy or the index cannot be written (the caller keeps the
         vectors and tries again later)."""
+        if self.read_only:
+            self.note("sentence vectors computed for answers are kept in memory only, not stored for later "
+                      "answers and processes")
+            return None
         conn = self.db
         conn.execute(f"PRAGMA busy_timeout = {max(0, int(wait_s * 1000))}")
         try:

@@ -128,6 +128,9 @@ def open_view(catalog: Catalog, folder: Path, dim: int, k1: float = 1.5, b: floa
                 return _load(root / _current_name(root), generation, max_row)
         except ViewError:
             pass
+        if catalog.read_only:
+            catalog.note("the search view on disk is missing or older than the catalog, so this process builds it in memory")
+            return Snapshot.build(catalog, dim, k1=k1, b=b)
         try:
             return _rebuild(catalog, root, dim, k1, b, generation, max_row)
         except PermissionError as exc:

@@ -58,6 +58,12 @@ _FLUSH_CHUNKS = 128
 _CLAIM_POLL_S = 0.1
 
 
+class IngestInterrupted(KeyboardInterrupt):
+    """A stop was requested (``Ingestor.stop``: the CLI sets it on Ctrl-C or SIGTERM): the
+    batch being embedded was committed, the files read since were left unstored, and a run
+    of the same ingest resumes. A KeyboardInterrupt, as the Ctrl-C it stands for."""
+
+
 @dataclass(slots=True)
 class FileResult:
     source: str
@@ -264,8 +270,12 @@ class Ingestor:
                  contextualize: Callable[[Document, Sequence[Chunk]], list[str]] | None = None,
                  statuses: dict[str, str] | None = None, allow_widen: bool = False,
                  follow_symlinks: bool = False, claims: IngestClaims | None = None,
-                 sentence_fingerprint: Callable[[], str] | None = None, reuse_vectors: bool = True) -> None:
+                 sentence_fingerprint: Callable[[], str] | None = None, reuse_vectors: bool = True,
+                 stop: threading.Event | None = None) -> None:
         self.catalog = catalog
+        #: Once set, the run takes no new file: it commits the batch being embedded and raises
+        #: IngestInterrupted (see :meth:`_stop_if_requested`).
+        self.stop = stop
         #: Take the stored vector of a chunk text the index holds already (any document's) instead
         #: of embedding it; False for an ingest on behalf of someone who may not read the whole
         #: index (kb.ingest's reuse_vectors).
@@ -471,13 +481,32 @@ class Ingestor:
             self._shown = bar
             bar.committed = 0  # an interrupted run says how much it kept
             # Items another ingest process has claimed are handled last, once it let go of them.
-            deferred = [(item, source) for item, source in zip(items, sources)
-                        if not self._handle_one(item, source, handle, bar)]
+            deferred = []
+            for item, source in zip(items, sources):
+                self._stop_if_requested()
+                if not self._handle_one(item, source, handle, bar):
+                    deferred.append((item, source))
             for item, source in deferred:
+                self._stop_if_requested()
                 self._wait_for_claim(source)
                 self._handle_one(item, source, handle, bar)
             self._flush()
             self._finish()
+            if self._pending:  # the flush above was refused: a stop came while the last batch embedded
+                self._stop_if_requested()
+
+    def _stop_requested(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
+    def _stop_if_requested(self) -> None:
+        """After a stop request, commit the batch the model is embedding (its work is done or
+        under way; throwing it away would cost a rerun as much), leave the files read since
+        (not embedded yet: a rerun takes them up) and raise IngestInterrupted."""
+        if not self._stop_requested():
+            return
+        self._finish()
+        self._pending = []  # their claims are released by _drive
+        raise IngestInterrupted()
 
     def _handle_one(self, item: T, source: str, handle: Callable[[T, FileResult], None], bar: Progress) -> bool:
         """Handle one item into its own result; False (and nothing done) when another
@@ -504,9 +533,10 @@ class Ingestor:
         if self.claims is not None and not (self._pending and self._pending[-1].result is result):
             self.claims.release(source)  # nothing of it waits for a commit
         bar.add_chunks(result.chunks)
+        queued = bool(self._pending) and self._pending[-1].result is result
+        bar.advance(waiting=1 if queued else 0)  # a queued document is final once its batch is committed
         if sum(len(p.chunks) for p in self._pending) >= _FLUSH_CHUNKS:
             self._flush()
-        bar.advance()
         return True
 
     def _wait_for_claim(self, source: str) -> None:
@@ -516,6 +546,7 @@ class Ingestor:
         self._flush()
         self._finish()
         while not self.claims.try_claim(source):
+            self._stop_if_requested()
             time.sleep(_CLAIM_POLL_S)
 
     def _one(self, path: Path, source: str, key: str, result: FileResult) -> None:
@@ -783,7 +814,7 @@ class Ingestor:
         """Hand the pending documents to the embedding thread, after committing the batch
         that was there before (so this batch sees its vectors as cached)."""
         self._finish()
-        if not self._pending:
+        if not self._pending or self._stop_requested():  # after a stop, nothing new goes to the model
             return
         pending, self._pending = self._pending, []
         hashes = [h for p in pending for h in p.hashes]
@@ -917,8 +948,8 @@ class Ingestor:
             # reuse, such a vector was embedded afresh (the stored one was not looked at).
             self.catalog.put_vectors(cached if self.reuse_vectors else {**cached, **fresh})
         self.report.embedded += len(fresh)
-        self._shown.add_embedded(len(fresh))
-        self._shown.add_committed(len(pending) - len(lost))
+        self._shown.add_committed(len(pending) - len(lost), settled=len(pending))
+        self._shown.add_embedded(len(fresh))  # may write a line: the commit is counted first
         if self.claims is not None:
             for p in pending:
                 self.claims.release(p.result.source)

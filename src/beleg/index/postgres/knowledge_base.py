@@ -328,7 +328,7 @@ class PostgresKnowledgeBase(KnowledgeBase):
 
     # ------------------------------------------------------------------ versions
     def reindex(self, config: IndexConfig, *, progress: bool | str | None = None,
-                embedder: Embedder | None = None) -> dict[str, Any]:
+                embedder: Embedder | None = None, stop: threading.Event | None = None) -> dict[str, Any]:
         """Build ``config`` into its own schema from the stored documents (blue/green); nothing
         changes for readers until ``beleg switch``. With the same embedder, vectors of unchanged
         chunk texts are taken from this version instead of recomputed; run again, it resumes.
@@ -341,12 +341,12 @@ class PostgresKnowledgeBase(KnowledgeBase):
         with pg_versions.BuildLock(self.root_location, version) as lock:
             if self._pending_erasure() is not None:  # else the new version would copy erased documents
                 self._erase_locked((), None)
-            result = self._build_version(config, progress=progress, embedder=embedder)
+            result = self._build_version(config, progress=progress, embedder=embedder, stop=stop)
             lock.check_held()  # else writes were accepted during the build
         return result
 
     def _build_version(self, config: IndexConfig, *, progress: bool | str | None,
-                       embedder: Embedder | None) -> dict[str, Any]:
+                       embedder: Embedder | None, stop: threading.Event | None = None) -> dict[str, Any]:
         version = config.index_version
         root = self.root_location.schema
         schema = pg_versions.version_schema(root, version)
@@ -367,7 +367,7 @@ class PostgresKnowledgeBase(KnowledgeBase):
                     with target.store.transaction():
                         target.store.set_meta("embedder_fingerprint", fingerprint)
             items = list(self.catalog.documents_with_headings())
-            report = target._ingestor(progress=progress).run_documents(items)
+            report = target._ingestor(progress=progress, stop=stop).run_documents(items)
             # Stored documents carry no file: where each was read from comes from this version,
             # or the new one could no longer tell its files from others (beleg.ingest.pipeline._whose).
             target.catalog.copy_locations_from(self.catalog)
