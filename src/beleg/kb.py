@@ -176,9 +176,11 @@ class KnowledgeBase:
 
         done = refreshed_count(self.catalog.get_meta(REFRESH_MARK), DETECTOR_VERSION)
         total = self.catalog.counts()["chunks"]
+        # A new or empty index has nothing to re-read: no progress for it (not even a "0/0" line).
+        quiet = "none" if total <= done else None
         try:
             with Progress(total, desc=f"injection detector {DETECTOR_VERSION}: re-reading stored chunks",
-                          unit="chunk") as shown:
+                          unit="chunk", progress=quiet) as shown:
                 shown.advance(min(done, total))
                 while batch := list(self.catalog.chunk_texts(done, REFRESH_BATCH)):
                     flags = chunk_flags_many([text for _, text, _ in batch])

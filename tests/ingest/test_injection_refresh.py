@@ -114,3 +114,12 @@ def test_a_refresh_shows_progress_in_a_log(tmp_path: Path, monkeypatch: pytest.M
     lines = err.getvalue().splitlines()
     assert lines and lines[-1].startswith(f"injection detector {DETECTOR_VERSION}: re-reading stored chunks: 2/2 chunks")
     assert "done in" in lines[-1]
+
+
+def test_a_new_index_shows_no_refresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BELEG_PROGRESS_INTERVAL", "0")
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    with beleg.open(tmp_path / "kb", embedder=HashEmbedder()) as kb:
+        assert kb.catalog.get_meta("injection_detector") == DETECTOR_VERSION
+    assert "re-reading" not in err.getvalue()
