@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from beleg.durable import fsync_path
 from beleg.index import ann
 from beleg.index.bm25 import BM25Index
 from beleg.index.catalog import Catalog
@@ -398,8 +399,8 @@ def _write(root: Path, parts: _Parts, docs: list[tuple[str, str, dict[str, Any]]
         manifest["ivf"] = ivf.meta()
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     for path in tmp.iterdir():
-        _fsync(path)
-    _fsync(tmp)
+        fsync_path(path)
+    fsync_path(tmp)
     os.rename(tmp, root / name)
     return name
 
@@ -436,9 +437,9 @@ def _swap(root: Path, name: str) -> None:
     """Point ``CURRENT`` at ``name`` with one rename, then delete every other view folder."""
     tmp = root / f"{_CURRENT}.tmp"
     tmp.write_text(name + "\n", encoding="utf-8")
-    _fsync(tmp)
+    fsync_path(tmp)
     os.replace(tmp, root / _CURRENT)
-    _fsync(root)
+    fsync_path(root)
     for child in root.iterdir():
         if child.is_dir() and child.name != name:
             _remove(child)
@@ -533,13 +534,6 @@ def _locked(root: Path, shared: bool) -> Iterator[None]:
     finally:
         os.close(fd)
 
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _remove(path: Path) -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from beleg.durable import fsync_path
 from beleg.errors import ConfigError, IndexStateError
 
 LIVE_FILE = "LIVE"
@@ -571,21 +572,14 @@ def record_erasure(root: Path, doc_ids: list[str], since: str | None = None) -> 
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(root)
+    fsync_path(root)
 
 
 def clear_erasure(root: Path) -> None:
     (root / ERASURE_FILE).unlink(missing_ok=True)
-    _fsync_dir(root)
+    fsync_path(root)
 
 
-def _fsync_dir(folder: Path) -> None:
-    """Make a rename or unlink in ``folder`` durable (a crash must not bring the old state back)."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def describe_erasure(index: Any, pending: dict[str, Any]) -> str:

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from beleg.durable import fsync_path
+
 log = logging.getLogger(__name__)
 
 FORMAT = 1
@@ -106,7 +108,7 @@ def store(kind: str, source: Path, arrays: dict[str, np.ndarray], state: dict[st
             path = tmp / f"{name}.npy"
             np.save(path, np.ascontiguousarray(array))
             sizes[name] = path.stat().st_size
-            _fsync(path)  # data on disk before the rename makes the folder count as complete
+            fsync_path(path)  # data on disk before the rename makes the folder count as complete
         (tmp / _MANIFEST).write_text(json.dumps({"format": FORMAT, "source": str(source), "arrays": sizes,
                                                  "state": state}, ensure_ascii=False), encoding="utf-8")
         try:
@@ -117,10 +119,3 @@ def store(kind: str, source: Path, arrays: dict[str, np.ndarray], state: dict[st
         log.warning("cannot write the model cache under %s (%s); the model still loads, only slower",
                     cache_root(), exc)
 
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
