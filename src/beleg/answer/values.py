@@ -592,9 +592,9 @@ def asks_clock_time(question: str) -> bool:
     return _CLOCK_QUESTION.search(question) is not None
 
 
-# Questions for a temperature. Not one of expected_kind's forms: its topic words would make any
-# sentence about a temperature setting a "kind" match; support.asked_kind asks this test after
-# expected_kind's. Compounds count ("Vorlauftemperatur").
+# Questions for a temperature, kept apart from expected_kind's forms as clock times are:
+# support.asked_kind asks this test after them, and conflicts.py to compare temperatures only.
+# Compounds count ("Vorlauftemperatur").
 _TEMPERATURE_QUESTION = re.compile(
     r"temperature|temperatur|\bhow\s+(?:hot|cold|warm)\b|\bwie\s+(?:heiß|heiss|kalt|warm)\b|"
     r"\bhow\s+many\s+degrees\b|\bwie\s+viel\s+Grad\b",
