@@ -38,6 +38,7 @@ from typing import Any
 
 from beleg.durable import fsync_path
 from beleg.errors import ConfigError, IndexStateError
+from beleg.index.catalog import read_only_uri
 
 LIVE_FILE = "LIVE"
 VERSIONS_DIR = "versions"
@@ -440,8 +441,9 @@ class Drift:
 
 
 def _catalog_rows(folder: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Rows of a read-only query on the catalog in ``folder`` (nothing is written, no lock taken)."""
-    db = sqlite3.connect(f"file:{folder / CATALOG_FILE}?mode=ro", uri=True)
+    """Rows of a read-only query on the catalog in ``folder`` (nothing is written, no lock taken;
+    in a folder this process may not write, as the catalog itself opens: ``read_only_uri``)."""
+    db = sqlite3.connect(read_only_uri(folder / CATALOG_FILE), uri=True)
     try:
         return db.execute(query, params).fetchall()
     finally:
