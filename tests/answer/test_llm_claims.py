@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from beleg.answer.citations import verify_answer
-from beleg.answer.claims import claim_gaps
+from beleg.answer.claims import claim_gaps, rate_gaps
 from beleg.answer.support import llm_support
 from beleg.answer.types import Citation, Source
 from beleg.backends.llms.base import Message
@@ -345,3 +345,18 @@ def test_a_german_answer_quoting_an_english_page_is_judged_by_its_values_and_mea
 ])
 def test_a_thousand_is_a_thousand_however_it_is_grouped(claim: str, text: str) -> None:
     assert _problems(claim, _source(text, language="de" if "Gateway nimmt" in text else "en")) == ()
+
+
+def test_a_count_per_another_time_unit_is_not_backed() -> None:
+    # A tester's model wrote "per second" for the source's "per minute": the number check found
+    # 120, and the answer was marked verified and supported (0.93).
+    cited = "The API accepts at most 120 requests per minute per token."
+    gaps = claim_gaps("The API accepts at most 120 requests per second [S1].", [(cited, "")], "en")
+    assert any("per second" in g and "per minute" in g for g in gaps), gaps
+    assert rate_gaps("The limit is 120 requests/s [S1].", cited)
+    for backed in ("The API accepts at most 120 requests per minute [S1].", "Es sind 120 Anfragen pro Minute [S1].",
+                   "Up to 120 requests [S1]."):
+        assert rate_gaps(backed, cited) == [], backed
+    # A number the cited text writes without a time unit is not judged here (a header may say it).
+    assert rate_gaps("It accepts 120 requests per second [S1].", "| Limit | 120 |") == []
+

@@ -114,6 +114,45 @@ def value_gaps(claim: str, cited_text: str) -> list[str]:
     return gaps
 
 
+# What a count is per, written after it ("120 requests per minute", "50 req/s", "5 Anfragen pro
+# Sekunde", "twice a day"): the time unit, up to three words after the number.
+_RATE = re.compile(r"\W{0,3}(?:[^\W\d_][\w-]*\s*){0,3}?(?:per|pro|je|a|an|each|every|jede[nmrs]?|/)\s*"
+                   r"(?P<unit>seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|weeks?|months?|years?|"
+                   r"sekunden?|minuten?|stunden?|tage?s?|wochen?|monate?s?|jahre?s?)\b", re.IGNORECASE)
+_RATE_UNITS = {"s": "second", "sec": "second", "min": "minute", "h": "hour", "hr": "hour", "sekunde": "second", "minute": "minute", "stunde": "hour", "tag": "day", "tage": "day",
+               "tages": "day", "woche": "week", "monat": "month", "monate": "month", "monates": "month",
+               "jahr": "year", "jahre": "year", "jahres": "year"}
+
+
+def _rate_unit(text: str, end: int) -> str | None:
+    """The time unit a number ending at ``end`` is counted per, or None."""
+    m = _RATE.match(text, end)
+    if m is None:
+        return None
+    unit = m.group("unit").casefold()
+    unit = _RATE_UNITS.get(unit, _RATE_UNITS.get(unit.rstrip("sn"), unit.rstrip("s")))
+    return unit
+
+
+def rate_gaps(claim: str, cited_text: str) -> list[str]:
+    """The claim's counts per time unit ("120 requests per second") whose number the cited text
+    counts per another unit only ("120 requests per minute"): the number check finds 120, the
+    value check knows no rates, and the answer was marked supported. A number the cited text
+    writes with no time unit after it is not judged (a table's header may say it)."""
+    text = LABELS.sub("", claim)
+    have = [(float(v.normalized), _rate_unit(cited_text, v.end)) for v in extract_values(cited_text)
+            if v.kind == "count" and isinstance(v.normalized, float)]
+    gaps = []
+    for v in extract_values(text):
+        unit = _rate_unit(text, v.end) if v.kind == "count" and isinstance(v.normalized, float) else None
+        if unit is None:
+            continue
+        units = {u for n, u in have if n == v.normalized}
+        if units and None not in units and unit not in units:
+            gaps.append(f"{v.raw} per {unit}: the cited text counts {v.raw} per {', '.join(sorted(units))}")
+    return gaps
+
+
 def backed_values(claim: str, cited_text: str) -> list[str]:
     """The claim's typed values, as written, that an equal quantity of the cited text backs,
     perhaps in another unit ("0.5 GB" for "512 MB", "3 days" for "72 hours"): their numbers
@@ -342,9 +381,10 @@ def clause_gaps(claim: str, cited: Sequence[tuple[str, str]], language: str) -> 
 
 
 def claim_gaps(claim: str, cited: Sequence[tuple[str, str]], language: str) -> list[str]:
-    """Everything :func:`value_gaps`, :func:`count_gaps` and :func:`clause_gaps` find in one claim sentence."""
+    """Everything :func:`value_gaps`, :func:`rate_gaps`, :func:`count_gaps` and :func:`clause_gaps` find in one claim sentence."""
     text = LABELS.sub("", claim)
-    return (value_gaps(text, "\n".join(t for t, _ in cited)) + count_gaps(text, cited, language)
+    joined = "\n".join(t for t, _ in cited)
+    return (value_gaps(text, joined) + rate_gaps(text, joined) + count_gaps(text, cited, language)
             + clause_gaps(text, cited, language))
 
 
