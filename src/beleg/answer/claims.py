@@ -148,8 +148,9 @@ def rate_gaps(claim: str, cited_text: str) -> list[str]:
         if unit is None:
             continue
         units = {u for n, u in have if n == v.normalized}
-        if units and None not in units and unit not in units:
-            gaps.append(f"{v.raw} per {unit}: the cited text counts {v.raw} per {', '.join(sorted(units))}")
+        stated = {u for u in units if u is not None}
+        if units and stated == units and unit not in stated:
+            gaps.append(f"{v.raw} per {unit}: the cited text counts {v.raw} per {', '.join(sorted(stated))}")
     return gaps
 
 
