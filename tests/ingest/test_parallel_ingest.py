@@ -101,6 +101,30 @@ def test_a_claim_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
     assert report.count("added") == 2, report.to_json()
 
 
+def test_a_claim_whose_pid_another_process_now_has_is_taken_over(tmp_path: Path) -> None:
+    """After a restart pids are reused: a claim naming a live pid that is another process (its
+    start time differs) stalled an ingest for up to 30 minutes, silently."""
+    from beleg.ingest.claims import died_here, owner_id
+    from beleg.processes import process_started
+
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = process_started(stranger.pid)
+        assert started is not None  # Linux /proc: the test means nothing without it
+        host = os.uname().nodename
+        assert died_here(f"{host} {stranger.pid} {int(started) + 1} deadbeef")  # the pid is someone else's now
+        assert not died_here(f"{host} {stranger.pid} {started} deadbeef")  # still its owner
+        assert not died_here(f"{host} {stranger.pid} deadbeef")  # written before start times: pid only
+        assert not died_here(owner_id("deadbeef"))  # this very process
+        claims = Claims(tmp_path / "claims")
+        claims.folder.mkdir(parents=True)
+        claims._path("a.md").write_text(f"{host} {stranger.pid} {int(started) + 1} deadbeef\n")
+        assert claims.try_claim("a.md")  # taken over at once, not after stale_after_s
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
 def test_a_file_claimed_by_a_live_run_is_done_last_once_released(tmp_path: Path) -> None:
     corpus, index = tmp_path / "docs", tmp_path / "kb"
     write_corpus(corpus, 3)

@@ -39,6 +39,7 @@ from typing import Any
 from beleg.durable import fsync_path
 from beleg.errors import ConfigError, IndexStateError
 from beleg.index.catalog import read_only_uri
+from beleg.processes import pid_alive, process_started
 
 LIVE_FILE = "LIVE"
 VERSIONS_DIR = "versions"
@@ -257,7 +258,7 @@ def hold_version(root: Path, folder: Path, purpose: str) -> Iterator[Path | None
     written (a read-only copy: then no gc can run there either)."""
     pid = os.getpid()
     entry = {"purpose": purpose, "version_path": str(folder.resolve()), "pid": pid,
-             "started": _process_started(pid), "host": socket.gethostname(),
+             "started": process_started(pid), "host": socket.gethostname(),
              "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     path = root / HOLDERS_DIR / f"{pid}-{uuid.uuid4().hex}.json"
     try:
@@ -313,30 +314,11 @@ class IndexBusyError(IndexStateError):
     """Another process holds the index's write lock (a reindex is building)."""
 
 
-def _process_started(pid: int) -> str | None:
-    """The start time of process ``pid`` (Linux ``/proc``), so a reused pid is not mistaken for the owner."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[-1].split()[19]  # field 22 (starttime), counted after the command name
-
-
 def _alive(owner: dict[str, Any]) -> bool:
     """Whether the process that wrote a lock still runs; a lock from another host is assumed alive."""
     if owner.get("host") != socket.gethostname():
         return True
-    pid = int(owner.get("pid") or 0)
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, owned by another user
-    started = owner.get("started")
-    return started is None or _process_started(pid) in (None, started)
+    return pid_alive(int(owner.get("pid") or 0), owner.get("started"))
 
 
 def read_lock(root: Path) -> dict[str, Any] | None:
@@ -399,7 +381,7 @@ def write_lock(root: Path, purpose: str, version: str | None = None) -> Iterator
         raise IndexStateError(f"no Beleg index at {root}; create one with 'beleg init --index {root}'")
     token = uuid.uuid4().hex
     pid = os.getpid()
-    owner = {"purpose": purpose, "version": version, "pid": pid, "started": _process_started(pid),
+    owner = {"purpose": purpose, "version": version, "pid": pid, "started": process_started(pid),
              "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": token}
     path = root / LOCK_FILE
     deadline = time.monotonic() + SHORT_WAIT_S

@@ -9,7 +9,7 @@ pid gone) or that is older than ``stale_after_s`` is taken over, so a crash neve
 a file for the others.
 
 A claim is a file ``<index>/claims/<hash of the source>.claim`` created with
-``O_CREAT | O_EXCL`` (atomic on local filesystems) holding ``host pid token``. It is
+``O_CREAT | O_EXCL`` (atomic on local filesystems) holding ``host pid started token``. It is
 held from before the file is read until the batch holding its document is committed, so
 whoever claims a file next sees the committed state. Taking over a stale claim renames
 it away first (only one process's rename succeeds), then creates a fresh one.
@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
+from beleg.processes import pid_alive, process_started
 
 #: A claim older than this is taken over even if its owner cannot be checked (another host).
 DEFAULT_STALE_AFTER_S = 1800.0
@@ -103,25 +105,20 @@ def await_vectors(claims: IngestClaims, stored: Callable[[Sequence[str]], dict[s
     return borrowed, embedded
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: it exists, owned by someone else; anything else: assume alive
-        return True
-    return True
-
-
 def owner_id(token: str) -> str:
-    """Who holds a claim: ``host pid token`` (the token tells two runs of one process apart)."""
-    return f"{_HOST} {os.getpid()} {token}"
+    """Who holds a claim: ``host pid started token`` (the process's start time tells a reused pid
+    from its owner; the token tells two runs of one process apart)."""
+    return f"{_HOST} {os.getpid()} {process_started(os.getpid()) or '-'} {token}"
 
 
 def died_here(owner: str) -> bool:
-    """Whether ``owner`` (an :func:`owner_id`) was a process on this host that is gone."""
+    """Whether ``owner`` (an :func:`owner_id`; or ``host pid token`` as written before start times
+    were) was a process on this host that is gone, or whose pid another process now has."""
     parts = owner.split()
-    return len(parts) == 3 and parts[0] == _HOST and parts[1].isdigit() and not _alive(int(parts[1]))
+    if len(parts) not in (3, 4) or parts[0] != _HOST or not parts[1].isdigit():
+        return False
+    started = parts[2] if len(parts) == 4 and parts[2] != "-" else None
+    return not pid_alive(int(parts[1]), started)
 
 
 class Claims:
@@ -199,7 +196,7 @@ class Claims:
         except OSError:
             return False
         parts = text.split()
-        if len(parts) != 3:  # half-written by a process that died between create and write
+        if len(parts) not in (3, 4):  # half-written by a process that died between create and write
             return age > 5.0
         if died_here(text):
             return True

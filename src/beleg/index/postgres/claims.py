@@ -2,7 +2,7 @@
 work through one corpus into one index without embedding a file twice or losing one.
 
 A claim is a row of ``{schema}.ingest_claims``: the hash of the source (no path stays in
-the table after an erasure), the worker (``host pid token``), when it was claimed and until
+the table after an erasure), the worker (``host pid started token``), when it was claimed and until
 when its lease runs. Claiming is one ``INSERT … ON CONFLICT DO UPDATE … WHERE`` statement:
 it creates the row, or takes over a row whose lease ran out (a worker that was killed, or
 lost its machine) or whose worker is a process of this host that is gone; PostgreSQL
