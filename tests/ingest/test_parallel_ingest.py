@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 from collections import Counter
 from pathlib import Path
 
@@ -125,9 +126,10 @@ def test_a_claim_whose_pid_another_process_now_has_is_taken_over(tmp_path: Path)
         stranger.wait()
 
 
-def test_a_file_claimed_by_a_live_run_is_done_last_once_released(tmp_path: Path) -> None:
+def test_a_file_claimed_by_a_live_run_is_done_last_once_released(tmp_path: Path, caplog: Any) -> None:
     corpus, index = tmp_path / "docs", tmp_path / "kb"
     write_corpus(corpus, 3)
+    caplog.set_level("WARNING", logger="beleg.ingest.pipeline")
     with beleg.open(index, embedder=RecordingEmbedder()) as kb:
         other = Claims(kb.path / "claims")
         held = str(corpus / "note00.md")
@@ -138,6 +140,8 @@ def test_a_file_claimed_by_a_live_run_is_done_last_once_released(tmp_path: Path)
     assert time.monotonic() - start >= 0.5
     assert [f.source for f in report.files][-1] == held  # put off to the end, then done
     assert report.count("added") == 3
+    # The wait is said, not silent (a tester saw a run stall with no word of why).
+    assert "1 file(s) are claimed by another ingest process" in caplog.text
 
 
 def test_two_cli_processes_over_a_remote_embedder_embed_each_chunk_once(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ from beleg.errors import BelegError, IngestError, NoContent
 from beleg.index.analyzer import analyze
 from beleg.index.catalog import Catalog
 from beleg.ingest.chunking import ChunkingConfig, chunk_document
-from beleg.ingest.claims import IngestClaims, await_vectors
+from beleg.ingest.claims import DEFAULT_STALE_AFTER_S, IngestClaims, await_vectors
 from beleg.ingest.discover import Candidate, discover, glob_match, glob_root, printable
 from beleg.ingest.identity import not_moved_here, same_place_below_root
 from beleg.ingest.injection import chunk_flags_many
@@ -486,6 +486,10 @@ class Ingestor:
                 self._stop_if_requested()
                 if not self._handle_one(item, source, handle, bar):
                     deferred.append((item, source))
+            if deferred:  # the wait may be long: say why the run seems to stall
+                log.warning("%d file(s) are claimed by another ingest process; they are handled once it lets go "
+                            "of them (a claim of a process that is gone is taken over at once, any other after "
+                            "%.0f minutes)", len(deferred), DEFAULT_STALE_AFTER_S / 60)
             for item, source in deferred:
                 self._stop_if_requested()
                 self._wait_for_claim(source)
