@@ -243,6 +243,17 @@ def test_a_temperature_question_is_answered_by_a_temperature() -> None:
     assert _type_passes("What is the maximum flow temperature?", "The maximum flow temperature is 62 °C.") is True
 
 
+def test_what_should_i_do_asks_for_an_action_in_any_words() -> None:
+    # "What to do: Check the bus cable at terminal X7" was withheld: no command, code or path.
+    q = "What should I do when E-520 appears?"
+    assert asked_kind(q) is None and asked_kind("Was soll ich tun, wenn der Fehler E-4290 auftritt?") is None
+    assert _type_passes(q, "Code: E-520; What to do: Check the bus cable at terminal X7") is None
+    assert asked_kind("What should I do to install it?") == "instruction"  # how to: a command answers
+    assert asked_kind("Was muss ich tun, um den Adapter zu installieren?") == "instruction"
+    # "appears" is how the condition is asked; the code is the topic.
+    assert not {"appear", "auftritt"} & set(focus_terms(q + " Wenn der Fehler auftritt?", FlatIDF()))
+
+
 def test_tell_me_whether_is_how_the_question_asks() -> None:
     q = "Which command tells me whether the states database runs on Redis?"
     assert not {"tell", "whether"} & set(focus_terms(q, FlatIDF()))

@@ -134,6 +134,11 @@ _VERSION = re.compile(r"\b(?:which|what|welche[nrsm]?)\s+(?:[\w.-]+\s+){0,2}(?:[
                       r"versionsnummer)\b", re.IGNORECASE)  # also "Welche Docker-Version"
 # A question that opens by asking for a name asks for one, whatever its clauses count
 # ("Wie heißt die Variable, mit der ich festlege, wie viele Prozesse laufen?").
+# "What should I do …?", "What do I do?", "Was soll ich tun/machen …?": asks for an action, not a command.
+# Not "What do I do to install it?", "Was muss ich tun, um … zu installieren?": those ask how to.
+_ASKS_FOR_AN_ACTION = re.compile(r"^\W*(?:what\s+(?:should|must|can|do)\s+(?:i|we)\s+do\b(?!\s+to\b)|what\s+to\s+do\b|"
+                                 r"was\s+(?:soll|sollte|muss|kann)\s+(?:ich|man|wir)\s+(?:da\s+|dann\s+|jetzt\s+)?"
+                                 r"(?:tun|machen)\b(?!,?\s+um\b))", re.IGNORECASE)
 _NAME_FIRST = re.compile(
     r"^\W*(?:wie\s+(?:hei(?:ß|ss)t|hie(?:ß|ss)|lautet)|what(?:'s|\s+is|\s+was)\s+the\s+name|"
     r"(?:which|what|welche[rsmn]?)\s+(?:[\w.-]+\s+)?(?:variable|option|parameter|einstellung|datei|file|key|"
@@ -247,6 +252,10 @@ def asked_kind(question: str) -> str | None:
         return "number"
     if _WHEN.search(question) or _CLOCK_TIME.search(question):
         return "date"
+    if _ASKS_FOR_AN_ACTION.search(question):
+        # "What should I do when E-520 appears?" is answered by an action in plain words
+        # ("Check the bus cable at terminal X7") as often as by a command: no kind is required.
+        return None
     if is_howto_question(question):
         return "instruction"
     if _NAME.search(question):
@@ -453,6 +462,10 @@ QUESTION_FORM_WORDS = ("long longer many much big large often old far called nam
                        # corpus, they were weighed as its rarest terms ("missing via" withheld "Set it
                        # in the app under Settings > Network"). Not the particles of phrasal verbs
                        # ("log out", "set up"), which change what is asked.
+                       # "when E-520 appears", "wenn der Fehler auftritt": how a condition is asked, the
+                       # code or message is the topic
+                       "appear appears appeared occur occurs occurred erscheint erscheinen auftritt auftreten "
+                       "auftaucht auftauchen "
                        "via through across within without during toward towards against among along around "
                        "behind beyond near upon onto durch zwischen innerhalb außerhalb ohne während gegen "
                        "entlang hinter neben")
