@@ -387,6 +387,11 @@ def test_a_sentence_that_refers_back_is_quoted_with_the_sentence_it_refers_to() 
     assert _answer(alone, "This user owns", question="Who owns the folder?")[0].answer.startswith("This user")
     plain = "The installer creates a user. Ports 80 and 443 stay open."
     assert _answer(plain, "Ports 80", question="Which ports stay open?")[0].answer.startswith("Ports 80")
+    # A German "Sie"/"Er" (she, he, it) opening the sentence points back; the polite "Sie" does not.
+    cycle = "Die Legionellenschaltung heizt den Speicher auf 65 °C auf. Sie startet jeden Mittwoch um 03:00 Uhr."
+    assert _answer(cycle, "Sie startet", question="Wann startet sie?")[0].answer.startswith("Die Legionellenschaltung")
+    polite = "Die Datei liegt im Ordner /etc. Sie können sie dort ändern."
+    assert _answer(polite, "Sie können", question="Wo kann ich sie ändern?")[0].answer.startswith("Sie können")
 
 
 def test_a_how_to_question_prefers_a_sentence_with_an_instruction_over_one_that_repeats_it() -> None:

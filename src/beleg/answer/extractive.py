@@ -65,6 +65,9 @@ _GAP = re.compile(r"(?:\s|\{\{[%<].*?[%>]\}\}|\{%.*?%\}|\|?(?:[ \t]*:?-+:?[ \t]*
 #: sentence that opens with one. Quoted alone it does not say what "this" is.
 _REFERS_BACK = re.compile(r"\b(?:this|these|those|such)\s+(?!is\b|are\b|was\b|way\b|case\b)[^\W\d_]{3,}|"
                           r"^\W*(?:that|this|these|those|it|they)\b(?!\s+(?:is|are)\s+(?:why|how|what)\b)|"
+                          # "Sie startet jeden Mittwoch …", "Er hält 20 Minuten": she, he, it. Not the
+                          # polite "Sie können …" (a plural verb), nor "Es gibt" (no one referred to).
+                          r"^\W*(?:er|sie)\s+(?:[^\W\d_]+t|ist|wird|kann|muss|darf|soll|will|mag)\b|"
                           r"\b(?:dies(?:e[mnrs]?)?|jene[mnrs]?|solche[mnrs]?|de(?:r|n|m)selben?|dieselben?|dasselbe)\b",
                           re.IGNORECASE)
 
