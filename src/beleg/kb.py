@@ -62,6 +62,7 @@ def refreshed_count(mark: str | None, version: str) -> int:
     mark_version, _, count = mark.rpartition(" ")
     return int(count) if mark_version == version and count.isdigit() else 0
 
+
 CONFIG_FILE = "beleg.json"
 CATALOG_FILE = "catalog.sqlite"
 
@@ -166,7 +167,7 @@ class KnowledgeBase:
 
         if self.catalog.get_meta("injection_detector") == DETECTOR_VERSION:
             return
-        if isinstance(self.catalog, Catalog) and self.catalog.read_only:
+        if self.catalog.read_only:
             # Withholding does not depend on the stored flags (see the IndexBusyError case below).
             self.catalog.note(f"the stored injection flags were not re-read with detector {DETECTOR_VERSION}; "
                               "answers still withhold what the current detector finds in each retrieved chunk")
@@ -205,7 +206,7 @@ class KnowledgeBase:
     def notes(self) -> list[str]:
         """One line for each write skipped because the index is read-only to this process
         (:meth:`beleg.index.catalog.Catalog.note`); PostgreSQL has none."""
-        return self.catalog.notes if isinstance(self.catalog, Catalog) else []
+        return list(self.catalog.notes)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -228,7 +229,7 @@ class KnowledgeBase:
             self._embedder = load_embedder(self.config.embedder)
         if not self._embedder_checked:
             recorded = self.catalog.get_meta("embedder_fingerprint")
-            if recorded is None and isinstance(self.catalog, Catalog) and self.catalog.read_only:
+            if recorded is None and self.catalog.read_only:
                 self.catalog.note(f"the embedder's fingerprint ({self._embedder.fingerprint}) is not recorded, "
                                   "so nothing checks later that vectors come from the same model")
             elif recorded is None:
@@ -416,8 +417,7 @@ class KnowledgeBase:
             self._lock_token = token
             try:
                 self._wait_for_writers()
-                if self._pending_erasure() is not None:  # else the new version would copy erased documents
-                    self._erase_locked((), None)
+                self._finish_erasure_locked()
                 return self._build_version(config, progress=progress, embedder=embedder, stop=stop)
             finally:
                 self._lock_token = None
@@ -514,6 +514,11 @@ class KnowledgeBase:
                 return self._erase(stores, doc_ids, expr)
         finally:
             self.store.forget_view()
+
+    def _finish_erasure_locked(self) -> None:
+        """Before a reindex copies the live documents: else the new version would copy erased ones."""
+        if self._pending_erasure() is not None:
+            self._erase_locked((), None)
 
     def _pending_erasure(self) -> dict[str, Any] | None:
         """The erasure recorded in the index root and not finished (``doc_ids``, ``since``), or None."""

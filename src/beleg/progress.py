@@ -69,9 +69,14 @@ def _reports_no_columns(stream: TextIO) -> bool:
 
 def plural(n: int, noun: str) -> str:
     """``1 chunk``, ``2 chunks``, ``3 queries``."""
+    return f"{n} {noun_for(n, noun)}"
+
+
+def noun_for(n: int, noun: str) -> str:
+    """``noun`` as ``n`` of it are written: ``chunk``, ``chunks``, ``queries``."""
     if n == 1:
-        return f"{n} {noun}"
-    return f"{n} {noun[:-1]}ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else f"{n} {noun}s"
+        return noun
+    return f"{noun[:-1]}ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else f"{noun}s"
 
 
 def interval_from_env() -> float:
@@ -195,7 +200,7 @@ class Progress:
         return line
 
     def _units(self) -> str:
-        return plural(self.total, self.unit).split(" ", 1)[1]
+        return noun_for(self.total, self.unit)
 
     def line(self, *, final: bool = False) -> str:
         elapsed = max(self._clock() - self._start, 1e-9)

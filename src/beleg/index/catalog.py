@@ -70,8 +70,9 @@ CREATE TABLE IF NOT EXISTS sentence_vectors (
     key TEXT NOT NULL, doc_id TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (key, doc_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sentence_vectors_doc ON sentence_vectors(doc_id);
 """
-#: Columns added after the first schema; an older catalog gets them on its first writable open.
-_ADDED_COLUMNS = (("chunks", "flags"), ("documents", "headings"), ("documents", "location"))
+#: Columns added after the first schema, with their types; an older catalog gets them on its first writable open.
+_ADDED_COLUMNS = (("chunks", "flags", "TEXT NOT NULL DEFAULT '[]'"), ("documents", "headings", "TEXT NOT NULL DEFAULT '[]'"),
+                  ("documents", "location", "BLOB"))
 
 
 def write_access_problem(path: Path) -> str | None:
@@ -154,9 +155,8 @@ class Catalog:
         # Catalogs written before these columns existed get them (empty) on open. ``location``
         # (where a file document's file was, resolved at ingest) is NULL for rows written before
         # it existed: the next ingest of that file records it (beleg.ingest.pipeline).
-        for table, column in _ADDED_COLUMNS:
+        for table, column, kind in _ADDED_COLUMNS:
             if column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
-                kind = "BLOB" if column == "location" else "TEXT NOT NULL DEFAULT '[]'"
                 self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
         self.db.execute("CREATE INDEX IF NOT EXISTS documents_location ON documents(location)")
 
@@ -168,7 +168,7 @@ class Catalog:
         """Tables and columns of the current schema this catalog lacks (indexes only speed things up)."""
         tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         missing = [f"table {t}" for t in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA) if t not in tables]
-        missing += [f"column {table}.{column}" for table, column in _ADDED_COLUMNS if table in tables
+        missing += [f"column {table}.{column}" for table, column, _ in _ADDED_COLUMNS if table in tables
                     and column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}]
         return missing
 

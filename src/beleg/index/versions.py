@@ -547,12 +547,16 @@ def pending_erasure(root: Path) -> dict[str, Any] | None:
                               "finish: rerun the 'beleg delete' that was interrupted, then remove the file") from None
 
 
+def erasure_entry(doc_ids: list[str], since: str | None = None) -> dict[str, Any]:
+    """What the journal records of an erasure (both backends): its ids, and when it began."""
+    return {"doc_ids": sorted(doc_ids), "since": since or time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
 def record_erasure(root: Path, doc_ids: list[str], since: str | None = None) -> None:
     """Record, durably, that ``doc_ids`` are being erased from every version."""
     path, tmp = root / ERASURE_FILE, root / (ERASURE_FILE + ".tmp")
-    entry = {"doc_ids": sorted(doc_ids), "since": since or time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(entry) + "\n")
+        fh.write(json.dumps(erasure_entry(doc_ids, since)) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -564,11 +568,13 @@ def clear_erasure(root: Path) -> None:
     fsync_path(root)
 
 
-
-
-def describe_erasure(index: Any, pending: dict[str, Any]) -> str:
-    return (f"an erasure of {len(pending.get('doc_ids', []))} document(s) begun on {index} at "
-            f"{pending.get('since', '?')} was interrupted before it reached every version")
+def erasure_pending_error(index: Any, pending: dict[str, Any]) -> ErasurePendingError:
+    """The refusal of a switch while the erasure ``pending`` of ``index`` (a folder or URL) is unfinished."""
+    return ErasurePendingError(
+        f"an erasure of {len(pending.get('doc_ids', []))} document(s) begun on {index} at {pending.get('since', '?')} "
+        "was interrupted before it reached every version; a version it has not reached would bring them back. "
+        f"Finish it with 'beleg delete --finish --index {index}' (the next delete, ingest or reindex finishes it "
+        "too), then run this again")
 
 
 def refuse_while_erasing(root: Path) -> None:
@@ -576,7 +582,4 @@ def refuse_while_erasing(root: Path) -> None:
     reached yet would bring the erased documents back."""
     pending = pending_erasure(root)
     if pending is not None:
-        raise ErasurePendingError(
-            f"{describe_erasure(root, pending)}; a version it has not reached would bring them back. Finish it "
-            f"with 'beleg delete --finish --index {root}' (the next delete, ingest or reindex finishes it too), "
-            "then run this again")
+        raise erasure_pending_error(root, pending)

@@ -534,10 +534,10 @@ class Ingestor:
         if result.status in ("failed", "skipped"):
             result.chunks, result.flagged, result.flagged_fields, result.widened = 0, 0, [], []
             result.moved_from = None
-        if self.claims is not None and not (self._pending and self._pending[-1].result is result):
+        queued = bool(self._pending) and self._pending[-1].result is result
+        if self.claims is not None and not queued:
             self.claims.release(source)  # nothing of it waits for a commit
         bar.add_chunks(result.chunks)
-        queued = bool(self._pending) and self._pending[-1].result is result
         bar.advance(waiting=1 if queued else 0)  # a queued document is final once its batch is committed
         if sum(len(p.chunks) for p in self._pending) >= _FLUSH_CHUNKS:
             self._flush()

@@ -45,6 +45,11 @@ class PostgresCatalog:
     """The catalog calls of :class:`beleg.ingest.pipeline.Ingestor` and ``KnowledgeBase``,
     answered by a :class:`PostgresStore` (row numbers become chunk ids)."""
 
+    #: Never opened read-only (what a role may write is the server's to grant), so no write of a
+    #: read is ever skipped: the folder catalog's read-only mode and notes have no counterpart.
+    read_only = False
+    notes: tuple[str, ...] = ()
+
     def __init__(self, store: PostgresStore) -> None:
         self.store = store
         self.write_guard: Any = None
@@ -339,8 +344,7 @@ class PostgresKnowledgeBase(KnowledgeBase):
         if version == self.config.index_version:
             raise ConfigError(f"version {version} is this index's live configuration already; nothing to build")
         with pg_versions.BuildLock(self.root_location, version) as lock:
-            if self._pending_erasure() is not None:  # else the new version would copy erased documents
-                self._erase_locked((), None)
+            self._finish_erasure_locked()
             result = self._build_version(config, progress=progress, embedder=embedder, stop=stop)
             lock.check_held()  # else writes were accepted during the build
         return result

@@ -51,11 +51,11 @@ from beleg.index.versions import (
     BUILD_UNFINISHED,
     SHORT_WAIT_S,
     Drift,
-    ErasurePendingError,
     IndexBusyError,
     Readiness,
     VersionNotReadyError,
-    describe_erasure,
+    erasure_entry,
+    erasure_pending_error,
 )
 
 log = logging.getLogger(__name__)
@@ -541,10 +541,10 @@ def pending_erasure(conn: Any, root: str) -> dict[str, Any] | None:
 
 
 def record_erasure(conn: Any, root: str, doc_ids: list[str], since: str | None = None) -> None:
-    entry = {"doc_ids": sorted(doc_ids), "since": since or time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     with conn.transaction():
         conn.execute(sql.SQL("INSERT INTO {}.meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
-                             "SET value = EXCLUDED.value").format(sql.Identifier(root)), (ERASURE_KEY, json.dumps(entry)))
+                             "SET value = EXCLUDED.value").format(sql.Identifier(root)),
+                     (ERASURE_KEY, json.dumps(erasure_entry(doc_ids, since))))
 
 
 def clear_erasure(conn: Any, root: str) -> None:
@@ -556,7 +556,4 @@ def clear_erasure(conn: Any, root: str) -> None:
 def refuse_while_erasing(conn: Any, location: PostgresLocation) -> None:
     pending = pending_erasure(conn, location.schema)
     if pending is not None:
-        raise ErasurePendingError(
-            f"{describe_erasure(location.url, pending)}; a version it has not reached would bring them back. Finish "
-            f"it with 'beleg delete --finish --index {location.url}' (the next delete, ingest or reindex finishes it "
-            "too), then run this again")
+        raise erasure_pending_error(location.url, pending)
