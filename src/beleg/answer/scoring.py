@@ -25,6 +25,7 @@ import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -40,6 +41,31 @@ from beleg.sentences import Span, is_table_header, split_sentences, table_header
 
 #: Sentence kinds that can answer (headings and code blocks cannot on their own).
 _ANSWER_KINDS = PROSE_KINDS
+
+#: Modal and auxiliary verbs the stopword lists keep (the German list has "kann" and "muss", not
+#: "sollte", "sein" or "würde"): they say how a question is asked, not what it is about. Found in
+#: a sentence, they made "Was sollte auf einem Slave installiert sein?" prefer one opening "Sollte
+#: das nicht geschehen …" to the one that says what to install, so a sentence gets no lexical
+#: credit for them (they stay in the total: see SentenceScorer.score). The support check's focus
+#: terms keep them: dropping them there was measured and not kept (docs/benchmarks.md).
+FUNCTION_VERBS = {
+    "de": "soll sollst sollt sollen sollte solltest sollten solltet musst müssen müsst musste mussten müsste "
+          "müssten kannst könnt konnte konnten könnte könnten darf darfst dürfen dürft durfte durften dürfte "
+          "dürften will willst wollen wollt wollte wollten mag magst mögen möchte möchten möchtest sein bin bist "
+          "seid wäre wären gewesen werde wirst werdet wurde wurden würde würden worden geworden habe hast habt "
+          "hatten hätte hätten gehabt",
+    "en": "be being been",
+}
+
+
+@cache
+def function_verb_terms(language: str) -> frozenset[str]:
+    """FUNCTION_VERBS of a question in ``language`` as analysed there ("sollte" is "sollt"); of
+    every language when it is unknown ("?"). Per language: German "war" is a word in English."""
+    langs = FUNCTION_VERBS if language == "?" else [language] if language in FUNCTION_VERBS else []
+    return frozenset().union(*(analyze(FUNCTION_VERBS[lang], lang) for lang in langs))
+
+
 _MIN_WORDS = 3
 
 
@@ -434,6 +460,9 @@ class SentenceScorer:
         q_terms = analyze_query(question)
         weights = {t: self.idf(t) for t in q_terms}
         total = sum(weights.values()) or 1.0
+        # A function verb counts in the total but is never found: a sentence repeating "sollte"
+        # gains nothing, and no sentence's share rises for the verbs it lacks.
+        weights = {t: w for t, w in weights.items() if t not in function_verb_terms(q_lang)}
         # The kind of content the question asks for (a duration for "how long" and "how often",
         # a number for "which port", a version, a date for "when", an instruction for "how do
         # I") and its test are the support check's own, so the sentence preferred is one that
