@@ -459,3 +459,28 @@ def test_a_conflict_is_titled_by_its_section_never_by_the_question() -> None:
                                     [scored[-1], scored[0]], 0.35)
     assert titled.fact == "Rate limit"
     assert conflict_lines(titled)[0] == "Earlier values of Rate limit:"
+
+
+def test_the_value_a_change_left_behind_is_not_stated() -> None:
+    """Release notes say "raised from 60 to 120": they state 120, as the reference does (no
+    conflict), and when they are the answer, 120 is their value, not 60. Without a verb of
+    change, "from 5 to 10" is a range, and a time moved "from 02:00 to 03:00" now starts at 03:00."""
+    question = "How many requests per minute does the API accept?"
+    notes = _source("S1", "In 2.4 the rate limit was raised from 60 to 120 requests per minute.", "Changes in 2.4",
+                    version="2.4", authority="release-notes")
+    reference = _source("S2", "The API accepts 120 requests per minute.", "Rate limit", version="2.4",
+                        authority="reference")
+    older = _source("S3", "The API accepts 60 requests per minute.", "Rate limit", version="2.3",
+                    status="historical", authority="reference")
+    scored = _sentences(notes) + _sentences(reference)
+    assert detect_conflicts(question, scored[0], scored, 0.35)[0] == ()
+    scored = _sentences(notes) + _sentences(older)
+    conflicts, _ = detect_conflicts(question, scored[0], scored, 0.35)
+    assert [(v.value.split()[0], v.relation) for v in conflicts[0].values] == [("120", "governs"),
+                                                                              ("60", "superseded")]
+    assert [_attr("Das Limit wurde von 60 auf 120 Anfragen pro Minute erhöht.", raw, lang="de").role
+            for raw in ("60", "120")] == ["former", "statement"]
+    assert [_attr("Each project supports from 5 to 10 users.", raw).role for raw in ("5", "10")] == [
+        "statement", "statement"]
+    assert [_attr("Maintenance moved from 02:00 to 03:00.", raw).role for raw in ("02:00", "03:00")] == [
+        "former", "statement"]

@@ -84,8 +84,9 @@ class Attribute:
     identifiers: frozenset[str] = frozenset()
     language: str = "en"
     #: "statement" (the attribute is the value), "condition" ("below 99%": a threshold
-    #: in a rule about something else) or "frequency" ("every 24 hours", "between two
-    #: attempts": an interval).
+    #: in a rule about something else), "frequency" ("every 24 hours", "between two
+    #: attempts": an interval) or "former" (the value a change left: "raised from 60 to 120");
+    #: a time of day "start" or "end".
     role: str = "statement"
     #: For a count: the stems of the word right after it, what is counted ("3 users").
     counted: frozenset[str] = frozenset()
@@ -279,10 +280,41 @@ _END_VERB = re.compile(r"\b(?:end|ends|ended|finish|finishes|finished|close|clos
 _RANGE_AFTER = re.compile(r"\s*(?:[\u2013\u2014-]|to|until|till|bis)\s*\d", re.IGNORECASE)
 
 
+# A change of value ("raised from 60 to 120", "von 60 auf 120 erhöht", "moved from 02:00 to
+# 03:00"): the value after "from" is the one it no longer has. Only with a verb of change in
+# the sentence: "from 5 to 10 users" alone is a range. (The sentence, not the value's clause:
+# clauses break at the colon of "02:00".)
+_CHANGE_VERB = re.compile(
+    r"\b(?:rais|increas|reduc|lower|decreas|chang|extend|shorten|bump|mov|went|grew|grown|dropp|fell|fallen|"
+    r"doubl|halv|adjust|erhöh|gesenkt|senk|geändert|änder|angehoben|anheb|hebt|reduzier|verringer|verkürz|"
+    r"verlänger|gestiegen|steig|gesunken|sink|umgestellt|angepasst|verdoppel|halbier|verschob|verschoben)\w*",
+    re.IGNORECASE)
+_FROM_BEFORE = re.compile(r"\b(?:from|von)\s*[*_`]*\s*$", re.IGNORECASE)
+_TO_AFTER = re.compile(r"[*_`]*\s*(?:to|auf|into)\s+[*_`]*[\d€$£]", re.IGNORECASE)
+_TO_BEFORE = re.compile(r"\b(?:to|auf|into)\s*[*_`]*\s*$", re.IGNORECASE)
+_FROM_VALUE = re.compile(r"\b(?:from|von)\s+[*_`]*[\d€$£]", re.IGNORECASE)
+
+
+def _changed_role(text: str, value: Value) -> str | None:
+    """"former" for the old value of a change, "statement" for its new one, else None."""
+    if not _CHANGE_VERB.search(text):
+        return None
+    before = text[max(0, value.start - 24):value.start]
+    if _FROM_BEFORE.search(before) and _TO_AFTER.match(text, value.end):
+        return "former"
+    if _TO_BEFORE.search(before) and _FROM_VALUE.search(text, max(0, value.start - 60), value.start):
+        return "statement"  # not the end of a window: "to 03:00" after "moved from 02:00"
+    return None
+
+
 def value_role(text: str, value: Value, clause: str = "") -> str:
     """What the value does in its sentence: states the attribute, sets a threshold, or an
-    interval ("every 24 hours", "24 hours between two attempts"); a time of day instead
-    starts or ends something, or is stated (:func:`_time_role`)."""
+    interval ("every 24 hours", "24 hours between two attempts"), or is the value a change
+    left behind ("former": "raised from 60 to 120"); a time of day instead starts or ends
+    something, or is stated (:func:`_time_role`)."""
+    changed = _changed_role(text, value)
+    if changed is not None:
+        return changed
     before = text[max(0, value.start - 24):value.start]
     if _CONDITION.search(before):
         return "condition"

@@ -114,6 +114,8 @@ def _governing_value(s: Sentence, kind: str, focus: frozenset[str]) -> tuple[Val
     if len(bold) == 1:
         return bold[0], _attribute(s, bold[0])
     pairs = [(v, _attribute(s, v)) for v in vals]
+    # "raised from 60 to 120": the sentence states 120; 60 is what it no longer is
+    pairs = [p for p in pairs if p[1].role != "former"] or pairs
     return max(pairs, key=lambda p: focus_match(p[1], focus))  # max keeps the first of equals
 
 
