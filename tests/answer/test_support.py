@@ -84,6 +84,23 @@ def test_the_quote_that_holds_the_command_is_supported() -> None:
     assert s.check("answer_type").passed is True
 
 
+def test_a_step_in_plain_words_answers_how_to() -> None:
+    """Manuals give most steps without a command, setting or menu path: an imperative opening a
+    sentence or list item is an instruction ("Drücken Sie …" in German); a sentence that only
+    points at what follows, a question or condition with "Sie", and a verb used as a noun are not."""
+    q, frage = "How do I reset the filter warning?", "Wie setze ich die Filterwarnung zurück?"
+    for quote in ("Press and hold the OK button for 3 seconds.", "To reset the filter warning, press and hold OK.",
+                  "2. Then open the front cover and remove the filter."):
+        assert _type_passes(q, quote) is True, quote
+    for quote in ("Drücken Sie die Taste OK drei Sekunden lang.", "Halten Sie dann die Taste OK gedrückt."):
+        assert _type_passes(frage, quote) is True, quote
+    for quote in ("The filter warning appears after 90 days.", "Use the following command:",
+                  "Open source software is free.", "Set of rules for the filter."):
+        assert _type_passes(q, quote) is False, quote
+    for quote in ("Können Sie die Taste drücken?", "Wenn Sie die Taste drücken, startet das Gerät."):
+        assert _type_passes(frage, quote) is False, quote
+
+
 def test_a_quote_taking_its_code_block_is_judged_as_returned() -> None:
     quote = "Use the following command:\n\n```\niobroker add zigbee\n```"
     s = _support("How do I install the zigbee adapter?", INSTALL, quote, heading=("Install the zigbee adapter",))

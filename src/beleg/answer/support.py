@@ -58,6 +58,7 @@ from beleg.answer.claims import cited_texts, claim_gaps, claim_labels, converted
 from beleg.answer.polarity import opposite_action
 from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import (
+    function_verb_terms,
     is_howto_question,
     is_question,
     item_label,
@@ -177,6 +178,28 @@ _COMMAND = re.compile(r"(?:^|\s)(?:sudo\s+)?[a-z][\w.-]*\s+(?:[\w./:@-]+\s+)*--?
 _SETTING = re.compile(r"\b[\w.-]+\s*(?:=|:=)\s*\S|\b[A-Za-z_][\w.]*\.[A-Za-z_]\w*\b")
 _PATH = re.compile(r"(?:^|\s)(?:~|\.{1,2})?/[\w.-]+/[\w./-]*|\b[A-Z]:\\\w")
 _MENU = re.compile(r"\b\w[\w ]{0,30}\s*(?:>|→|->|»)\s*\w")
+# A step in plain words: a sentence (or list item) that opens with an imperative, after an
+# optional purpose clause or sequence word ("To reset the filter, press and hold …", "Then
+# open …"; "Drücken Sie …", "Halten Sie dann …"). Manuals and help centres give most steps
+# so, without a command, setting or menu path. English verbs are listed (the base form is
+# also a noun or an adjective: "Open source", "Set of rules"); German asks for the polite form
+# (verb + "Sie" opening the clause), modal and auxiliary verbs excluded ("Können Sie …?").
+_STEP_VERBS_EN = (
+    "activate add adjust allow apply attach block call change check choose clean clear click close confirm "
+    "connect contact copy create deactivate delete detach disable disconnect download drag drain edit empty "
+    "enable enter fill follow go hold insert install keep launch lift log mount move navigate note open "
+    "plug press pull push put reboot refill reinstall release reload remove rename repeat replace reset "
+    "restart restore rinse rotate run save scroll select send set shut sign slide start stop swipe switch "
+    "tap tighten toggle turn type uninstall unlock unmount unplug unscrew update upgrade upload use wait wipe")
+_STEP_LEAD = (r"(?:^|(?<=[.!?])\s+|\n)\s*(?:[-*+•]\s+|\d+[.)]\s+|(?:step|schritt)\s+\d+\s*[:.]\s*)?[*_]*"
+              r"(?:(?:to|um)\s+[^,.:;\n]{3,80},\s*)?"
+              r"(?:(?:then|now|first|next|finally|afterwards|simply|dann|danach|anschließend|zuerst|jetzt|nun|"
+              r"abschließend)\s*,?\s+)?")
+# the verb as a noun: "Set of rules", "Update is available", "Check-in"
+_STEP_EN = re.compile(_STEP_LEAD + r"(?:" + "|".join(_STEP_VERBS_EN.split()) + r")\b(?!-)(?=\s+\S)"
+                      r"(?!\s+(?:of|is|are|was|were|has|have|had|can|could|will|would|may|might|must|should|does|"
+                      r"did|source)\b)", re.IGNORECASE)
+_STEP_DE = re.compile(_STEP_LEAD + r"(?P<verb>[A-ZÄÖÜa-zäöüß]+en)\s+Sie\b(?!\s*\?)")
 # A name or identifier: a code span, a token with inner dots/underscores/hyphens or
 # digits, camelCase, or a capitalised word (not the first of its sentence).
 _IDENTIFIER = re.compile(r"`[^`\n]+`|\b\w+[._-]\w[\w.-]*\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+\d\w*\b|\b\d+[A-Za-z]\w*\b")
@@ -333,7 +356,10 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
                       and m.group(0).strip().strip("`").casefold() not in asked), None)
             if m:
                 return True, f"{label} {m.group(0).strip()[:40]!r}"
-        return False, "no command, code, setting, path or menu path in the quote"
+        step = _step(quote)
+        if step:
+            return True, f"step {step[:40]!r}"
+        return False, "no command, code, setting, path, menu path or step in the quote"
     if kind == "name":
         # A quoted or code name ("call \"iobroker start all\"") the question does not hold.
         quoted = names_in(quote, question)
@@ -356,6 +382,28 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
                     return True, f"name {m.group(0)[:40]!r}"
         return False, "no name or identifier beyond the question's own words"
     return True, "no particular kind asked"
+
+
+def _step(quote: str) -> str | None:
+    """The first step in plain words of ``quote`` (see _STEP_EN), or None. Not a sentence that
+    only points at what follows ("Use the following command:"): its step is elsewhere."""
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", quote):
+        if sentence.rstrip().endswith(":") or _POINTS_AHEAD.search(sentence):
+            continue
+        m = _STEP_EN.search(sentence)
+        if m is None:
+            m = next((m for m in _STEP_DE.finditer(sentence)
+                      if m.group("verb").casefold() not in function_verb_terms("?") | _GERMAN_AUXILIARIES), None)
+        if m is not None:
+            return sentence[m.start():].strip(" *_-•\n")
+    return None
+
+
+_POINTS_AHEAD = re.compile(r"\b(?:the\s+following|as\s+follows|below|folgende[nmrs]?|wie\s+folgt|unten)\b",
+                           re.IGNORECASE)
+#: German verbs in -en that open a question or a condition with "Sie", not a step.
+_GERMAN_AUXILIARIES = frozenset("können müssen sollen dürfen wollen möchten haben werden sind wären hätten "
+                                "würden könnten sollten müssten".split())
 
 
 def _bare_numbers(quote: str, found: Sequence[Any]) -> list[str]:
