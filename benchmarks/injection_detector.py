@@ -40,8 +40,8 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
   after v9 and scored once at 13b45ed (0.801 / 0.030 and 0.816 / 0.028; the detector of 7ecdaca
   unchanged): held out with blind-7 for v9, v10 and v11, then training data of v12;
 * ``blind-10``: written by engineer B10 without seeing the repository, kept outside it until v12
-  was committed, then scored once there: the held-out split the targets are judged on, in no
-  training data and read by no choice of v12.
+  was committed, then scored once there (0.925 / 0.025): the held-out split v12 was judged on;
+  training data of v13's encoder.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -91,8 +91,10 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "blind-10": "blind-10.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
 #: The held-out splits the targets are judged on, each scored once before it was read; none is in
-#: any training data (a new blind split replaces one once it has been read or trained on).
-HELD_OUT_SPLITS: tuple[str, ...] = ("blind-10",)
+#: any training data (a new blind split replaces one once it has been read or trained on). Empty
+#: while v13 was trained and chosen (blind-10 is in its training data; the next writer's split
+#: was outside the repository).
+HELD_OUT_SPLITS: tuple[str, ...] = ()
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},

