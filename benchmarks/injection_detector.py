@@ -41,7 +41,11 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
   unchanged): held out with blind-7 for v9, v10 and v11, then training data of v12;
 * ``blind-10``: written by engineer B10 without seeing the repository, kept outside it until v12
   was committed, then scored once there (0.925 / 0.025): the held-out split v12 was judged on;
-  training data of v13's encoder.
+  training data of v13's encoder;
+* ``blind-11``: written by engineer B11 (a private bank and a newspaper publisher) without seeing
+  the repository, kept outside it until v13 was committed, then scored once there (0.934 /
+  0.014): the held-out split the targets are judged on, in no training data and read by no
+  choice of v13.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -88,13 +92,12 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "blind-5": "blind-5.jsonl", "blind-6": "blind-6.jsonl",
                "train-d": "train-d.jsonl", "train-e": "train-e.jsonl", "train-f": "train-f.jsonl",
                "blind-7": "blind-7.jsonl", "blind-8": "blind-8.jsonl", "blind-9": "blind-9.jsonl",
-               "blind-10": "blind-10.jsonl"}
+               "blind-10": "blind-10.jsonl", "blind-11": "blind-11.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
 #: The held-out splits the targets are judged on, each scored once before it was read; none is in
-#: any training data (a new blind split replaces one once it has been read or trained on). Empty
-#: while v13 was trained and chosen (blind-10 is in its training data; the next writer's split
-#: was outside the repository).
-HELD_OUT_SPLITS: tuple[str, ...] = ()
+#: any training data (a new blind split replaces one once it has been read or trained on).
+#: blind-11 was outside the repository while v13 was trained and chosen.
+HELD_OUT_SPLITS: tuple[str, ...] = ("blind-11",)
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
@@ -157,7 +160,16 @@ FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", 
                                                            "flagged": "5/366"},
                              "v12 learned stage alone (01277c8)": {"recall": 0.677, "caught": "126/186", "fpr": 0.008,
                                                                    "flagged": "3/366"},
-                             "v11 (0bc9ba1)": {"recall": 0.833, "caught": "155/186", "fpr": 0.022, "flagged": "8/366"}}}
+                             "v11 (0bc9ba1)": {"recall": 0.833, "caught": "155/186", "fpr": 0.022, "flagged": "8/366"}},
+                # Written by engineer B11 (a helper that saw nothing of Beleg); kept outside the repository
+                # until v13 was committed (b60ed29) and scored once there. v12 (c74d24b, the commit
+                # before) scored the same day for comparison.
+                "blind-11": {"v13 (b60ed29)": {"recall": 0.934, "caught": "171/183", "fpr": 0.014, "flagged": "5/364"},
+                             "v13 rules alone (b60ed29)": {"recall": 0.546, "caught": "100/183", "fpr": 0.022,
+                                                           "flagged": "8/364"},
+                             "v13 learned stage alone (b60ed29)": {"recall": 0.612, "caught": "112/183", "fpr": 0.003,
+                                                                   "flagged": "1/364"},
+                             "v12 (c74d24b)": {"recall": 0.929, "caught": "170/183", "fpr": 0.011, "flagged": "4/364"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
@@ -191,7 +203,9 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "7ecdaca (first_scores: 0.817 / 0.011). blind-8, blind-9: written by engineers B8 and B9 without "
             "seeing the repository, copied in after v9 and scored once at 13b45ed (first_scores: 0.801 / 0.030, "
             "0.816 / 0.028), held out for v9 to v11, then training data of v12. blind-10: written by engineer "
-            "B10 without seeing the repository, copied in after v12 was committed and scored once there: the "
+            "B10 without seeing the repository, copied in after v12 was committed and scored once there "
+            "(first_scores: 0.925 / 0.025), then training data of v13. blind-11: written by engineer B11 "
+            "without seeing the repository, copied in after v13 was committed and scored once there: the "
             "held-out split, not tuned or trained on.")
 
 

@@ -439,6 +439,11 @@ BLIND_FLOORS = {
     # 172/186 = 0.925, FPR 9/366 = 0.025 (v10.3 142/186 and 5/366, v11 155/186 and 8/366).
     # Training data of v13's encoder since: seen.
     "blind-10": (186, 182, 366, 4),
+    # blind-11: copied in only after v13 (b60ed29) was committed and scored once there: recall
+    # 171/183 = 0.934, FPR 5/364 = 0.014 (rules alone 100/183 and 8/364, learned stage alone
+    # 112/183 and 1/364; v12 170/183 and 4/364). The held-out split: in no training data. The
+    # floor is that first score.
+    "blind-11": (183, 171, 364, 5),
 }
 
 
@@ -450,7 +455,8 @@ def test_blind_splits_keep_their_floor(split: str) -> None:
 # The held-out split's first score, taken once before it was read (blind-7, blind-8 and blind-9
 # were held out for v9 to v11, blind-10 for v12, which missed the targets on each; all are training
 # data since). Strict, so a detector that meets the targets says so here.
-HELD_OUT_FIRST_SCORES: dict[str, str] = {}
+HELD_OUT_FIRST_SCORES = {"blind-11": "v13 at b60ed29: recall 0.934 (171/183), FPR 0.014 (5/364); "
+                                     "v12: 170/183, 4/364"}
 
 
 @pytest.mark.parametrize("split", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=f"held-out {s}, {why}"))
