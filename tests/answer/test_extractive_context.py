@@ -15,7 +15,14 @@ import pytest
 
 from beleg.answer.evidence import Target
 from beleg.answer.extractive import MAX_CONTEXT_CHARS, choose, extract_answer
-from beleg.answer.scoring import Sentence, SentenceScorer, candidate_sentences, is_howto_question, is_naming_question
+from beleg.answer.scoring import (
+    Sentence,
+    SentenceScorer,
+    candidate_sentences,
+    function_verb_terms,
+    is_howto_question,
+    is_naming_question,
+)
 from beleg.answer.support import asked_kind
 from beleg.answer.types import Source
 from beleg.types import Hit
@@ -129,6 +136,20 @@ def _stub_scorer() -> SentenceScorer:
 def _best(question: str, text: str) -> str:
     scored = _stub_scorer().score(question, candidate_sentences([_source(text)]))
     return scored[0].text
+
+
+def test_a_modal_verb_of_the_question_does_not_pick_the_sentence_that_repeats_it() -> None:
+    """Modal and auxiliary verbs ("sollte", "sein", "würde") say how a question is asked: a
+    sentence gets no lexical credit for repeating them (the German stopword list keeps most)."""
+    text = ("Für einen Slave genügt eine Minimalinstallation: nur der js-controller und der Admin. "
+            "Sollte der neue Host nicht erscheinen, bitte beide Hosts neu starten, zuerst den Master, "
+            "dann den Slave.")
+    scored = _stub_scorer().score("Was sollte auf einem Slave installiert sein?",
+                                  candidate_sentences([_source(text, language="de")]))
+    assert scored[0].text.startswith("Für einen Slave genügt eine Minimalinstallation"), scored[0].text
+    # each language's own verbs only: German "war" (was) is a word in English
+    assert "war" in function_verb_terms("de") and "war" not in function_verb_terms("en")
+    assert "war" in function_verb_terms("?") and "be" in function_verb_terms("?")
 
 
 def test_how_to_questions_prefer_the_sentence_that_leads_into_a_command() -> None:
