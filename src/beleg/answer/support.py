@@ -58,7 +58,6 @@ from beleg.answer.claims import cited_texts, claim_gaps, claim_labels, converted
 from beleg.answer.polarity import opposite_action
 from beleg.answer.quarantine import shown_heading_path, shown_value
 from beleg.answer.scoring import (
-    function_verb_terms,
     is_howto_question,
     is_question,
     item_label,
@@ -200,6 +199,13 @@ _STEP_EN = re.compile(_STEP_LEAD + r"(?:" + "|".join(_STEP_VERBS_EN.split()) + r
                       r"(?!\s+(?:of|is|are|was|were|has|have|had|can|could|will|would|may|might|must|should|does|"
                       r"did|source)\b)", re.IGNORECASE)
 _STEP_DE = re.compile(_STEP_LEAD + r"(?P<verb>[A-ZÄÖÜa-zäöüß]+en)\s+Sie\b(?!\s*\?)")
+#: German verbs in -en that open a question or a condition with "Sie", not a step (surface forms:
+#: scoring.FUNCTION_VERBS are compared as stems, none of which ends in -en).
+_GERMAN_AUXILIARIES = frozenset("können müssen sollen dürfen wollen möchten haben werden sind wären hätten "
+                                "würden könnten sollten müssten".split())
+# A sentence that only points at what follows ("Use the following command:") holds no step.
+_POINTS_AHEAD = re.compile(r"\b(?:the\s+following|as\s+follows|below|folgende[nmrs]?|wie\s+folgt|unten)\b",
+                           re.IGNORECASE)
 # A name or identifier: a code span, a token with inner dots/underscores/hyphens or
 # digits, camelCase, or a capitalised word (not the first of its sentence).
 _IDENTIFIER = re.compile(r"`[^`\n]+`|\b\w+[._-]\w[\w.-]*\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+\d\w*\b|\b\d+[A-Za-z]\w*\b")
@@ -392,18 +398,11 @@ def _step(quote: str) -> str | None:
             continue
         m = _STEP_EN.search(sentence)
         if m is None:
-            m = next((m for m in _STEP_DE.finditer(sentence)
-                      if m.group("verb").casefold() not in function_verb_terms("?") | _GERMAN_AUXILIARIES), None)
+            m = next((m for m in _STEP_DE.finditer(sentence) if m.group("verb").casefold() not in _GERMAN_AUXILIARIES),
+                     None)
         if m is not None:
             return sentence[m.start():].strip(" *_-•\n")
     return None
-
-
-_POINTS_AHEAD = re.compile(r"\b(?:the\s+following|as\s+follows|below|folgende[nmrs]?|wie\s+folgt|unten)\b",
-                           re.IGNORECASE)
-#: German verbs in -en that open a question or a condition with "Sie", not a step.
-_GERMAN_AUXILIARIES = frozenset("können müssen sollen dürfen wollen möchten haben werden sind wären hätten "
-                                "würden könnten sollten müssten".split())
 
 
 def _bare_numbers(quote: str, found: Sequence[Any]) -> list[str]:
