@@ -44,7 +44,10 @@ class ParsedDocument:
 #: as metadata): where the document text starts in the decoded file, as a character offset
 #: and as the number of file lines before it.
 BODY_OFFSET_KEY, BODY_LINE_KEY = "_body_offset", "_body_line"
-RESERVED_METADATA_KEYS = frozenset({BODY_OFFSET_KEY, BODY_LINE_KEY})
+#: Reserved too: the encoding (``--encoding``) a text file that is not UTF-8 was read with, so
+#: the next ingest of the edited file reads it the same way without the option being repeated.
+ENCODING_KEY = "_encoding"
+RESERVED_METADATA_KEYS = frozenset({BODY_OFFSET_KEY, BODY_LINE_KEY, ENCODING_KEY})
 #: What ``start``/``end`` count in, in every JSON output.
 OFFSETS = "document-text"
 

@@ -50,6 +50,33 @@ def test_each_bad_file_fails_alone_and_nothing_is_lost(kb, tmp_path: Path) -> No
     assert kb.search("Größe", mode="bm25", k=1)[0].source.endswith("latin1.md")
 
 
+def test_the_encoding_a_file_needed_is_remembered_for_its_next_ingest(kb, tmp_path: Path) -> None:
+    # A --sync after an edit need not repeat --encoding: the file is read as it was the last time.
+    src = tmp_path / "src"
+    src.mkdir()
+    notes = src / "notes.md"
+    notes.write_bytes("# Größe\n\nDie Größe ist 12 m.".encode("latin-1"))
+    (src / "plain.md").write_text("# Plain\n\nUTF-8 text about Größe.", encoding="utf-8")
+    first = kb.ingest([str(src)], encoding="latin-1", progress=False)
+    by_name = {Path(f.source).name: f for f in first.files}
+    assert (by_name["notes.md"].encoding, by_name["notes.md"].encoding_from) == ("iso8859-1", "option")
+    assert by_name["plain.md"].encoding is None  # valid UTF-8 is read as UTF-8, nothing to remember
+    assert "_encoding" not in kb.search("Größe 12", mode="bm25", k=1)[0].to_json()["metadata"]
+
+    notes.write_bytes("# Größe\n\nDie Größe ist 14 m.".encode("latin-1"))
+    again = kb.ingest([str(src)], sync=True, progress=False)
+    result = {Path(f.source).name: f for f in again.files}["notes.md"]
+    assert result.status == "updated", result.reason
+    assert (result.encoding, result.encoding_from) == ("iso8859-1", "index")
+    assert "Größe ist 14 m" in kb.search("Größe 14", mode="bm25", k=1)[0].text
+
+    # A file never read with an encoding still needs one: the index remembers nothing for it.
+    (src / "other.md").write_bytes("Maße und Gewichte.".encode("latin-1"))
+    third = kb.ingest([str(src)], sync=True, progress=False)
+    other = {Path(f.source).name: f for f in third.files}["other.md"]
+    assert other.status == "failed" and "--encoding" in (other.reason or "")
+
+
 def test_metadata_rules_for_formats_without_front_matter(kb, tmp_path: Path) -> None:
     from beleg.ingest.metadata import MetadataRule
 

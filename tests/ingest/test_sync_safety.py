@@ -147,6 +147,7 @@ def test_a_failing_file_says_its_stored_version_is_kept(kb, tmp_path: Path) -> N
     latin.parent.mkdir(parents=True)
     latin.write_bytes("Die Größe der Übergabe ist geprüft.\n".encode("latin-1"))
     (doc_id,) = [f.doc_id for f in kb.ingest([str(latin)], encoding="latin-1", progress=False).files]
+    latin.write_bytes(b"\x00\x01 binary now")  # the encoding is remembered; this cannot be read at all
     failed = kb.ingest([str(tmp_path / "corpus")], progress=False).files[0]
     assert failed.status == "failed" and failed.kept == [doc_id]
     assert failed.reason.endswith(f"the previously indexed version is kept (document {doc_id})")

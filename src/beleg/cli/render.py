@@ -177,6 +177,8 @@ def render_ingest(report: Any, style: Style) -> str:
                 lines.append(f"             moved from {printable(f.moved_from)}")
             if getattr(f, "widened", None):
                 lines.append(f"             access widened (--allow-widen): {'; '.join(f.widened)}")
+            if getattr(f, "encoding_from", None) == "index":
+                lines.append(f"             read as {f.encoding}, as at its last ingest (not UTF-8; --encoding overrides)")
     j = report.to_json()
     lines.append(style.bold(
         f"{j['added']} added, {j['updated']} updated, {j['unchanged']} unchanged, {j['deleted']} deleted, "

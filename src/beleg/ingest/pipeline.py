@@ -44,9 +44,17 @@ from beleg.ingest.identity import not_moved_here, same_place_below_root
 from beleg.ingest.injection import chunk_flags_many
 from beleg.ingest.metadata import MetadataRule, resolve, widening
 from beleg.ingest.readers import reader_for, supported_suffixes
-from beleg.ingest.readers.base import normalize_newlines
+from beleg.ingest.readers.base import needs_encoding, normalize_newlines, text_codec
 from beleg.progress import Progress, ProgressArg
-from beleg.types import Chunk, Document, Heading, ParsedDocument, stored_file_position, with_file_position
+from beleg.types import (
+    ENCODING_KEY,
+    Chunk,
+    Document,
+    Heading,
+    ParsedDocument,
+    stored_file_position,
+    with_file_position,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -84,11 +92,16 @@ class FileResult:
     kept: list[str] = field(default_factory=list)
     #: Where the document's file was before (it moved; the status says whether anything else changed).
     moved_from: str | None = None
+    #: The encoding a file that is not UTF-8 was read with, and whether it came from this run's
+    #: ``encoding`` ("option") or from the file's earlier ingest ("index").
+    encoding: str | None = None
+    encoding_from: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: v for k, v in (("source", self.source), ("status", self.status), ("doc_id", self.doc_id),
                                  ("chunks", self.chunks), ("reason", self.reason),
-                                 ("previous_id", self.previous_id), ("moved_from", self.moved_from))
+                                 ("previous_id", self.previous_id), ("moved_from", self.moved_from),
+                                 ("encoding", self.encoding), ("encoding_from", self.encoding_from))
                                  if v is not None}
         if self.flagged:
             out["flagged"] = self.flagged
@@ -454,7 +467,8 @@ class Ingestor:
             doc, headings = item
             parsed = ParsedDocument(doc.text, headings, dict(doc.metadata), doc.metadata.get("title"),
                                     stored_file_position(doc.metadata))
-            self._add(parsed, doc.source, doc.text.encode(), doc.doc_id, result, content_hash=doc.content_hash)
+            self._add(parsed, doc.source, doc.text.encode(), doc.doc_id, result, content_hash=doc.content_hash,
+                      encoding=doc.metadata.get(ENCODING_KEY))
 
         return self._drive(list(items), [d.source for d, _ in items], handle, "doc")
 
@@ -567,25 +581,44 @@ class Ingestor:
                 "raise it with --max-file-mb if this is intended"
             )
         data = path.read_bytes()
-        parsed = reader.read(data, path, self.encoding)
+        encoding = None
+        if getattr(reader, "decodes_text", False) and needs_encoding(data):
+            # Not UTF-8: read it as this run says, else as it was read the last time (a --sync
+            # after an edit need not repeat --encoding; without either it fails as before).
+            remembered = None if self.encoding else self._remembered_encoding(path)
+            encoding = self.encoding or remembered
+            if encoding:
+                result.encoding, result.encoding_from = text_codec(encoding), "index" if remembered else "option"
+        parsed = reader.read(data, path, encoding)
         if not parsed.text.strip():
             raise IngestError("no text content after parsing")
         doc_id = hashlib.sha256(key.encode()).hexdigest()[:16]
-        self._add(parsed, source, data, doc_id, result, path=path, key=key)
+        self._add(parsed, source, data, doc_id, result, path=path, key=key, encoding=result.encoding)
+
+    def _remembered_encoding(self, path: Path) -> str | None:
+        """The encoding the file's stored document was read with (beleg.types.ENCODING_KEY), or None."""
+        for (_, meta, _), _ in self._ids_of_file(path, os.path.realpath(path)).values():
+            encoding = meta.get(ENCODING_KEY)
+            if isinstance(encoding, str) and encoding:
+                return encoding
+        return None
 
     def _add(self, parsed: ParsedDocument, source: str, data: bytes, fallback_id: str, result: FileResult,
              content_hash: str | None = None, *, path: Path | None = None, key: str | None = None,
-             text: bool = False) -> None:
+             text: bool = False, encoding: str | None = None) -> None:
         """Decide added/updated/unchanged for one parsed document and queue its chunks.
 
         ``path`` is the file read (None for texts and stored documents): it lets a file keep
         the document it had under an older id or another ingest root, or follow its own move,
         and stops it taking another file's document. ``key`` is its id key (its path below the
         ingest root, see beleg.ingest.discover). ``text`` marks a caller's text (``ingest_texts``),
-        which may not replace a file's document; a stored document being re-chunked (reindex) may."""
+        which may not replace a file's document; a stored document being re-chunked (reindex) may.
+        ``encoding`` is the one a file that is not UTF-8 was read with, remembered with it."""
         self._stage = "metadata"
         meta = resolve(source, parsed.metadata, parsed.text, parsed.title, self.rules, self.statuses)
         meta = with_file_position(meta, parsed.file_position)  # reserved keys come from the reader only
+        if encoding:
+            meta[ENCODING_KEY] = encoding
         declared_id = meta.pop("id", None)
         declared = declared_id not in (None, "")
         doc_id = printable(str(declared_id)) if declared else fallback_id

@@ -23,6 +23,8 @@ class Reader(Protocol):
 
     #: File name suffixes (lower case, with dot) this reader handles.
     suffixes: tuple[str, ...]
+    # A reader that decodes text with decode_text also says ``decodes_text = True``: ingest
+    # then remembers the ``encoding`` a file needed (beleg.types.ENCODING_KEY).
 
     def read(self, data: bytes, path: Path, encoding: str | None = None) -> ParsedDocument: ...
 
@@ -41,6 +43,18 @@ _UTF8_NAMES = {"utf-8", "utf-8-sig"}
 def bom_encoding(data: bytes) -> tuple[str, int] | None:
     """(codec, length of the mark) when ``data`` starts with a Unicode byte-order mark."""
     return next(((name, len(bom)) for bom, name in _BOMS if data.startswith(bom)), None)
+
+
+def needs_encoding(data: bytes) -> bool:
+    """Whether :func:`decode_text` reads ``data`` with its ``encoding`` fallback: no byte-order
+    mark, no NUL bytes, and not valid UTF-8."""
+    if bom_encoding(data) is not None or b"\x00" in data[:8192]:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:

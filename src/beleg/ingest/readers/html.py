@@ -512,6 +512,7 @@ class HtmlReader:
     """Reads ``.html``/``.htm`` files with lxml."""
 
     suffixes: tuple[str, ...] = (".html", ".htm")
+    decodes_text = True
 
     def read(self, data: bytes, path: Path, encoding: str | None = None) -> ParsedDocument:
         """Extract the main content, its headings, ``<meta>`` metadata and ``<title>``."""

@@ -280,6 +280,7 @@ class MarkdownReader:
     """Reads ``.md``/``.markdown`` files."""
 
     suffixes: tuple[str, ...] = (".md", ".markdown")
+    decodes_text = True
 
     def read(self, data: bytes, path: Path, encoding: str | None = None) -> ParsedDocument:
         """Parse front matter and headings; ``text`` is the body after the front matter."""

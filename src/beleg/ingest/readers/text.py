@@ -34,6 +34,7 @@ class TextReader:
     """Reads ``.txt``/``.text`` files. Plain text declares no headings, metadata or title."""
 
     suffixes: tuple[str, ...] = (".txt", ".text")
+    decodes_text = True
 
     def read(self, data: bytes, path: Path, encoding: str | None = None) -> ParsedDocument:
         """Decode ``data`` (UTF-8 unless ``encoding`` is given) and return it as the text."""
