@@ -687,6 +687,7 @@ def other_scope(question: str, quote: str, language: str) -> tuple[str, str] | N
 def compound_credit(term: str, seen: set[str], language: str) -> float:
     """How much of a focus term the context holds: 1 for the term itself, or in German for a
     closed compound written apart or the other way round (``closed_compound_found``); for a
+    hyphenated compound written closed, 1 ("e-mails" asked, "emails" written); for a
     hyphenated or dotted compound, the share of its word parts ("Raspberry-Pi-Image" is as
     often written "Raspberry Pi Image", "Node.js-Version" as "Node.js in der Version"); else 0. Number
     parts give no credit: "27.11.2019" is one date, and the anchors check matches numbers."""
@@ -696,6 +697,8 @@ def compound_credit(term: str, seen: set[str], language: str) -> float:
 
     if found(term):
         return 1.0
+    if "-" in term and (closed := analyze(term.replace("-", ""), language)) and all(map(found, closed)):
+        return 1.0  # written closed: "E-Mails" asked, "emails" written
     parts = compound_parts(term, language)
     return sum(map(found, parts)) / len(parts) if parts else 0.0
 
