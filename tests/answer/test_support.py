@@ -263,8 +263,15 @@ def test_a_temperature_question_is_answered_by_a_temperature() -> None:
 def test_what_should_i_do_asks_for_an_action_in_any_words() -> None:
     # "What to do: Check the bus cable at terminal X7" was withheld: no command, code or path.
     q = "What should I do when E-520 appears?"
-    assert asked_kind(q) is None and asked_kind("Was soll ich tun, wenn der Fehler E-4290 auftritt?") is None
-    assert _type_passes(q, "Code: E-520; What to do: Check the bus cable at terminal X7") is None
+    assert asked_kind(q) == "action" and asked_kind("Was soll ich tun, wenn der Fehler E-4290 auftritt?") == "action"
+    assert _type_passes(q, "Code: E-520; What to do: Check the bus cable at terminal X7") is True
+    assert _type_passes(q, "| E-205 | High-pressure switch tripped | Call a refrigeration technician |") is True
+    assert _type_passes(q, "**Fix:** Wait for the number of seconds in the `Retry-After` header.") is True
+    assert _type_passes(q, "In that case the filter must be cleaned by the installer.") is True
+    assert _type_passes(q, "| E-310 | Flow rate below 8 l/min | Bleed the heating circuit |") is True
+    assert _type_passes("Was soll ich tun, wenn E-205 erscheint?", "Rufen Sie einen Kältetechniker.") is True
+    # A fact about the error is no action (an outside tester's E-205 was answered so, supported).
+    assert _type_passes(q, "A lockout caused by E-205 can only be reset twice within 24 hours.") is False
     assert asked_kind("What should I do to install it?") == "instruction"  # how to: a command answers
     assert asked_kind("Was muss ich tun, um den Adapter zu installieren?") == "instruction"
     # "appears" is how the condition is asked; the code is the topic.

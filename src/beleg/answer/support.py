@@ -184,13 +184,16 @@ _MENU = re.compile(r"\b\w[\w ]{0,30}\s*(?:>|→|->|»)\s*\w")
 # also a noun or an adjective: "Open source", "Set of rules"); German asks for the polite form
 # (verb + "Sie" opening the clause), modal and auxiliary verbs excluded ("Können Sie …?").
 _STEP_VERBS_EN = (
-    "activate add adjust allow apply attach block call change check choose clean clear click close confirm "
-    "connect contact copy create deactivate delete detach disable disconnect download drag drain edit empty "
-    "enable enter fill follow go hold insert install keep launch lift log mount move navigate note open "
-    "plug press pull push put reboot refill reinstall release reload remove rename repeat replace reset "
-    "restart restore rinse rotate run save scroll select send set shut sign slide start stop swipe switch "
-    "tap tighten toggle turn type uninstall unlock unmount unplug unscrew update upgrade upload use wait wipe")
-_STEP_LEAD = (r"(?:^|(?<=[.!?])\s+|\n)\s*(?:[-*+•]\s+|\d+[.)]\s+|(?:step|schritt)\s+\d+\s*[:.]\s*)?[*_]*"
+    "activate add adjust allow apply ask attach bleed block call change check choose clean clear click close "
+    "confirm connect consult contact copy create deactivate delete descale detach disable disconnect download "
+    "drag drain edit empty enable enter fill flush follow go hold inform insert inspect install keep launch lift "
+    "log lubricate measure mount move navigate note notify open plug press pull push put reboot refill reinstall "
+    "release reload remove rename repeat replace reset restart restore retry rinse rotate run save scroll select "
+    "send set shut sign slide start stop swipe switch tap tighten toggle turn type uninstall unlock unmount "
+    "unplug unscrew update upgrade upload use vent verify wait wipe")
+# A step opens a sentence, a list item, a table cell ("| Call a technician |") or follows a label
+# ("**Fix:** Wait …", "What to do: Call …").
+_STEP_LEAD = (r"(?:^|(?<=[.!?])\s+|\n|(?<=[|:]))\s*(?:[-*+•]\s+|\d+[.)]\s+|(?:step|schritt)\s+\d+\s*[:.]\s*)?[*_]*\s*"
               r"(?:(?:to|um)\s+[^,.:;\n]{3,80},\s*)?"
               r"(?:(?:then|now|first|next|finally|afterwards|simply|dann|danach|anschließend|zuerst|jetzt|nun|"
               r"abschließend)\s*,?\s+)?")
@@ -203,8 +206,13 @@ _STEP_DE = re.compile(_STEP_LEAD + r"(?P<verb>[A-ZÄÖÜa-zäöüß]+en)\s+Sie\b
 #: scoring.FUNCTION_VERBS are compared as stems, none of which ends in -en).
 _GERMAN_AUXILIARIES = frozenset("können müssen sollen dürfen wollen möchten haben werden sind wären hätten "
                                 "würden könnten sollten müssten".split())
-# A sentence that only points at what follows ("Use the following command:") holds no step.
-_POINTS_AHEAD = re.compile(r"\b(?:the\s+following|as\s+follows|below|folgende[nmrs]?|wie\s+folgt|unten)\b",
+# What one must or should do, said without an imperative: "The filter must be cleaned", "Sie
+# sollten den Installateur rufen", "make sure the valve is open".
+_OBLIGATION = re.compile(r"\b(?:must|should|needs?\s+to|ha(?:ve|s)\s+to|make\s+sure|ensure|muss|müssen|sollten?|"
+                         r"soll(?:en)?|(?:ist|sind)\s+\w+\s+zu\s+\w+en)\b", re.IGNORECASE)
+# A sentence that only points at what follows ("Use the following command:") holds no step
+# ("below 8 l/min" is a comparison).
+_POINTS_AHEAD = re.compile(r"\b(?:the\s+following|as\s+follows|below(?!\s*[-−]?\d)|folgende[nmrs]?|wie\s+folgt|unten)\b",
                            re.IGNORECASE)
 # A name or identifier: a code span, a token with inner dots/underscores/hyphens or
 # digits, camelCase, or a capitalised word (not the first of its sentence).
@@ -260,7 +268,7 @@ def confidence_from(features: dict[str, float]) -> float:
 def asked_kind(question: str) -> str | None:
     """What kind of content answers the question: a value kind (values.py; "how often" is a
     duration, "which port" a count), "number" (a limit of no named unit), "version",
-    "instruction", "name", "date", "yes-no", or None when the question names no kind."""
+    "instruction", "action" (what to do), "name", "date", "yes-no", or None when the question names no kind."""
     question = question_form(question)
     if _NAME_FIRST.match(question):
         return "name"
@@ -282,9 +290,10 @@ def asked_kind(question: str) -> str | None:
     if _WHEN.search(question) or _CLOCK_TIME.search(question):
         return "date"
     if _ASKS_FOR_AN_ACTION.search(question):
-        # "What should I do when E-520 appears?" is answered by an action in plain words
-        # ("Check the bus cable at terminal X7") as often as by a command: no kind is required.
-        return None
+        # "What should I do when E-520 appears?" is answered by an action: in plain words
+        # ("Check the bus cable at terminal X7") as often as by a command, never by a fact about
+        # the error ("A lockout caused by E-205 can only be reset twice within 24 hours").
+        return "action"
     if is_howto_question(question):
         return "instruction"
     if _NAME.search(question):
@@ -387,6 +396,14 @@ def kind_present(kind: str, quote: str, question: str) -> tuple[bool, str]:
                 if word.casefold() not in asked and not set(analyze(word, lang)) <= asked_stems:
                     return True, f"name {m.group(0)[:40]!r}"
         return False, "no name or identifier beyond the question's own words"
+    if kind == "action":
+        ok, why = kind_present("instruction", quote, question)
+        if ok:
+            return ok, why
+        must = _OBLIGATION.search(quote)
+        if must:
+            return True, f"what to do {must.group(0)!r}"
+        return False, "no step, command, setting or obligation (what to do) in the quote"
     return True, "no particular kind asked"
 
 
