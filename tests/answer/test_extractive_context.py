@@ -577,3 +577,25 @@ def test_sources_of_equal_standing_keep_the_chosen_answer_when_they_disagree() -
     scored = _scored(assess(hits[::-1], NO_TARGET, GovernancePolicy()), "Each workspace holds up to 500", top=0.95)
     ex = extract_answer("How many users can a workspace hold?", scored, NO_TARGET)
     assert ex.answer.startswith("Each workspace holds up to 500 users.")
+
+
+MAINTENANCE = ("## Maintenance\n\n"
+               "- **Filter**: Clean the filter every three months. Replace it after two years of use.\n"
+               "- **Valve**: Check the valve once a year. A stuck valve must be replaced by a technician.\n")
+
+
+def test_a_list_items_later_sentence_is_framed_by_the_items_label() -> None:
+    """"Replace it after two years" is about the filter: the item's label frames every sentence
+    of the item, as a heading frames its section (an outside tester's list item whose second
+    sentence held the answer lost to its first)."""
+    assert _best("When should the filter be replaced?", MAINTENANCE) == "Replace it after two years of use."
+
+
+def test_a_list_items_later_sentence_is_quoted_with_the_sentence_naming_its_subject() -> None:
+    ex, doc = _answer(MAINTENANCE, "Replace it after", question="When should the filter be replaced?")
+    assert ex.citations[0].quote == "**Filter**: Clean the filter every three months. Replace it after two years of use."
+    assert ex.answer.startswith("Filter: Clean the filter every three months. Replace it")
+    _exact(ex, doc)
+    # A sentence that names the label itself is quoted alone.
+    ex, _ = _answer(MAINTENANCE, "A stuck valve", question="Who must replace a stuck valve?")
+    assert ex.citations[0].quote == "A stuck valve must be replaced by a technician."

@@ -17,9 +17,16 @@ import numpy as np
 
 from beleg.answer.conflicts import conflict_lines, detect_conflicts
 from beleg.answer.evidence import Target
-from beleg.answer.scoring import LEXICAL_WEIGHT_CROSS_LANGUAGE, LEXICAL_WEIGHT_SAME_LANGUAGE, Sentence, row_header
+from beleg.answer.scoring import (
+    LEXICAL_WEIGHT_CROSS_LANGUAGE,
+    LEXICAL_WEIGHT_SAME_LANGUAGE,
+    Sentence,
+    item_head,
+    item_label,
+    row_header,
+)
 from beleg.answer.types import REFUSAL, Citation, Conflict
-from beleg.index.analyzer import detect_language
+from beleg.index.analyzer import analyze, detect_language
 from beleg.markup import table_row
 from beleg.sentences import Span, split_sentences
 
@@ -112,6 +119,30 @@ def preceding_start(chosen: Sentence) -> int | None:
     if chosen.doc_end - (hit.start + prev.start) > MAX_CONTEXT_CHARS or quarantine.overlaps(prev.start, rel_start):
         return None
     return hit.start + prev.start
+
+
+def item_start(chosen: Sentence) -> int | None:
+    """Where the quote starts when the chosen sentence continues a list item whose first
+    sentence names what it is about (document offset): at that first sentence, when the item
+    is labelled and the sentence does not name the label ("**Filter**: Clean the filter every three
+    months. Replace it after two years") or the sentence refers back, within
+    :data:`MAX_CONTEXT_CHARS` and not withheld; else None."""
+    hit = chosen.source.hit
+    head = item_head(hit.text, chosen.span)
+    label = item_label(head) if head is not None else None
+    if head is None or not (refers_back(chosen.text) or (label is not None and not _names(chosen, label))):
+        return None
+    rel_start = chosen.doc_start - hit.start
+    if chosen.doc_end - (hit.start + head.start) > MAX_CONTEXT_CHARS or \
+            chosen.source.quarantine.overlaps(head.start, rel_start):
+        return None
+    return hit.start + head.start
+
+
+def _names(chosen: Sentence, label: str) -> bool:
+    """Whether the sentence holds every word of ``label`` (stemmed in its language)."""
+    lang = _language(chosen)
+    return set(analyze(label, lang)) <= set(analyze(chosen.text, lang))
 
 
 # A name a heading gives its section: a code span, a command-like token with inner dots,
@@ -266,6 +297,8 @@ def quote_answer(chosen: Sentence, scored: Sequence[Sentence]) -> tuple[Citation
         return c, display
     end, cut = announced_end(chosen) if announces(chosen.text) else through_announcement(chosen, extend(chosen, scored))
     start, under_heading = preceding_start(chosen), False
+    if start is None:
+        start = item_start(chosen)
     if start is None:
         start = heading_start(chosen)
         under_heading = start is not None

@@ -289,6 +289,26 @@ def item_label(span: Span) -> str | None:
     return m.group("label") if m else None
 
 
+def item_head(text: str, item: Span) -> Span | None:
+    """The first sentence of the list item whose later sentence ``item`` is (a "list-item" span
+    of chunk ``text`` on the same line as the sentences before it: "- **Filter**: Clean it every
+    three months. Replace it after two years."); None for an item's first sentence or no item."""
+    if item.kind != "list-item":
+        return None
+    spans = _spans(text)
+    i = next((k for k, sp in enumerate(spans) if sp.start == item.start), None)
+    head = None
+    while i and spans[i - 1].kind == "list-item" and "\n" not in text[spans[i - 1].end:spans[i].start]:
+        i -= 1
+        head = spans[i]
+    return head
+
+
+@cache
+def _spans(text: str) -> tuple[Span, ...]:
+    return tuple(split_sentences(text))
+
+
 def list_lead(spans: Sequence[Span], text: str, item: Span) -> Span | None:
     """The span before the list that ``item`` belongs to (its lead-in: "Each component has its
     limits:"), past the items above it; None when the list opens the text."""
@@ -505,6 +525,10 @@ class SentenceScorer:
             header = headers[i]
             if header is not None:
                 framing |= set(analyze(header.text, lang))  # the header names the row's cells as a heading would
+            head = item_head(s.source.hit.text, s.span)
+            label = item_label(head) if head is not None else None
+            if label is not None:
+                framing |= set(analyze(label, lang))  # "Replace it after two years" under "**Filter**:"
             covered = sum(w for t, w in weights.items() if t in terms)
             covered += HEADING_WEIGHT * sum(w for t, w in weights.items() if t in framing and t not in terms)
             lexical = covered / total
