@@ -25,7 +25,7 @@ import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -304,8 +304,9 @@ def item_head(text: str, item: Span) -> Span | None:
     return head
 
 
-@cache
+@lru_cache(maxsize=64)
 def _spans(text: str) -> tuple[Span, ...]:
+    """A chunk's spans, split once per chunk for all its items (bounded: a server scores many chunks)."""
     return tuple(split_sentences(text))
 
 
