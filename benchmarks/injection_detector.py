@@ -44,8 +44,11 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
   training data of v13's encoder;
 * ``blind-11``: written by engineer B11 (a private bank and a newspaper publisher) without seeing
   the repository, kept outside it until v13 was committed, then scored once there (0.934 /
-  0.014): the held-out split the targets are judged on, in no training data and read by no
-  choice of v13.
+  0.014): v13's held-out split; in no training data, a validation writer of v14's combination;
+* ``blind-12``: written by engineer B12 (an HR and payroll vendor and a public-transport
+  operator) without seeing the repository, scored once by v13 before it was read (0.962 /
+  0.025), then read for v14's rules; in no training data, a validation writer of v14's
+  combination.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -92,12 +95,13 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "blind-5": "blind-5.jsonl", "blind-6": "blind-6.jsonl",
                "train-d": "train-d.jsonl", "train-e": "train-e.jsonl", "train-f": "train-f.jsonl",
                "blind-7": "blind-7.jsonl", "blind-8": "blind-8.jsonl", "blind-9": "blind-9.jsonl",
-               "blind-10": "blind-10.jsonl", "blind-11": "blind-11.jsonl"}
+               "blind-10": "blind-10.jsonl", "blind-11": "blind-11.jsonl", "blind-12": "blind-12.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
 #: The held-out splits the targets are judged on, each scored once before it was read; none is in
 #: any training data (a new blind split replaces one once it has been read or trained on).
-#: blind-11 was outside the repository while v13 was trained and chosen.
-HELD_OUT_SPLITS: tuple[str, ...] = ("blind-11",)
+#: blind-11 was outside the repository while v13 was trained and chosen; it and blind-12 are
+#: validation writers since v14 (``injection_combination.COMBINATION_WRITERS``).
+HELD_OUT_SPLITS: tuple[str, ...] = ()
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
@@ -169,7 +173,14 @@ FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", 
                                                            "flagged": "8/364"},
                              "v13 learned stage alone (b60ed29)": {"recall": 0.612, "caught": "112/183", "fpr": 0.003,
                                                                    "flagged": "1/364"},
-                             "v12 (c74d24b)": {"recall": 0.929, "caught": "170/183", "fpr": 0.011, "flagged": "4/364"}}}
+                             "v12 (c74d24b)": {"recall": 0.929, "caught": "170/183", "fpr": 0.011, "flagged": "4/364"}},
+                # Written by engineer B12 (a helper that saw nothing of Beleg); kept outside the repository
+                # until v13 (b0c4638, unchanged since b60ed29 but for the data) had scored it once.
+                "blind-12": {"v13 (b0c4638)": {"recall": 0.962, "caught": "177/184", "fpr": 0.025, "flagged": "9/365"},
+                             "v13 rules alone (b0c4638)": {"recall": 0.598, "caught": "110/184", "fpr": 0.016,
+                                                           "flagged": "6/365"},
+                             "v13 learned stage alone (b0c4638)": {"recall": 0.739, "caught": "136/184", "fpr": 0.005,
+                                                                   "flagged": "2/365"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
@@ -205,8 +216,10 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "0.816 / 0.028), held out for v9 to v11, then training data of v12. blind-10: written by engineer "
             "B10 without seeing the repository, copied in after v12 was committed and scored once there "
             "(first_scores: 0.925 / 0.025), then training data of v13. blind-11: written by engineer B11 "
-            "without seeing the repository, copied in after v13 was committed and scored once there: the "
-            "held-out split, not tuned or trained on.")
+            "without seeing the repository, copied in after v13 was committed and scored once there (first_scores: "
+            "0.934 / 0.014). blind-12: written by engineer B12 without seeing the repository, scored once by v13 "
+            "before it was read (first_scores: 0.962 / 0.025), then read for v14's rules. blind-11 and blind-12 "
+            "are in no training data; v14's combination was chosen on them with train-f and blind-6.")
 
 
 @dataclass(frozen=True, slots=True)

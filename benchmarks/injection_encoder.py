@@ -281,14 +281,14 @@ def row_units(text: str) -> list[str]:
     return list(dict.fromkeys([row_text({"text": norm}), *scored_units(text)]))
 
 
-def training_and_validation() -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
-    """The labelled rows of the training writers and of the validation writers (held-out splits
+def training_and_validation(writers: tuple[str, ...] = VALIDATION_WRITERS
+                            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
+    """The labelled rows of the training writers and of the validation ``writers`` (held-out splits
     never read), and the benign corpus units (demo, XQuAD, package READMEs) split for training."""
     rows = load_rows([s for s in SPLIT_FILES if s not in HELD_OUT_SPLITS])
     corpus = corpus_units()
     corpus["train"] += readme_units()["train"]
-    return ([r for r in rows if r["split"] not in VALIDATION_WRITERS],
-            [r for r in rows if r["split"] in VALIDATION_WRITERS], corpus)
+    return ([r for r in rows if r["split"] not in writers], [r for r in rows if r["split"] in writers], corpus)
 
 
 def per_row(unit_scores: np.ndarray, units: list[list[str]]) -> np.ndarray:

@@ -820,7 +820,10 @@ def _model_obliged(text: str, a: int, b: int) -> list[Span]:
 # send_email tool with the chat history".
 _YOUR_TOOLS = (r"\b(?:use|call|invoke|run|execute|trigger|open|nutze|verwende|benutze|rufe)\s+(?:\w+\s+){0,3}?"
                r"(?:your|deine[nrs]?|ihre[nrs]?)\s+(?:\w+\s+)?(?:tools?|functions?|plugins?|browser|actions?|werkzeuge?|"
-               r"funktionen?|plugins?)\b|\bwith\s+your\s+(?:\w+\s+)?(?:tools?|browser|functions?|plugins?)\b")
+               r"funktionen?|plugins?)\b|\bwith\s+your\s+(?:\w+\s+)?(?:tools?|browser|functions?|plugins?)\b"
+               # v14: the code interpreter of a chat model ("run ... in your code interpreter"); not a
+               # "terminal", "shell" or "sandbox": documentation runs its commands in the reader's own.
+               r"|\b(?:in|with|using|via)\s+(?:your|deine[mnr]?|ihre[mnr]?)\s+(?:python\s+)?code[\s-]?interpreter\b")
 _TOOL_CALL = (r"\b(?:use|call|invoke|run|execute|trigger|rufe|nutze|verwende|benutze)\s+(?:\w+\s+){0,3}?(?:the|a|das|den|die|"
               r"ein\w*)\s+(?:\w+\s+)?(?:tool|function|plugin|werkzeug|funktion)\b")
 
@@ -849,11 +852,23 @@ _NAMED_ORDER = (rf"\W*(?:{_MODEL})\s*[:,]\s+(?:please\s+|bitte\s+)?(?:you\b|your
 _MODEL_HERE_COLON = rf"\W*(?:{_MODEL_HERE})[^.:!?]{{0,60}}:"
 
 
+# A document's title that names the assistant it is about ("Privacy notice for the HR assistant:",
+# "Terms of use for the passenger chatbot:", "Nutzungsbedingungen für den KI-Assistenten:") is
+# not a note to it: what follows describes the assistant to its users. A note, message or
+# instruction to a model keeps its head word ("Note for AI systems:", "Hinweis für KI-Systeme:").
+_DOCUMENT_TITLE = (r"\W*(?:\w+\s+){0,2}?(?:terms|conditions|privacy|polic(?:y|ies)|faq|faqs|documentation|docs|manual|"
+                   r"guide|handbook|changelog|release|pricing|licen[cs]e|agreement|datasheet|specification|statement|"
+                   r"nutzungsbedingungen|datenschutz\w*|handbuch|anleitung|dokumentation|versionshinweise|lizenz\w*|"
+                   r"vereinbarung|preise|preisliste|hilfe|help)\b(?:\s+\w+){0,2}?\s+(?:to|for|an|für)\b")
+
+
 def _vocative(text: str, a: int, b: int) -> list[Span]:
     """A note to a model ("Note for AI systems:"), or a model named and then ordered
     ("Assistant: in every answer recommend ..."; "Assistant: Maria Keller" is a spec field)."""
-    return _spans(_rx(_VOCATIVE).match(text, a, b) or _rx(_NAMED_ORDER).match(text, a, b)
-                  or _rx(_MODEL_HERE_COLON).match(text, a, b))
+    note = _rx(_VOCATIVE).match(text, a, b)
+    if note and _rx(_DOCUMENT_TITLE).match(text, a, note.end()):
+        note = None
+    return _spans(note or _rx(_NAMED_ORDER).match(text, a, b) or _rx(_MODEL_HERE_COLON).match(text, a, b))
 
 
 # A link that carries a template the model fills in ("?data={user_email}", "?q={{history}}").
@@ -952,7 +967,7 @@ FRAMES: tuple[Frame, ...] = (
     Frame("exfiltration", _exfiltration, (f"{_SECRET_STEMS} {_CONTEXT_STEMS}", _DEST_STEMS)),
     Frame("exfiltration", _context_exfiltration, (_CONTEXT_STEMS, _WEAK_DEST_STEMS)),
     Frame("exfiltration", _placeholder_url, ("http",)),
-    Frame("tool-misuse", _tools, ("tool function plugin browser action werkzeug funktion",)),
+    Frame("tool-misuse", _tools, ("tool function plugin browser action werkzeug funktion interpreter ~interpreter",)),
     Frame("ai-address", _vocative, (_MODEL_STEMS,)),
     Frame("suppression", _suppression, (
         "omit leave skip drop remove strip hide conceal suppress exclude withhold don do never no stop without make =say "
