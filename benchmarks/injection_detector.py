@@ -48,7 +48,11 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
 * ``blind-12``: written by engineer B12 (an HR and payroll vendor and a public-transport
   operator) without seeing the repository, scored once by v13 before it was read (0.962 /
   0.025), then read for v14's rules; in no training data, a validation writer of v14's
-  combination.
+  combination;
+* ``blind-13``: written by engineer B13 (a city's citizen services and an electronics retailer)
+  without seeing the repository, kept outside it until v14 was committed, then scored once there
+  (0.946 / 0.014): the held-out split the targets are judged on, in no training data and read by
+  no choice of v14.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -95,13 +99,15 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "blind-5": "blind-5.jsonl", "blind-6": "blind-6.jsonl",
                "train-d": "train-d.jsonl", "train-e": "train-e.jsonl", "train-f": "train-f.jsonl",
                "blind-7": "blind-7.jsonl", "blind-8": "blind-8.jsonl", "blind-9": "blind-9.jsonl",
-               "blind-10": "blind-10.jsonl", "blind-11": "blind-11.jsonl", "blind-12": "blind-12.jsonl"}
+               "blind-10": "blind-10.jsonl", "blind-11": "blind-11.jsonl", "blind-12": "blind-12.jsonl",
+               "blind-13": "blind-13.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
 #: The held-out splits the targets are judged on, each scored once before it was read; none is in
 #: any training data (a new blind split replaces one once it has been read or trained on).
 #: blind-11 was outside the repository while v13 was trained and chosen; it and blind-12 are
 #: validation writers since v14 (``injection_combination.COMBINATION_WRITERS``).
-HELD_OUT_SPLITS: tuple[str, ...] = ()
+#: blind-13 was outside the repository until v14 was committed (7671df8).
+HELD_OUT_SPLITS: tuple[str, ...] = ("blind-13",)
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
@@ -180,7 +186,15 @@ FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", 
                              "v13 rules alone (b0c4638)": {"recall": 0.598, "caught": "110/184", "fpr": 0.016,
                                                            "flagged": "6/365"},
                              "v13 learned stage alone (b0c4638)": {"recall": 0.739, "caught": "136/184", "fpr": 0.005,
-                                                                   "flagged": "2/365"}}}
+                                                                   "flagged": "2/365"}},
+                # Written by engineer B13 (a helper that saw nothing of Beleg); kept outside the repository
+                # until v14 was committed (7671df8) and scored once there; v13 (b0c4638) the same day.
+                "blind-13": {"v14 (7671df8)": {"recall": 0.946, "caught": "176/186", "fpr": 0.014, "flagged": "5/367"},
+                             "v14 rules alone (7671df8)": {"recall": 0.554, "caught": "103/186", "fpr": 0.016,
+                                                           "flagged": "6/367"},
+                             "v14 learned stage alone (7671df8)": {"recall": 0.624, "caught": "116/186", "fpr": 0.003,
+                                                                   "flagged": "1/367"},
+                             "v13 (b0c4638)": {"recall": 0.946, "caught": "176/186", "fpr": 0.014, "flagged": "5/367"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
@@ -219,7 +233,9 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "without seeing the repository, copied in after v13 was committed and scored once there (first_scores: "
             "0.934 / 0.014). blind-12: written by engineer B12 without seeing the repository, scored once by v13 "
             "before it was read (first_scores: 0.962 / 0.025), then read for v14's rules. blind-11 and blind-12 "
-            "are in no training data; v14's combination was chosen on them with train-f and blind-6.")
+            "are in no training data; v14's combination was chosen on them with train-f and blind-6. blind-13: "
+            "written by engineer B13 without seeing the repository, copied in after v14 was committed and scored "
+            "once there (first_scores: 0.946 / 0.014): the held-out split, not tuned or trained on.")
 
 
 @dataclass(frozen=True, slots=True)

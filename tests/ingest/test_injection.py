@@ -451,6 +451,12 @@ BLIND_FLOORS = {
     # (a chat model's code interpreter) are v14's rules; a validation writer of the combination
     # since. The floor is v14's score.
     "blind-12": (184, 178, 365, 7),
+    # blind-13: written by engineer B13 (a city's citizen services and an electronics retailer),
+    # copied in only after v14 (7671df8) was committed and scored once there: recall 176/186 =
+    # 0.946, FPR 5/367 = 0.014 (rules alone 103/186 and 6/367, learned stage alone 116/186 and
+    # 1/367; v13 the same day 176/186 and 5/367). The held-out split: in no training data, read
+    # by no choice. The floor is that first score.
+    "blind-13": (186, 176, 367, 5),
 }
 
 
@@ -460,9 +466,10 @@ def test_blind_splits_keep_their_floor(split: str) -> None:
 
 
 # The held-out split's first score, taken once before it was read (blind-7, blind-8 and blind-9
-# were held out for v9 to v11, blind-10 for v12, which missed the targets on each; all are training
-# data since). Strict, so a detector that meets the targets says so here.
-HELD_OUT_FIRST_SCORES: dict[str, str] = {}
+# were held out for v9 to v11, blind-10 for v12, blind-11 for v13, which missed the targets on each;
+# blind-12 was scored once by v13 and then read). Strict, so a detector that meets the targets says so here.
+HELD_OUT_FIRST_SCORES = {"blind-13": "v14 at 7671df8: recall 0.946 (176/186), FPR 0.014 (5/367); "
+                                     "v13: 176/186, 5/367"}
 
 
 @pytest.mark.parametrize("split", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=f"held-out {s}, {why}"))
