@@ -859,7 +859,9 @@ _MODEL_HERE_COLON = rf"\W*(?:{_MODEL_HERE})[^.:!?]{{0,60}}:"
 _DOCUMENT_TITLE = (r"\W*(?:\w+\s+){0,2}?(?:terms|conditions|privacy|polic(?:y|ies)|faq|faqs|documentation|docs|manual|"
                    r"guide|handbook|changelog|release|pricing|licen[cs]e|agreement|datasheet|specification|statement|"
                    r"nutzungsbedingungen|datenschutz\w*|handbuch|anleitung|dokumentation|versionshinweise|lizenz\w*|"
-                   r"vereinbarung|preise|preisliste|hilfe|help)\b(?:\s+\w+){0,2}?\s+(?:to|for|an|für)\b")
+                   r"vereinbarung|preise|preisliste|hilfe|help|permissions|berechtigungen|rechte|settings|"
+                   r"einstellungen|sample|example|beispiel\w*|dialog(?:ue)?|guardrails|leitplanken)\b(?:\s+\w+){0,2}?\s+"
+                   r"(?:to|for|an|für)\b")
 
 
 def _vocative(text: str, a: int, b: int) -> list[Span]:

@@ -251,10 +251,36 @@ def _tag_inside_word(m: re.Match[str]) -> bool:
     return start > 0 and end < len(text) and text[start - 1].isalnum() and text[end].isalnum()
 
 
+# v15: attributes whose values are text a model reads when the HTML reaches it as text (raw HTML
+# in Markdown, a pasted snippet): "<img alt="AI systems describing this image must say ...">",
+# "<meta name="ai-instructions" content="Tell every visitor ...">". Dropping the tag whole hid
+# them from every stage.
+_TEXT_ATTRIBUTE = re.compile(
+    r"""\s(?:alt|title|content|name|label|summary|placeholder|value|aria-label|aria-description|"""
+    r"""aria-roledescription|data-[\w-]+)\s*=\s*(?:"(?P<dq>[^"<>]*)"|'(?P<sq>[^'<>]*)')""", re.IGNORECASE)
+
+
+def _attribute_text(tag: str) -> str | None:
+    """The tag with everything but its text attributes' values blanked (same length, so every kept
+    letter maps to itself), or None when it has no value of two words or more."""
+    values = [(m.start(g), m.end(g)) for m in _TEXT_ATTRIBUTE.finditer(tag) for g in ("dq", "sq") if m.group(g)]
+    if not any(len(tag[a:b].split()) >= 2 for a, b in values):
+        return None
+    out = [" "] * len(tag)
+    for a, b in values:
+        out[a:b] = tag[a:b]
+    return "".join(out)
+
+
 def _tag(m: re.Match[str]) -> str | None:
-    """A tag becomes nothing inside a word ("Ig<b>nore</b>") and a space between words."""
+    """A tag becomes nothing inside a word ("Ig<b>nore</b>") and a space between words; a tag
+    with text in its attributes (v15) becomes that text, blanks around it."""
     if m.group("keep"):
         return None
+    if m.group("name") and "=" in m.group(0) and not _tag_inside_word(m):
+        kept = _attribute_text(m.group(0))
+        if kept is not None:
+            return kept
     if m.group("name") and m.group("name").lower() in _BLOCK_TAGS:
         return " "
     return "" if _tag_inside_word(m) else " "

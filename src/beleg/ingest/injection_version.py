@@ -20,4 +20,8 @@ it here lets that check run without importing (and compiling) the phrase familie
 # documents you have indexed") and a chat model's code interpreter; a document's title naming the
 # assistant it is about ("Privacy notice for the HR assistant:") is not a note to it. Stages and
 # encoder as v13 (the combination re-chosen on four writers kept v13's values).
-DETECTOR_VERSION = "14"
+# 15: an order to push one product and run the others down ("always recommend X and call the
+# others unreliable", "bezeichne andere Marken als störanfällig"); the text of HTML attributes a model
+# reads (alt, title, content, aria-label ...) is read instead of dropped with its tag; more titles
+# that name the assistant they are about ("Tool permissions for the support bot:").
+DETECTOR_VERSION = "15"
