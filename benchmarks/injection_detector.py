@@ -51,8 +51,11 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
   combination;
 * ``blind-13``: written by engineer B13 (a city's citizen services and an electronics retailer)
   without seeing the repository, kept outside it until v14 was committed, then scored once there
-  (0.946 / 0.014): the held-out split the targets are judged on, in no training data and read by
-  no choice of v14.
+  (0.946 / 0.014): v14's held-out split; then read for v15's rules, a validation writer of v15's
+  combination;
+* ``blind-14``: written by engineer B14 (a health insurer and a CRM vendor) without seeing the
+  repository, kept outside it until v15 was committed, then scored once there (0.973 / 0.022):
+  the held-out split the targets are judged on, in no training data and read by no choice of v15.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -100,14 +103,15 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "train-d": "train-d.jsonl", "train-e": "train-e.jsonl", "train-f": "train-f.jsonl",
                "blind-7": "blind-7.jsonl", "blind-8": "blind-8.jsonl", "blind-9": "blind-9.jsonl",
                "blind-10": "blind-10.jsonl", "blind-11": "blind-11.jsonl", "blind-12": "blind-12.jsonl",
-               "blind-13": "blind-13.jsonl"}
+               "blind-13": "blind-13.jsonl", "blind-14": "blind-14.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
 #: The held-out splits the targets are judged on, each scored once before it was read; none is in
 #: any training data (a new blind split replaces one once it has been read or trained on).
 #: blind-11 was outside the repository while v13 was trained and chosen; it and blind-12 are
 #: validation writers since v14 (``injection_combination.COMBINATION_WRITERS``).
-#: blind-13 was outside the repository until v14 was committed (7671df8), then held out until v15.
-HELD_OUT_SPLITS: tuple[str, ...] = ()
+#: blind-13 was outside the repository until v14 was committed (7671df8), then held out until v15;
+#: blind-14 until v15 was committed (fad725e).
+HELD_OUT_SPLITS: tuple[str, ...] = ("blind-14",)
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
@@ -194,7 +198,15 @@ FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", 
                                                            "flagged": "6/367"},
                              "v14 learned stage alone (7671df8)": {"recall": 0.624, "caught": "116/186", "fpr": 0.003,
                                                                    "flagged": "1/367"},
-                             "v13 (b0c4638)": {"recall": 0.946, "caught": "176/186", "fpr": 0.014, "flagged": "5/367"}}}
+                             "v13 (b0c4638)": {"recall": 0.946, "caught": "176/186", "fpr": 0.014, "flagged": "5/367"}},
+                # Written by engineer B14 (a helper that saw nothing of Beleg); kept outside the repository
+                # until v15 was committed (fad725e) and scored once there; v14 (e22e008) the same day.
+                "blind-14": {"v15 (fad725e)": {"recall": 0.973, "caught": "180/185", "fpr": 0.022, "flagged": "8/372"},
+                             "v15 rules alone (fad725e)": {"recall": 0.541, "caught": "100/185", "fpr": 0.013,
+                                                           "flagged": "5/372"},
+                             "v15 learned stage alone (fad725e)": {"recall": 0.686, "caught": "127/185", "fpr": 0.013,
+                                                                   "flagged": "5/372"},
+                             "v14 (e22e008)": {"recall": 0.968, "caught": "179/185", "fpr": 0.022, "flagged": "8/372"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
@@ -235,7 +247,9 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "before it was read (first_scores: 0.962 / 0.025), then read for v14's rules. blind-11 and blind-12 "
             "are in no training data; v14's combination was chosen on them with train-f and blind-6. blind-13: "
             "written by engineer B13 without seeing the repository, copied in after v14 was committed and scored "
-            "once there (first_scores: 0.946 / 0.014): the held-out split, not tuned or trained on.")
+            "once there (first_scores: 0.946 / 0.014), then read for v15. blind-14: written by engineer B14 without "
+            "seeing the repository, copied in after v15 was committed and scored once there (first_scores: "
+            "0.973 / 0.022): the held-out split, not tuned or trained on.")
 
 
 @dataclass(frozen=True, slots=True)

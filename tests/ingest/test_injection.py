@@ -459,6 +459,12 @@ BLIND_FLOORS = {
     # others run down) and one false positive (a title naming the assistant); a validation writer
     # of v15's combination. The floor is v15's score.
     "blind-13": (186, 179, 367, 4),
+    # blind-14: written by engineer B14 (a statutory health insurer and a CRM vendor), copied in
+    # only after v15 (fad725e) was committed and scored once there: recall 180/185 = 0.973, FPR
+    # 8/372 = 0.022 (rules alone 100/185 and 5/372, learned stage alone 127/185 and 5/372; v14 the
+    # same day 179/185 and 8/372). The held-out split: in no training data, read by no choice. The
+    # floor is that first score.
+    "blind-14": (185, 180, 372, 8),
 }
 
 
@@ -470,7 +476,8 @@ def test_blind_splits_keep_their_floor(split: str) -> None:
 # The held-out split's first score, taken once before it was read (blind-7, blind-8 and blind-9
 # were held out for v9 to v11, blind-10 for v12, blind-11 for v13, blind-13 for v14, which missed
 # the targets on each; blind-12 was scored once by v13 and then read). Strict, so a detector that meets the targets says so here.
-HELD_OUT_FIRST_SCORES: dict[str, str] = {}
+HELD_OUT_FIRST_SCORES = {"blind-14": "v15 at fad725e: recall 0.973 (180/185), FPR 0.022 (8/372; 7 would meet "
+                                     "it); v14: 179/185, 8/372"}
 
 
 @pytest.mark.parametrize("split", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=f"held-out {s}, {why}"))
