@@ -110,8 +110,8 @@ TARGETS = {"recall": 0.95, "fpr": 0.02}
 #: blind-11 was outside the repository while v13 was trained and chosen; it and blind-12 are
 #: validation writers since v14 (``injection_combination.COMBINATION_WRITERS``).
 #: blind-13 was outside the repository until v14 was committed (7671df8), then held out until v15;
-#: blind-14 until v15 was committed (fad725e).
-HELD_OUT_SPLITS: tuple[str, ...] = ("blind-14",)
+#: blind-14 until v15 was committed (fad725e), then held out until v16.
+HELD_OUT_SPLITS: tuple[str, ...] = ()
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},

@@ -451,7 +451,9 @@ def detect_instructions(text: str, *, model: LinearTextModel | None = None, enco
     encoder scored every window and sentence around it below
     :data:`beleg.ingest.injection_encoder.RULE_VETO_BELOW`. The sentences of a paragraph that
     :mod:`beleg.ingest.injection_learned` scores as an injection and that no rule matched are
-    added as ``learned`` findings, those the encoder scores as one as ``encoder`` findings.
+    added as ``learned`` findings (since v16 unless the encoder read the sentence whole, it holds
+    at least :data:`RULE_VETO_MIN_WORDS` words and the encoder scored it below its veto level), those
+    the encoder scores as one as ``encoder`` findings.
     Sorted by position. ``model`` replaces the shipped learned model (training and evaluation
     only); ``encoder=False`` leaves the encoder out (v10, for comparison).
     """
@@ -478,8 +480,12 @@ def _combined(text: str, reading: Reading, rules: list[Finding], encoded: _Encod
     taken = [(f.start, f.end) for f in found]
     sentences = _Sentences(text) if reading.spans else None
     for start, end, _ in reading.spans:
-        if not any(a < end and start < b for a, b in taken):
-            found.append(Finding("learned", start, end, _excerpt(text, start, end, sentences)))
+        if any(a < end and start < b for a, b in taken):
+            continue
+        if (encoded is not None and len(text[start:end].split()) >= RULE_VETO_MIN_WORDS
+                and encoded.vetoes_span(start, end)):  # a terse order is never vetoed, as for the rules
+            continue
+        found.append(Finding("learned", start, end, _excerpt(text, start, end, sentences)))
     if encoded is not None:
         found += encoded.findings(text, found)
     found.sort(key=lambda f: (f.start, f.end, f.kind))
@@ -549,6 +555,15 @@ class _EncoderReading:
                   if a < finding.end and finding.start < b and (a, b) in self.whole]
         return bool(around) and max(around) < self.veto_below
 
+    def vetoes_span(self, start: int, end: int) -> bool:
+        """v16: whether the encoder read the lexical stage's sentence whole and scored it and every
+        window around it below the veto level (the lexical stage's own false positives on pages
+        about assistants, guardrails and phishing, which the encoder reads as documentation)."""
+        if self.veto_below <= 0.0:
+            return False
+        around = [s for (a, b), s in self.scores.items() if a < end and start < b and (a, b) in self.whole]
+        return bool(around) and max(around) < self.veto_below
+
     def findings(self, text: str, found: list[Finding]) -> list[Finding]:
         """Each sentence (else the window) reaching the threshold that no finding covers yet."""
         taken = [(f.start, f.end) for f in found]
@@ -589,10 +604,18 @@ def _vetoable(finding: Finding, text: str, reading: Reading) -> bool:
     return words >= RULE_VETO_MIN_WORDS
 
 
+# v16: a label with two words or more before "for"/"to" is a document's title as often as a note to a
+# model ("Prompt library for the AI Assistant:", "Important update for the AI assistant:"); the
+# models judge it like any other finding. A bare address ("Note for AI systems:", "An die KI:")
+# stays beyond their veto.
+_TITLE_HEAD = re.compile(r"^\W*[\w-]+\s+[\w-]+(?:\s+[\w-]+)*?\s+(?:to|for|an|für)\s", re.IGNORECASE)
+
+
 def _model_label(finding: Finding, text: str) -> bool:
     line_start = text.rfind("\n", 0, finding.start) + 1
     return (finding.kind == "ai-address" and bool(_MODEL_LABEL_END.search(text, finding.start, finding.end))
-            and bool(_OPENS_LINE_OR_SENTENCE.search(text[line_start : finding.start])))
+            and bool(_OPENS_LINE_OR_SENTENCE.search(text[line_start : finding.start]))
+            and not _TITLE_HEAD.match(text, finding.start, finding.end))
 
 
 def rule_findings(text: str) -> list[Finding]:

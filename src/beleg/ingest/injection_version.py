@@ -24,4 +24,7 @@ it here lets that check run without importing (and compiling) the phrase familie
 # others unreliable", "bezeichne andere Marken als störanfällig"); the text of HTML attributes a model
 # reads (alt, title, content, aria-label ...) is read instead of dropped with its tag; more titles
 # that name the assistant they are about ("Tool permissions for the support bot:").
-DETECTOR_VERSION = "15"
+# 16: a label with a title's head ("Prompt library for the AI Assistant:") is judged by the models
+# like any finding; the encoder vetoes the lexical stage's sentences (ten words or more) it reads
+# whole and scores below the veto level, as it does the rules' findings.
+DETECTOR_VERSION = "16"
