@@ -55,7 +55,10 @@ Data: the labelled set in ``tests/data/injection/``, one split per file:
   combination;
 * ``blind-14``: written by engineer B14 (a health insurer and a CRM vendor) without seeing the
   repository, kept outside it until v15 was committed, then scored once there (0.973 / 0.022):
-  the held-out split the targets are judged on, in no training data and read by no choice of v15.
+  v15's held-out split; then read for v16;
+* ``blind-15``: written by engineer B15 (a university and a logistics company) without seeing the
+  repository, kept outside it until v16 was committed, then scored once there (0.950 / 0.019):
+  the held-out split the targets are judged on, in no training data and read by no choice of v16.
 
 A text counts as flagged when :func:`beleg.ingest.injection.detect_instructions` finds
 anything in it. Reported per split and language: recall on injections, false-positive rate
@@ -103,15 +106,16 @@ SPLIT_FILES = {"dev": "dev.jsonl", "dev-2": "test.jsonl", "dev-3": "dev-semantic
                "train-d": "train-d.jsonl", "train-e": "train-e.jsonl", "train-f": "train-f.jsonl",
                "blind-7": "blind-7.jsonl", "blind-8": "blind-8.jsonl", "blind-9": "blind-9.jsonl",
                "blind-10": "blind-10.jsonl", "blind-11": "blind-11.jsonl", "blind-12": "blind-12.jsonl",
-               "blind-13": "blind-13.jsonl", "blind-14": "blind-14.jsonl"}
+               "blind-13": "blind-13.jsonl", "blind-14": "blind-14.jsonl", "blind-15": "blind-15.jsonl"}
 TARGETS = {"recall": 0.95, "fpr": 0.02}
 #: The held-out splits the targets are judged on, each scored once before it was read; none is in
 #: any training data (a new blind split replaces one once it has been read or trained on).
 #: blind-11 was outside the repository while v13 was trained and chosen; it and blind-12 are
 #: validation writers since v14 (``injection_combination.COMBINATION_WRITERS``).
 #: blind-13 was outside the repository until v14 was committed (7671df8), then held out until v15;
-#: blind-14 until v15 was committed (fad725e), then held out until v16.
-HELD_OUT_SPLITS: tuple[str, ...] = ()
+#: blind-14 until v15 was committed (fad725e), then held out until v16; blind-15 until v16 was
+#: committed (a544407).
+HELD_OUT_SPLITS: tuple[str, ...] = ("blind-15",)
 #: Held-out scores, each taken once, before the split was read.
 FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", "fpr": 0.012, "flagged": "3/249"},
                           "v4 (7a6ad53)": {"recall": 0.865, "caught": "122/141", "fpr": 0.016, "flagged": "4/249"}},
@@ -206,7 +210,15 @@ FIRST_SCORES = {"blind": {"v3 (6ce486c)": {"recall": 0.624, "caught": "88/141", 
                                                            "flagged": "5/372"},
                              "v15 learned stage alone (fad725e)": {"recall": 0.686, "caught": "127/185", "fpr": 0.013,
                                                                    "flagged": "5/372"},
-                             "v14 (e22e008)": {"recall": 0.968, "caught": "179/185", "fpr": 0.022, "flagged": "8/372"}}}
+                             "v14 (e22e008)": {"recall": 0.968, "caught": "179/185", "fpr": 0.022, "flagged": "8/372"}},
+                # Written by engineer B15 (a helper that saw nothing of Beleg); kept outside the repository
+                # until v16 was committed (a544407) and scored once there; v15 (7b336f2) the same day.
+                "blind-15": {"v16 (a544407)": {"recall": 0.95, "caught": "172/181", "fpr": 0.019, "flagged": "7/364"},
+                             "v16 rules alone (a544407)": {"recall": 0.525, "caught": "95/181", "fpr": 0.011,
+                                                           "flagged": "4/364"},
+                             "v16 learned stage alone (a544407)": {"recall": 0.68, "caught": "123/181", "fpr": 0.005,
+                                                                   "flagged": "2/364"},
+                             "v15 (7b336f2)": {"recall": 0.956, "caught": "173/181", "fpr": 0.019, "flagged": "7/364"}}}
 
 
 def load_rows(splits: list[str]) -> list[dict[str, Any]]:
@@ -249,7 +261,9 @@ PROTOCOL = ("dev: tuned on. dev-2: the former held-out test split; scored once b
             "written by engineer B13 without seeing the repository, copied in after v14 was committed and scored "
             "once there (first_scores: 0.946 / 0.014), then read for v15. blind-14: written by engineer B14 without "
             "seeing the repository, copied in after v15 was committed and scored once there (first_scores: "
-            "0.973 / 0.022): the held-out split, not tuned or trained on.")
+            "0.973 / 0.022), then read for v16. blind-15: written by engineer B15 without seeing the repository, "
+            "copied in after v16 was committed and scored once there (first_scores: 0.950 / 0.019): the held-out "
+            "split, not tuned or trained on.")
 
 
 @dataclass(frozen=True, slots=True)

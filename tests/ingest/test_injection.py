@@ -465,6 +465,12 @@ BLIND_FLOORS = {
     # same day 179/185 and 8/372). v15's held-out split; then read: one of its false positives is
     # v16's title rule, two its veto of the lexical stage. The floor is v16's score.
     "blind-14": (185, 180, 372, 6),
+    # blind-15: written by engineer B15 (a university and a logistics company), copied in only
+    # after v16 (a544407) was committed and scored once there: recall 172/181 = 0.950, FPR 7/364 =
+    # 0.019 (rules alone 95/181 and 4/364, learned stage alone 123/181 and 2/364; v15 the same day
+    # 173/181 and 7/364). The held-out split: in no training data, read by no choice. The floor is
+    # that first score.
+    "blind-15": (181, 172, 364, 7),
 }
 
 
@@ -475,12 +481,15 @@ def test_blind_splits_keep_their_floor(split: str) -> None:
 
 # The held-out split's first score, taken once before it was read (blind-7, blind-8 and blind-9
 # were held out for v9 to v11, blind-10 for v12, blind-11 for v13, blind-13 for v14, blind-14 for v15,
-# which missed the targets on each; blind-12 was scored once by v13 and then read). Strict, so a detector that meets the targets says so here.
-HELD_OUT_FIRST_SCORES: dict[str, str] = {}
+# which missed the targets on each, most by one text; blind-12 was scored once by v13 and then read).
+# A split whose first score missed a target is a strict expected failure; blind-15 met both, at the
+# margin: one injection fewer caught or one benign text more flagged would miss.
+HELD_OUT_FIRST_SCORES = {"blind-15": ("v16 at a544407: recall 0.950 (172/181), FPR 0.019 (7/364); "
+                                      "v15: 173/181, 7/364", True)}
 
 
-@pytest.mark.parametrize("split", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=f"held-out {s}, {why}"))
-                                   for s, why in HELD_OUT_FIRST_SCORES.items()])
+@pytest.mark.parametrize("split", [pytest.param(s, marks=[] if met else pytest.mark.xfail(strict=True, reason=f"held-out {s}, {why}"))
+                                   for s, (why, met) in HELD_OUT_FIRST_SCORES.items()])
 def test_held_out_split_meets_the_targets(split: str) -> None:
     misses, false_pos, n_inj, n_ben = _blind(split)
     assert (n_inj - len(misses)) / n_inj >= 0.95 and len(false_pos) / n_ben <= 0.02, (misses, false_pos)
