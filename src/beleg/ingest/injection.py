@@ -608,7 +608,9 @@ def _vetoable(finding: Finding, text: str, reading: Reading) -> bool:
 # model ("Prompt library for the AI Assistant:", "Important update for the AI assistant:"); the
 # models judge it like any other finding. A bare address ("Note for AI systems:", "An die KI:")
 # stays beyond their veto.
-_TITLE_HEAD = re.compile(r"^\W*[\w-]+\s+[\w-]+(?:\s+[\w-]+)*?\s+(?:to|for|an|für)\s", re.IGNORECASE)
+# ("an" only as German "an die/den/das": "Note for an AI:" has one word before "for").
+_TITLE_HEAD = re.compile(r"^\W*[\w-]+\s+[\w-]+(?:\s+[\w-]+)*?\s+(?:to|for|für|an(?=\s+(?:die|den|das|alle)\b))\s",
+                         re.IGNORECASE)
 
 
 def _model_label(finding: Finding, text: str) -> bool:
