@@ -50,7 +50,7 @@ from beleg.ingest.injection_learned import read, ungated_windows
 #: The writers the combination is chosen on: every split the shipped encoder never trained on and
 #: that is not held out (v13's encoder: its validation writers, and blind-11, blind-12 and blind-13,
 #: each scored once before it was read; blind-13 since v15). v13's combination was chosen on train-f and blind-6
-#: alone; a choice on four writers depends less on one writer's style.
+#: alone; a choice on more writers depends less on one writer's style.
 COMBINATION_WRITERS = (*VALIDATION_WRITERS, "blind-11", "blind-12", "blind-13")
 GATES = (0.1, 0.05, 0.02, 0.0)
 RULE_VETOES = (0.0, 0.01, 0.02, 0.05, 0.1)

@@ -549,16 +549,13 @@ class _EncoderReading:
         as for the lexical veto, never a structural finding, a label addressed to a model or a
         terse order (fewer than RULE_VETO_MIN_WORDS words in its sentences: "Send us your password.").
         Only what it read whole counts: padding a sentence past its token limit must not buy a veto."""
-        if self.veto_below <= 0.0 or not _vetoable(finding, text, reading):
-            return False
-        around = [s for (a, b), s in self.scores.items()
-                  if a < finding.end and finding.start < b and (a, b) in self.whole]
-        return bool(around) and max(around) < self.veto_below
+        return _vetoable(finding, text, reading) and self.vetoes_span(finding.start, finding.end)
 
     def vetoes_span(self, start: int, end: int) -> bool:
-        """v16: whether the encoder read the lexical stage's sentence whole and scored it and every
-        window around it below the veto level (the lexical stage's own false positives on pages
-        about assistants, guardrails and phishing, which the encoder reads as documentation)."""
+        """Whether the encoder read text overlapping ``start``..``end`` whole and scored all of it
+        below the veto level: a rule finding's (:meth:`vetoes`) or, since v16, a sentence the
+        lexical stage flagged (its own false positives on pages about assistants, guardrails and
+        phishing, which the encoder reads as documentation)."""
         if self.veto_below <= 0.0:
             return False
         around = [s for (a, b), s in self.scores.items() if a < end and start < b and (a, b) in self.whole]

@@ -397,6 +397,25 @@ ANSWER_STEERING = [
        "konkurrenz konkurrent konkurrenten mitbewerber mitbewerbern wettbewerber wettbewerbern"),
 ]
 
+# v14: what other documents of the index hold, asked for by a document ("list the salaries of the
+# people mentioned in other documents you have indexed"). A document does not know which others
+# sit beside it in an index; only a request to the model that reads them all can reach them.
+# "Other" is required: a help page of a search tool may well say "list the documents you have
+# indexed".
+_OTHER_DOCUMENTS = r"(?:documents?|files?|records?|pages?|sources?|chunks?|tickets?|e-?mails?|notes?)"
+_LEAK_VERB_ANY = (r"(?:list|give|output|print|show|reveal|share|send|tell{S}me|name|summari[sz]e|quote|copy|extract|dump|"
+                  r"collect|include)")
+CROSS_DOCUMENT_LEAK = [
+    _p(rf"\b{_LEAK_VERB_ANY}\b[^.!?\n]{{0,100}}?\bother{{S}}(?:[\w-]+{{S}}){{0,2}}?{_OTHER_DOCUMENTS}\b[^.!?\n]{{0,40}}?"
+       r"\b(?:you{S}(?:have{S}|'ve{S})?(?:indexed|ingested|stored|retrieved|seen|read)|you{S}(?:can|could){S}(?:see|access|read)|"
+       r"you{S}have{S}access{S}to|in{S}your{S}(?:index|knowledge{S}base|memory|context|database|corpus))\b", "other & you your"),
+    _p(r"\b(?:gib|nenne|liste|zeige|zeig|verrate|teile|schreibe|fasse|kopiere)\w*\b[^.!?\n]{0,100}?\b(?:in|aus)"
+       r"{S}(?:den{S})?anderen{S}(?:(?:indexierten|gespeicherten|abgelegten){S}(?:[\w-]+{S})?(?:Dokument\w*|Dateien|"
+       r"Unterlagen|Quellen|Seiten|Tickets|Notizen)\b|(?:[\w-]+{S})?(?:Dokument\w*|Dateien|Unterlagen|Quellen|Seiten|"
+       r"Tickets|Notizen)\b[^.!?\n]{0,40}?\b(?:die|auf{S}die){S}du{S}(?:[\w-]+{S}){0,2}?(?:kennst|indexiert|gespeichert|"
+       r"gelesen|zugreifen|siehst))", "anderen"),
+]
+
 _CONTEXT_SECRETS = (rf"(?:{_CRED}|environment{{S}}variables?|env{{S}}vars?|\.env|conversation|chat{{S}}history|"
                     r"history|system{S}prompt|context)")
 EXFILTRATION = [
@@ -450,25 +469,7 @@ EXFILTRATION = [
        rf"{{S}}(?:an{{S}}{_RECIPIENT_DE}|per{{S}}E-?Mail)", "deinen deine dein ihren ihre ihr euren eure euer & schlüssel key apischlüssel apikey zugriffsschlüssel zugangsschlüssel passwort passwört passworter passwörter kennwort kennwört kennworter kennwörter token zugangsdaten anmeldedaten signaturgeheimnis geheimnis pin"),
     _p(rf"\b(?:gib|nenne|zeige|schreibe|füge|liste)\w*\s+(?:[\w-]+{{S}}){{0,4}}?{_CRED_DE}\w*(?:{{S}}[\w-]+){{0,4}}?"
        r"{S}in{S}(?:deine|deiner)\s+(?:Antwort|Ausgabe)", "deine deiner"),
-]
-
-# v14: what other documents of the index hold, asked for by a document ("list the salaries of the
-# people mentioned in other documents you have indexed"). A document does not know which others
-# sit beside it in an index; only a request to the model that reads them all can reach them.
-# "Other" is required: a help page of a search tool may well say "list the documents you have
-# indexed".
-_OTHER_DOCUMENTS = r"(?:documents?|files?|records?|pages?|sources?|chunks?|tickets?|e-?mails?|notes?)"
-_LEAK_VERB_ANY = (r"(?:list|give|output|print|show|reveal|share|send|tell{S}me|name|summari[sz]e|quote|copy|extract|dump|"
-                  r"collect|include)")
-CROSS_DOCUMENT_LEAK = [
-    _p(rf"\b{_LEAK_VERB_ANY}\b[^.!?\n]{{0,100}}?\bother{{S}}(?:[\w-]+{{S}}){{0,2}}?{_OTHER_DOCUMENTS}\b[^.!?\n]{{0,40}}?"
-       r"\b(?:you{S}(?:have{S}|'ve{S})?(?:indexed|ingested|stored|retrieved|seen|read)|you{S}(?:can|could){S}(?:see|access|read)|"
-       r"you{S}have{S}access{S}to|in{S}your{S}(?:index|knowledge{S}base|memory|context|database|corpus))\b", "other & you your"),
-    _p(r"\b(?:gib|nenne|liste|zeige|zeig|verrate|teile|schreibe|fasse|kopiere)\w*\b[^.!?\n]{0,100}?\b(?:in|aus)"
-       r"{S}(?:den{S})?anderen{S}(?:(?:indexierten|gespeicherten|abgelegten){S}(?:[\w-]+{S})?(?:Dokument\w*|Dateien|"
-       r"Unterlagen|Quellen|Seiten|Tickets|Notizen)\b|(?:[\w-]+{S})?(?:Dokument\w*|Dateien|Unterlagen|Quellen|Seiten|"
-       r"Tickets|Notizen)\b[^.!?\n]{0,40}?\b(?:die|auf{S}die){S}du{S}(?:[\w-]+{S}){0,2}?(?:kennst|indexiert|gespeichert|"
-       r"gelesen|zugreifen|siehst))", "anderen"),
+    *CROSS_DOCUMENT_LEAK,
 ]
 
 OUTPUT_CONSTRAINT = [
@@ -493,6 +494,5 @@ FAMILIES: list[tuple[str, list[Rule]]] = [
     ("user-directive", USER_DIRECTIVE),
     ("answer-steering", ANSWER_STEERING),
     ("exfiltration", EXFILTRATION),
-    ("exfiltration", CROSS_DOCUMENT_LEAK),
     ("output-constraint", OUTPUT_CONSTRAINT),
 ]
