@@ -227,3 +227,19 @@ def test_asking_for_older_versions_makes_historical_sources_eligible(demo_kb) ->
 def test_the_words_of_how_one_asks_are_no_focus(demo_kb) -> None:
     a = demo_kb.ask("What about the retry window?", options=AnswerOptions(min_confidence=0.0))
     assert a.supported and "72 hours" in a.answer
+
+
+def test_words_the_evidence_lacks_withhold_rather_than_deny(demo_kb) -> None:
+    # A paraphrase shares almost no word with the page that answers it (ranked first here):
+    # low term coverage is no proof that the sources do not answer, so the refusal says no
+    # answer could be confirmed and shows the closest passage, at every confidence floor.
+    question = ("How can my server tell that an incoming callback genuinely comes from you "
+                "and was not tampered with?")
+    for floor in (0.0, None):
+        a = demo_kb.ask(question, options=AnswerOptions(min_confidence=floor))
+        assert a.refused and a.withheld, a.answer
+        assert "of the question's terms" in a.trace["decision"]
+        assert a.answer.startswith(WITHHELD) and REFUSAL not in a.answer
+        assert a.citations and all(c.verified for c in a.citations)
+        assert "signature" in a.citations[0].quote
+        assert a.trace["withheld_answer"].endswith(f"[{a.citations[0].label}]")

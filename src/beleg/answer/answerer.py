@@ -351,18 +351,23 @@ def _no_retrieval(question: str, intent: Intent, t0: float) -> Answer:
 
 def _selective(answer: Answer, min_confidence: float) -> Answer:
     """Turn an answer whose confidence is below ``min_confidence`` into a refusal that still
-    shows the asker the closest passages (the withheld answer's verified quotes, with their
-    citations), marked as not shown to answer; the withheld text stays in the trace."""
+    shows the asker the closest passages (:func:`_withheld`)."""
     if answer.refused or answer.support is None or answer.backend == "rule" or answer.confidence >= min_confidence:
         return answer
-    closest = tuple(c for c in answer.citations if c.verified)[:CLOSEST_PASSAGES]
     why = f"confidence {below(answer.confidence, min_confidence)}"
     # The failed checks say why ("the verifier found no answer in the passage"); a low score
     # alone, with every check passed, has no other reason to give.
     failed = [c.why for c in answer.support.checks if c.passed is False]
-    trace = {**answer.trace, "decision": f"{why}: " + ("; ".join(failed) if failed else
-                                                         "the best candidate was not shown to answer the question"),
-             "withheld_answer": answer.answer}
+    return _withheld(answer, why, f"{why}: " + ("; ".join(failed) if failed else
+                                                "the best candidate was not shown to answer the question"))
+
+
+def _withheld(answer: Answer, why: str, decision: str) -> Answer:
+    """``answer`` (a candidate) turned into a refusal that says no answer could be confirmed
+    and shows the closest passages (its verified quotes, with their citations), marked as not
+    shown to answer; the candidate's text stays in the trace (``withheld_answer``)."""
+    closest = tuple(c for c in answer.citations if c.verified)[:CLOSEST_PASSAGES]
+    trace = {**answer.trace, "decision": decision, "withheld_answer": answer.answer}
     return replace(answer, answer=refusal_text(why, closest, answer.sources, WITHHELD), refused=True, citations=closest,
                    conflicts=(), trace=trace)
 
@@ -434,6 +439,13 @@ def _extractive(kb: KnowledgeBase, question: str, asked: str, sources: list[Sour
     ex = extract_answer(asked, scored, target, 1.0 if coverage is None else coverage, opts.refuse_below,
                         opts.min_coverage, embed=kb.embedder.embed_documents)
     trace["decision"] = ex.reason
+    if ex.closest:  # refused, with a closest passage: not confirmed, rather than not covered
+        check = verify_quotes(ex.closest, sources, _document_text(kb))
+        shown = f"{ex.closest[0].shown} [{ex.closest[0].label}]"
+        candidate = Answer(question, shown, False, check.citations, (), tuple(sources), check.ok, check.problems,
+                           "extractive", trace)
+        trace["llm"] = _verifier_trace(opts, _Usage())
+        return _withheld(candidate, ex.reason, ex.reason)
     check = verify_quotes(ex.citations, sources, _document_text(kb))
     support = None if ex.refused else extractive_support(
         asked, check.citations, sources, scorer.terms, chosen=ex.chosen, scored=scored, positions=positions,

@@ -50,6 +50,9 @@ class Extract:
     conflicts: tuple[Conflict, ...]
     chosen: Sentence | None
     reason: str
+    #: A refusal's closest passage (the best sentence, quoted as an answer would be), when the
+    #: refusal is "not confirmed" rather than "not covered": shown, never as the answer.
+    closest: tuple[Citation, ...] = ()
 
 
 #: The next sentence of the same paragraph joins the answer when it scores within this of the chosen one.
@@ -444,9 +447,17 @@ def extract_answer(question: str, scored: Sequence[Sentence], target: Target, co
     phrased with a synonym or in the other language (see :mod:`beleg.answer.attributes`)."""
     if target.unknown:
         return refusal(f"no source covers version {', '.join(target.unknown)}")
-    if coverage < min_coverage:
-        return refusal(f"the sources cover {below(coverage, min_coverage)} of the question's terms")
     chosen = choose(scored, refuse_below, detect_language(question, default="?"), embed=embed)
+    if coverage < min_coverage:
+        why = f"the sources cover {below(coverage, min_coverage)} of the question's terms"
+        if chosen is None:
+            return refusal(why)
+        # Words the evidence lacks are no proof that it does not answer: a paraphrase uses none
+        # of the page's words ("How can my server tell that an incoming callback genuinely comes
+        # from you?" over the signature-checking page that ranked first). Not confirmed, then,
+        # rather than not covered: the best sentence is shown as the closest passage.
+        first, _ = quote_answer(chosen, scored)
+        return replace(refusal(why), chosen=chosen, closest=(first,))
     if chosen is None:
         top = next((s.score for s in scored if s.source.eligible), None)
         return refusal("no eligible source" if top is None else f"best sentence scores {below(top, refuse_below)}")
