@@ -243,3 +243,20 @@ def test_words_the_evidence_lacks_withhold_rather_than_deny(demo_kb) -> None:
         assert a.citations and all(c.verified for c in a.citations)
         assert "signature" in a.citations[0].quote
         assert a.trace["withheld_answer"].endswith(f"[{a.citations[0].label}]")
+
+
+def test_with_an_llm_low_term_coverage_is_withheld_before_the_model(demo_kb) -> None:
+    from beleg.testing import ScriptedLLM
+
+    # The same judgement as the offline answerer's, made before any call: the paraphrase is
+    # withheld with the closest passage, not refused as if the sources were silent.
+    question = ("How can my server tell that an incoming callback genuinely comes from you "
+                "and was not tampered with?")
+    llm = ScriptedLLM(responder=lambda messages: "never called")
+    a = demo_kb.ask(question, llm=llm)
+    offline = demo_kb.ask(question)
+    assert llm.calls == [] and a.trace["llm"]["calls"] == 0
+    assert a.refused and a.withheld and a.answer.startswith(WITHHELD)
+    assert a.trace["decision"].startswith("withheld before the model: ") and "of the question's terms" in a.trace["decision"]
+    assert [c.quote for c in a.citations] == [c.quote for c in offline.citations] and a.citations[0].verified
+    assert a.backend == llm.name

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from beleg.answer.citations import is_refusal, verify_answer, verify_quotes
 from beleg.answer.conflicts import detect_conflicts
 from beleg.answer.evidence import GovernancePolicy, Target, assess, find_target, statuses_from_filter
-from beleg.answer.extractive import MIN_COVERAGE, REFUSE_BELOW, below, choose, extract_answer
+from beleg.answer.extractive import MIN_COVERAGE, REFUSE_BELOW, Extract, below, choose, extract_answer
 from beleg.answer.prompt import Order, build_prompt, regenerate_message
 from beleg.answer.quarantine import shown_value
 from beleg.answer.scoring import SentenceScorer, candidate_sentences
@@ -279,7 +279,15 @@ def answer_question(kb: KnowledgeBase, question: str, *, principal: Principal | 
     elif llm is None:
         result = _extractive(kb, question, asked, sources, scored, target, coverage, opts, trace, scorer, positions)
     elif (gap := _evidence_gap(question, scored, coverage, opts)) is not None:
-        result = _refused_before_answer(question, sources, llm, trace, gap)
+        # The extractive answerer's rules, so that a question is withheld (low term coverage:
+        # the best sentence is shown as the closest passage) or refused alike with an LLM.
+        ex = extract_answer(asked, scored, target, 1.0 if coverage is None else coverage, opts.refuse_below,
+                            opts.min_coverage, embed=kb.embedder.embed_documents)
+        if ex.closest:
+            trace["llm"] = {"backend": llm.name, "calls": 0, "tokens": 0}
+            result = _not_confirmed(kb, question, ex, sources, trace, llm.name, f"withheld before the model: {ex.reason}")
+        else:
+            result = _refused_before_answer(question, sources, llm, trace, gap)
     else:
         result = _generate(kb, question, asked, sources, scored, target, context, llm, opts, trace, on_token,
                            scorer, positions)
@@ -440,12 +448,8 @@ def _extractive(kb: KnowledgeBase, question: str, asked: str, sources: list[Sour
                         opts.min_coverage, embed=kb.embedder.embed_documents)
     trace["decision"] = ex.reason
     if ex.closest:  # refused, with a closest passage: not confirmed, rather than not covered
-        check = verify_quotes(ex.closest, sources, _document_text(kb))
-        shown = f"{ex.closest[0].shown} [{ex.closest[0].label}]"
-        candidate = Answer(question, shown, False, check.citations, (), tuple(sources), check.ok, check.problems,
-                           "extractive", trace)
         trace["llm"] = _verifier_trace(opts, _Usage())
-        return _withheld(candidate, ex.reason, ex.reason)
+        return _not_confirmed(kb, question, ex, sources, trace, "extractive", ex.reason)
     check = verify_quotes(ex.citations, sources, _document_text(kb))
     support = None if ex.refused else extractive_support(
         asked, check.citations, sources, scorer.terms, chosen=ex.chosen, scored=scored, positions=positions,
@@ -456,6 +460,17 @@ def _extractive(kb: KnowledgeBase, question: str, asked: str, sources: list[Sour
     trace["llm"] = _verifier_trace(opts, usage)
     return Answer(question, ex.answer, ex.refused, check.citations, ex.conflicts, tuple(sources), check.ok,
                   check.problems, "extractive", trace, support)
+
+
+def _not_confirmed(kb: KnowledgeBase, question: str, ex: Extract, sources: list[Source], trace: dict[str, Any],
+                   backend: str, decision: str) -> Answer:
+    """A refusal that has a closest passage (``ex.closest``): withheld, with that passage shown
+    under "No answer could be confirmed", never as the answer (:func:`_withheld`)."""
+    check = verify_quotes(ex.closest, sources, _document_text(kb))
+    shown = f"{ex.closest[0].shown} [{ex.closest[0].label}]"
+    candidate = Answer(question, shown, False, check.citations, (), tuple(sources), check.ok, check.problems,
+                       backend, trace)
+    return _withheld(candidate, ex.reason, decision)
 
 
 def _verified(support: Support, opts: AnswerOptions, usage: _Usage, question: str, citations: Sequence[Citation],
