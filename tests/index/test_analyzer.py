@@ -47,5 +47,15 @@ def test_language_detection() -> None:
     assert detect_language("How many delivery attempts are there for a message?") == "en"
 
 
+def test_short_questions_are_told_by_their_question_words() -> None:
+    # "in" is a stopword of both languages: these tied and were read as no language at all.
+    for question in ("In welchem Jahr starb Tesla?", "Wann verabschiedete Victoria seine Verfassung?",
+                     "Worauf basiert Victorias Verfassung?", "Welchen Netzwerktyp verwendet X.25?"):
+        assert detect_language(question, default="?") == "de", question
+    assert detect_language("Whose idea was it?", default="?") == "en"
+    # Question words are a language signal, never BM25 stopwords: they stay searchable.
+    assert analyze("Wann worauf", "de") != []
+
+
 def test_stopword_only_query_is_not_empty() -> None:
     assert analyze_query("the") != []
