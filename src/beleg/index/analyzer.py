@@ -51,22 +51,23 @@ def _stemmer(language: str) -> Stemmer.Stemmer:
     return Stemmer.Stemmer(_STEMMER_NAMES[language])
 
 
-#: Question words the stopword lists lack (they are content for BM25 in neither language, so
-#: they are a language signal only): "In welchem Jahr starb Tesla?" tied on "in" and read as
-#: no language at all, so its words were weighed against English pages as if it were English.
-_QUESTION_WORDS = {
-    "de": frozenset({"wann", "warum", "wieso", "weshalb", "welchem", "welchen", "wem", "wen", "wessen", "womit",
-                     "wofür", "wozu", "woher", "wohin", "worin", "worüber", "wodurch", "woraus", "worauf"}),
-    "en": frozenset({"whose"}),
+#: The words that count for a language in detect_language: its stopwords plus question words
+#: the stopword lists lack (content for BM25 in neither language, so a language signal only):
+#: "In welchem Jahr starb Tesla?" tied on "in" and read as no language at all, so its words
+#: were weighed against English pages as if it were English.
+_LANGUAGE_WORDS = {
+    "de": STOPWORDS["de"] | {"wann", "warum", "wieso", "weshalb", "welchem", "welchen", "wem", "wen", "wessen",
+                             "womit", "wofür", "wozu", "woher", "wohin", "worin", "worüber", "wodurch", "woraus",
+                             "worauf"},
+    "en": STOPWORDS["en"] | {"whose"},
 }
 
 
 def detect_language(text: str, default: str = "en") -> str:
     """Guess German or English from stopword and question-word counts; ``default`` when there is no signal."""
     words = re.findall(r"[a-zäöüß]+", text[:5000].lower())
-    de = (sum(w in STOPWORDS["de"] or w in _QUESTION_WORDS["de"] for w in words)
-          + 2 * sum(any(c in w for c in "äöüß") for w in words))
-    en = sum(w in STOPWORDS["en"] or w in _QUESTION_WORDS["en"] for w in words)
+    de = sum(w in _LANGUAGE_WORDS["de"] for w in words) + 2 * sum(any(c in w for c in "äöüß") for w in words)
+    en = sum(w in _LANGUAGE_WORDS["en"] for w in words)
     if de == en:
         return default
     return "de" if de > en else "en"
